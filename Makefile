@@ -1,0 +1,39 @@
+# parallel_apply: PGXS build.
+#
+#   make && make install              build and install into PG_CONFIG's tree
+#   make installcheck                 pg_regress and TAP against a running server
+#                                     (needs wal_level = logical; see README)
+#   make check-temp                   pg_regress on a temporary instance
+#                                     configured by test/regress.conf
+
+MODULE_big = parallel_apply
+OBJS = \
+	src/parallel_apply.o \
+	src/protocol.o \
+	src/protocol_text.o \
+	src/output_plugin.o \
+	src/output_relcache.o
+
+EXTENSION = parallel_apply
+DATA = parallel_apply--1.0.sql
+PGFILEDESC = "parallel_apply - parallel apply for logical replication"
+
+REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
+	plugin_partition plugin_errors
+TAP_TESTS = 1
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
+
+EXTRA_CLEAN = tmp_check
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# pg_regress on a throw-away instance with logical decoding enabled.
+# Run it after "make install".
+check-temp:
+	$(pgxsdir)/src/test/regress/pg_regress --temp-instance=tmp_check/regress \
+		--temp-config=$(srcdir)/test/regress.conf --bindir=$(bindir) \
+		--inputdir=$(srcdir) $(REGRESS)

@@ -1,0 +1,587 @@
+/*-------------------------------------------------------------------------
+ *
+ * output_plugin.c
+ *		The parallel_apply logical decoding output plugin (provider side).
+ *
+ * A slot created with pg_create_logical_replication_slot('s',
+ * 'parallel_apply') decodes the provider's WAL into the messages of
+ * protocol.h.  The client names the protocol version it speaks (one, or a
+ * range to negotiate), the standard publications whose tables it wants,
+ * and whether it wants binary datums, changes that arrived through a
+ * replication origin, and logical messages.  Options are parsed strictly:
+ * the plugin is on the provider's output_plugin_libraries allow-list and
+ * must not guess what an unknown or malformed option meant.
+ *
+ * Shape of the stream:
+ *
+ *	STARTUP							once, before the first message of a session
+ *	BEGIN [ORIGIN] {RELATION | INSERT | UPDATE | DELETE | TRUNCATE
+ *		| MESSAGE}* COMMIT			per transaction with published changes
+ *	MESSAGE							non-transactional logical messages
+ *
+ * BEGIN is deferred to the first published change, so a transaction that
+ * touches no published table sends nothing; its progress is still
+ * reported to the walsender so that synchronous replication and slot
+ * advancement do not wait on it.  RELATION precedes the first change of a
+ * relation in a session and is sent again after the relation's cache entry
+ * was invalidated (see output_relcache.c).
+ *
+ * Every change is formatted in a memory context that is reset after it, so
+ * the plugin's memory does not grow with the size of a transaction.
+ *
+ * src/output_plugin.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/xact.h"
+#include "catalog/pg_publication.h"
+#include "commands/defrem.h"
+#include "mb/pg_wchar.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/output_plugin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/varlena.h"
+
+#include "compat.h"
+#include "output_plugin.h"
+#include "parallel_apply.h"
+
+extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
+
+/* ---------------------------------------------------------------------
+ * Options
+ * ---------------------------------------------------------------------
+ */
+
+static void pg_attribute_noreturn()
+bad_option_value(DefElem *elem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parallel_apply option \"%s\": \"%s\"",
+					elem->defname, defGetString(elem))));
+}
+
+static bool
+option_bool(DefElem *elem)
+{
+	bool		result;
+
+	if (elem->arg == NULL)
+		return true;			/* a bare option name means true */
+	if (!parse_bool(strVal(elem->arg), &result))
+		bad_option_value(elem);
+	return result;
+}
+
+static int
+option_version(DefElem *elem)
+{
+	char	   *s = defGetString(elem);
+	char	   *end;
+	long		v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 255)
+		bad_option_value(elem);
+	return (int) v;
+}
+
+static void
+check_not_seen(DefElem *elem, bool *seen)
+{
+	if (*seen)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("parallel_apply option \"%s\" given more than once",
+						elem->defname)));
+	*seen = true;
+}
+
+static void
+parse_options(PaOutputData *data, List *options)
+{
+	bool		seen_version = false,
+				seen_min = false,
+				seen_max = false,
+				seen_pubs = false,
+				seen_binary = false,
+				seen_origins = false,
+				seen_messages = false;
+	int			client_min = PA_PROTO_VERSION_MIN;
+	int			client_max = PA_PROTO_VERSION_MAX;
+	ListCell   *lc;
+
+	data->binary = false;
+	data->forward_origins = true;
+	data->messages = false;
+
+	foreach(lc, options)
+	{
+		DefElem    *elem = lfirst(lc);
+
+		if (strcmp(elem->defname, "proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_version);
+			client_min = client_max = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "min_proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_min);
+			client_min = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "max_proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_max);
+			client_max = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "publication_names") == 0)
+		{
+			char	   *names = pstrdup(defGetString(elem));
+
+			check_not_seen(elem, &seen_pubs);
+			if (!SplitIdentifierString(names, ',', &data->publication_names) ||
+				data->publication_names == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for parallel_apply option \"publication_names\": \"%s\"",
+								defGetString(elem)),
+						 errhint("Give a comma-separated list of publication names.")));
+		}
+		else if (strcmp(elem->defname, "binary") == 0)
+		{
+			check_not_seen(elem, &seen_binary);
+			data->binary = option_bool(elem);
+		}
+		else if (strcmp(elem->defname, "forward_origins") == 0)
+		{
+			check_not_seen(elem, &seen_origins);
+			data->forward_origins = option_bool(elem);
+		}
+		else if (strcmp(elem->defname, "messages") == 0)
+		{
+			check_not_seen(elem, &seen_messages);
+			data->messages = option_bool(elem);
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized parallel_apply option \"%s\"",
+							elem->defname),
+					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins and messages.")));
+	}
+
+	if (seen_version && (seen_min || seen_max))
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("parallel_apply option \"proto_version\" cannot be combined with \"min_proto_version\" or \"max_proto_version\"")));
+	if (!seen_version && !seen_min && !seen_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"proto_version\" is missing"),
+				 errhint("Name the protocol version the client speaks, or a range with min_proto_version and max_proto_version.")));
+	if (!seen_pubs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"publication_names\" is missing"),
+				 errhint("Name the publications to decode, as a comma-separated list.")));
+
+	/* the highest version both sides speak */
+	data->proto_version = Min(client_max, PA_PROTO_VERSION_MAX);
+	if (data->proto_version < client_min ||
+		data->proto_version < PA_PROTO_VERSION_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 client_min == client_max ?
+				 errmsg("parallel_apply protocol version %d is not supported",
+						client_min) :
+				 errmsg("parallel_apply protocol versions %d to %d are not supported",
+						client_min, client_max),
+				 errdetail("This provider speaks protocol versions %d to %d.",
+						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+}
+
+/*
+ * Check now, with the current catalogs, that every publication exists, so
+ * that a typo ends the stream at once rather than after the first change.
+ */
+static void
+check_publications_exist(List *names)
+{
+	bool		own_xact = !IsTransactionState();
+	ListCell   *lc;
+
+	if (own_xact)
+		StartTransactionCommand();
+	foreach(lc, names)
+	{
+		char	   *name = lfirst(lc);
+
+		if (GetPublicationByName(name, true) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("publication \"%s\" does not exist", name),
+					 errdetail("The client asked the parallel_apply output plugin to decode it."),
+					 errhint("Create it on the provider with CREATE PUBLICATION, or remove it from the client's publication_names.")));
+	}
+	if (own_xact)
+		CommitTransactionCommand();
+}
+
+/* ---------------------------------------------------------------------
+ * Callbacks
+ * ---------------------------------------------------------------------
+ */
+
+static void
+pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
+{
+	PaOutputData *data = MemoryContextAllocZero(ctx->context,
+												sizeof(PaOutputData));
+
+	data->change_cxt = AllocSetContextCreate(ctx->context,
+											 "parallel_apply change",
+											 ALLOCSET_DEFAULT_SIZES);
+	ctx->output_plugin_private = data;
+	opt->output_type = OUTPUT_PLUGIN_BINARY_OUTPUT;
+	opt->receive_rewrites = false;
+
+	/* creating the slot passes no options; decoding does */
+	if (is_init)
+		return;
+
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ctx->context);
+
+		parse_options(data, ctx->output_plugin_options);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	check_publications_exist(data->publication_names);
+	pa_relcache_startup(data);
+}
+
+static void
+pa_shutdown(LogicalDecodingContext *ctx)
+{
+	pa_relcache_shutdown();
+}
+
+static void
+send_startup(LogicalDecodingContext *ctx)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaStartupData s;
+
+	s.proto_version = data->proto_version;
+	s.server_version_num = PG_VERSION_NUM;
+	s.encoding = (char *) GetDatabaseEncodingName();
+	s.flags = (data->binary ? PA_STARTUP_BINARY : 0) |
+		(data->forward_origins ? PA_STARTUP_FORWARD_ORIGINS : 0) |
+		(data->messages ? PA_STARTUP_MESSAGES : 0);
+	s.binary_type_limit = data->binary ? PA_BINARY_SAFE_TYPE_LIMIT : 0;
+	s.plugin_version = PARALLEL_APPLY_VERSION;
+
+	OutputPluginPrepareWrite(ctx, false);
+	pa_write_startup(ctx->out, &s);
+	OutputPluginWrite(ctx, false);
+	data->startup_sent = true;
+}
+
+static void
+pa_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	data->begin_sent = false;
+}
+
+/* Send STARTUP, BEGIN and ORIGIN if this transaction has not yet. */
+static void
+ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaBeginData b;
+	char	   *origin;
+
+	if (data->begin_sent)
+		return;
+	if (!data->startup_sent)
+		send_startup(ctx);
+
+	b.final_lsn = txn->final_lsn;
+	b.commit_time = txn->xact_time.commit_time;
+	b.xid = txn->xid;
+	OutputPluginPrepareWrite(ctx, false);
+	pa_write_begin(ctx->out, &b);
+	OutputPluginWrite(ctx, false);
+
+	/* only reached for foreign origins when forward_origins is on */
+	if (txn->origin_id != InvalidRepOriginId &&
+		replorigin_by_oid(txn->origin_id, true, &origin))
+	{
+		OutputPluginPrepareWrite(ctx, false);
+		pa_write_origin(ctx->out, origin, txn->origin_lsn);
+		OutputPluginWrite(ctx, false);
+	}
+	data->begin_sent = true;
+}
+
+static void
+pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		  XLogRecPtr commit_lsn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaCommitData c;
+
+	if (!data->begin_sent)
+	{
+		/* nothing was published: tell the walsender, send nothing */
+		OutputPluginUpdateProgress(ctx, true);
+		return;
+	}
+	OutputPluginUpdateProgress(ctx, false);
+
+	c.flags = 0;
+	c.commit_lsn = commit_lsn;
+	c.end_lsn = txn->end_lsn;
+	c.commit_time = txn->xact_time.commit_time;
+	OutputPluginPrepareWrite(ctx, true);
+	pa_write_commit(ctx->out, &c);
+	OutputPluginWrite(ctx, true);
+	data->begin_sent = false;
+}
+
+static void
+send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
+{
+	Relation	pubrel;
+
+	if (entry->schema_sent)
+		return;
+	pubrel = RelationIdGetRelation(entry->publish_as_relid);
+	if (!RelationIsValid(pubrel))
+		elog(ERROR, "could not open relation with OID %u",
+			 entry->publish_as_relid);
+	OutputPluginPrepareWrite(ctx, false);
+	pa_write_relation(ctx->out, pubrel, entry->cols);
+	OutputPluginWrite(ctx, false);
+	RelationClose(pubrel);
+	entry->schema_sent = true;
+}
+
+/*
+ * Deform a decoded tuple of rel into the column order of the relation it
+ * is published as (the partition root, for publish_via_partition_root).
+ */
+static void
+deform_published(PaRelSyncEntry *entry, Relation rel, HeapTuple tuple,
+				 Datum **values, bool **isnull)
+{
+	TupleDesc	reldesc = RelationGetDescr(rel);
+	int			natts = entry->desc->natts;
+
+	*values = palloc(natts * sizeof(Datum));
+	*isnull = palloc(natts * sizeof(bool));
+
+	if (entry->attrmap == NULL)
+	{
+		heap_deform_tuple(tuple, reldesc, *values, *isnull);
+		return;
+	}
+	else
+	{
+		Datum	   *relvals = palloc(reldesc->natts * sizeof(Datum));
+		bool	   *relnulls = palloc(reldesc->natts * sizeof(bool));
+
+		heap_deform_tuple(tuple, reldesc, relvals, relnulls);
+		for (int i = 0; i < natts; i++)
+		{
+			AttrNumber	relattno = entry->attrmap->attnums[i];
+
+			(*values)[i] = relattno > 0 ? relvals[relattno - 1] : (Datum) 0;
+			(*isnull)[i] = relattno > 0 ? relnulls[relattno - 1] : true;
+		}
+	}
+}
+
+static void
+pa_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		  Relation rel, ReorderBufferChange *change)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	MemoryContext oldcxt;
+	PaRelSyncEntry *entry;
+	HeapTuple	oldtuple = PA_CHANGE_OLDTUPLE(change);
+	HeapTuple	newtuple = PA_CHANGE_NEWTUPLE(change);
+	char		oldkind = rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL ?
+		PA_TUPLE_OLD : PA_TUPLE_KEY;
+	Datum	   *oldvals = NULL,
+			   *newvals = NULL;
+	bool	   *oldnulls = NULL,
+			   *newnulls = NULL;
+	Oid			relid;
+
+	if (!is_publishable_relation(rel))
+		return;
+
+	oldcxt = MemoryContextSwitchTo(data->change_cxt);
+	entry = pa_relcache_get(data, rel);
+
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			if (!entry->pubactions.pubinsert)
+				goto done;
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			if (!entry->pubactions.pubupdate)
+				goto done;
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			if (!entry->pubactions.pubdelete)
+				goto done;
+			if (oldtuple == NULL)
+			{
+				/* REPLICA IDENTITY NOTHING: there is no row to name */
+				elog(DEBUG1, "parallel_apply: DELETE on \"%s\" has no old tuple, not sent",
+					 RelationGetRelationName(rel));
+				goto done;
+			}
+			break;
+		default:
+			elog(ERROR, "unexpected change action %d", (int) change->action);
+	}
+
+	ensure_begin(ctx, txn);
+	send_relation(ctx, entry);
+
+	if (oldtuple != NULL)
+		deform_published(entry, rel, oldtuple, &oldvals, &oldnulls);
+	if (newtuple != NULL)
+		deform_published(entry, rel, newtuple, &newvals, &newnulls);
+
+	relid = entry->publish_as_relid;
+	OutputPluginPrepareWrite(ctx, true);
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			pa_write_insert(ctx->out, relid, entry->desc, entry->cols,
+							newvals, newnulls);
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			pa_write_update(ctx->out, relid, entry->desc, entry->cols,
+							oldkind, oldvals, oldnulls, newvals, newnulls);
+			break;
+		default:
+			pa_write_delete(ctx->out, relid, entry->desc, entry->cols,
+							oldkind, oldvals, oldnulls);
+			break;
+	}
+	OutputPluginWrite(ctx, true);
+
+done:
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(data->change_cxt);
+}
+
+static void
+pa_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			int nrelations, Relation relations[], ReorderBufferChange *change)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	MemoryContext oldcxt = MemoryContextSwitchTo(data->change_cxt);
+	PaRelSyncEntry **entries = palloc(nrelations * sizeof(PaRelSyncEntry *));
+	Oid		   *relids = palloc(nrelations * sizeof(Oid));
+	int			n = 0;
+
+	for (int i = 0; i < nrelations; i++)
+	{
+		Relation	rel = relations[i];
+		PaRelSyncEntry *entry;
+
+		if (!is_publishable_relation(rel))
+			continue;
+		entry = pa_relcache_get(data, rel);
+		if (!entry->pubactions.pubtruncate)
+			continue;
+		/* a partition published as its root is truncated with the root */
+		if (rel->rd_rel->relispartition &&
+			entry->publish_as_relid != RelationGetRelid(rel))
+			continue;
+		entries[n] = entry;
+		relids[n] = RelationGetRelid(rel);
+		n++;
+	}
+
+	if (n > 0)
+	{
+		uint8		flags = 0;
+
+		ensure_begin(ctx, txn);
+		for (int i = 0; i < n; i++)
+			send_relation(ctx, entries[i]);
+		if (change->data.truncate.cascade)
+			flags |= PA_TRUNCATE_CASCADE;
+		if (change->data.truncate.restart_seqs)
+			flags |= PA_TRUNCATE_RESTART_SEQS;
+		OutputPluginPrepareWrite(ctx, true);
+		pa_write_truncate(ctx->out, n, relids, flags);
+		OutputPluginWrite(ctx, true);
+	}
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(data->change_cxt);
+}
+
+static void
+pa_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		   XLogRecPtr message_lsn, bool transactional, const char *prefix,
+		   Size message_size, const char *message)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaMessageData m;
+
+	if (!data->messages)
+		return;
+	if (transactional)
+		ensure_begin(ctx, txn);
+	else if (!data->startup_sent)
+		send_startup(ctx);
+
+	m.transactional = transactional;
+	m.lsn = message_lsn;
+	m.prefix = (char *) prefix;
+	m.size = message_size;
+	m.content = (char *) message;
+	OutputPluginPrepareWrite(ctx, true);
+	pa_write_message(ctx->out, &m);
+	OutputPluginWrite(ctx, true);
+}
+
+static bool
+pa_filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	return !data->forward_origins && origin_id != InvalidRepOriginId;
+}
+
+void
+_PG_output_plugin_init(OutputPluginCallbacks *cb)
+{
+	cb->startup_cb = pa_startup;
+	cb->begin_cb = pa_begin;
+	cb->change_cb = pa_change;
+	cb->truncate_cb = pa_truncate;
+	cb->commit_cb = pa_commit;
+	cb->message_cb = pa_message;
+	cb->filter_by_origin_cb = pa_filter_by_origin;
+	cb->shutdown_cb = pa_shutdown;
+}

@@ -1,0 +1,382 @@
+/*-------------------------------------------------------------------------
+ *
+ * output_relcache.c
+ *		The output plugin's per-relation cache: is a relation published,
+ *		for which actions, as which relation, and how are its columns sent.
+ *
+ * Answering "is this relation published" means reading pg_publication_rel,
+ * pg_publication_namespace and the partition ancestry; sending a column
+ * means finding its type's output or send function.  None of that belongs
+ * on the per-change path, so it is done once per relation and kept in a
+ * hash table keyed by relation OID, as pgoutput does.
+ *
+ * An entry is rebuilt after a relcache invalidation of its relation or of
+ * the relation it is published as (ALTER TABLE, a new column, a changed
+ * replica identity), and every entry after a change of pg_publication,
+ * pg_publication_rel or pg_publication_namespace.  A rebuilt entry sends
+ * its RELATION message again before its next change.  Invalidation
+ * callbacks cannot be unregistered, so they are registered once per
+ * backend and ignore calls when no decoding session is active; they only
+ * mark entries invalid, since they may run in the middle of a lookup.
+ *
+ * Publications are looked up by name with the historic snapshot of the
+ * change being decoded.  One that did not exist yet at that point of the
+ * WAL publishes nothing there: the plugin's startup already checked that
+ * every requested publication exists now, so a missing one is history, not
+ * a typo, and erroring would stop the stream at the same place forever.
+ *
+ * Row filters and column lists (PostgreSQL 15) are not supported: a
+ * publication that uses one for a decoded relation ends the stream with an
+ * error instead of silently replicating rows or columns the publication
+ * was meant to hold back.
+ *
+ * src/output_relcache.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/partition.h"
+#include "catalog/pg_publication_rel.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "compat.h"
+#include "output_plugin.h"
+
+static HTAB *RelSyncCache = NULL;
+static MemoryContext RelSyncContext = NULL;
+static MemoryContext PublicationContext = NULL;
+static List *Publications = NIL;	/* Publication *, in PublicationContext */
+static bool PublicationsValid = false;
+
+static void
+invalidate_all_entries(void)
+{
+	HASH_SEQ_STATUS status;
+	PaRelSyncEntry *entry;
+
+	hash_seq_init(&status, RelSyncCache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		entry->valid = false;
+}
+
+static void
+relcache_inval_cb(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	PaRelSyncEntry *entry;
+
+	if (RelSyncCache == NULL)
+		return;
+	if (!OidIsValid(relid))
+	{
+		invalidate_all_entries();
+		return;
+	}
+	/* the relation itself, and partitions published as it */
+	hash_seq_init(&status, RelSyncCache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (entry->relid == relid || entry->publish_as_relid == relid)
+			entry->valid = false;
+}
+
+static void
+publication_inval_cb(Datum arg, int cacheid, uint32 hashvalue)
+{
+	if (RelSyncCache == NULL)
+		return;
+	if (cacheid == PUBLICATIONOID)
+		PublicationsValid = false;
+	invalidate_all_entries();
+}
+
+void
+pa_relcache_startup(PaOutputData *data)
+{
+	static bool callbacks_registered = false;
+	HASHCTL		ctl;
+
+	/* a session that ended in an error never ran its shutdown callback */
+	pa_relcache_shutdown();
+
+	RelSyncContext = AllocSetContextCreate(CacheMemoryContext,
+										   "parallel_apply relation cache",
+										   ALLOCSET_DEFAULT_SIZES);
+	PublicationContext = AllocSetContextCreate(RelSyncContext,
+											   "parallel_apply publications",
+											   ALLOCSET_SMALL_SIZES);
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(PaRelSyncEntry);
+	ctl.hcxt = RelSyncContext;
+	RelSyncCache = hash_create("parallel_apply relation cache", 128, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	Publications = NIL;
+	PublicationsValid = false;
+
+	if (!callbacks_registered)
+	{
+		CacheRegisterRelcacheCallback(relcache_inval_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(PUBLICATIONOID,
+									  publication_inval_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(PUBLICATIONRELMAP,
+									  publication_inval_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(PUBLICATIONNAMESPACEMAP,
+									  publication_inval_cb, (Datum) 0);
+		callbacks_registered = true;
+	}
+}
+
+void
+pa_relcache_shutdown(void)
+{
+	RelSyncCache = NULL;
+	Publications = NIL;
+	PublicationsValid = false;
+	if (RelSyncContext != NULL)
+		MemoryContextDelete(RelSyncContext);
+	RelSyncContext = NULL;
+	PublicationContext = NULL;
+}
+
+static void
+load_publications(PaOutputData *data)
+{
+	MemoryContext oldcxt;
+	ListCell   *lc;
+
+	MemoryContextReset(PublicationContext);
+	Publications = NIL;
+	oldcxt = MemoryContextSwitchTo(PublicationContext);
+	foreach(lc, data->publication_names)
+	{
+		Publication *pub = GetPublicationByName(lfirst(lc), true);
+
+		if (pub != NULL)
+			Publications = lappend(Publications, pub);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	PublicationsValid = true;
+}
+
+/*
+ * Error out if the publication filters the rows or columns of the relation
+ * it lists; see the header comment.
+ */
+static void
+reject_filters(Publication *pub, Oid listed_relid)
+{
+	HeapTuple	tup;
+	bool		has_filter;
+
+	tup = SearchSysCache2(PUBLICATIONRELMAP, ObjectIdGetDatum(listed_relid),
+						  ObjectIdGetDatum(pub->oid));
+	if (!HeapTupleIsValid(tup))
+		return;
+	has_filter = !heap_attisnull(tup, Anum_pg_publication_rel_prqual, NULL) ||
+		!heap_attisnull(tup, Anum_pg_publication_rel_prattrs, NULL);
+	ReleaseSysCache(tup);
+
+	if (has_filter)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("publication \"%s\" uses a row filter or column list for table \"%s\"",
+						pub->name, get_rel_name(listed_relid)),
+				 errdetail("The parallel_apply output plugin replicates whole rows of every published table."),
+				 errhint("Remove the WHERE clause and column list with ALTER PUBLICATION ... SET TABLE.")));
+}
+
+/* Binary transfer is safe for catalog-defined types with a send function. */
+static bool
+type_sends_binary(Oid typid, Oid *sendfunc)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	char		typdelim;
+	Oid			typioparam;
+
+	if (typid >= PA_BINARY_SAFE_TYPE_LIMIT)
+		return false;
+	get_type_io_data(typid, IOFunc_send, &typlen, &typbyval, &typalign,
+					 &typdelim, &typioparam, sendfunc);
+	return OidIsValid(*sendfunc);
+}
+
+static void
+build_columns(PaOutputData *data, PaRelSyncEntry *entry, Relation pubrel)
+{
+	TupleDesc	desc = RelationGetDescr(pubrel);
+
+	entry->cols = palloc0(desc->natts * sizeof(PaColumnOutput));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		PaColumnOutput *col = &entry->cols[i];
+		Oid			func;
+		bool		isvarlena;
+
+		if (att->attisdropped || att->attgenerated)
+		{
+			col->skip = true;
+			continue;
+		}
+		col->binary = data->binary && type_sends_binary(att->atttypid, &func);
+		if (!col->binary)
+			getTypeOutputInfo(att->atttypid, &func, &isvarlena);
+		fmgr_info_cxt(func, &col->func, entry->entry_cxt);
+	}
+	/* a plain copy: the flags above were read from the relcache's own */
+	entry->desc = CreateTupleDescCopy(desc);
+}
+
+static void
+rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	bool		am_partition = rel->rd_rel->relispartition;
+	char		relkind = rel->rd_rel->relkind;
+	List	   *pubids = GetRelationPublications(relid);
+	List	   *schemapubids = GetSchemaPublications(RelationGetNamespace(rel));
+	List	   *ancestors = am_partition ? get_partition_ancestors(relid) : NIL;
+	Oid			publish_as_relid = relid;
+	int			publish_level = 0;
+	ListCell   *lc;
+
+	if (!PublicationsValid)
+		load_publications(data);
+
+	entry->schema_sent = false;
+	memset(&entry->pubactions, 0, sizeof(entry->pubactions));
+	entry->attrmap = NULL;
+	entry->desc = NULL;
+	entry->cols = NULL;
+	if (entry->entry_cxt != NULL)
+		MemoryContextDelete(entry->entry_cxt);
+	entry->entry_cxt = AllocSetContextCreate(RelSyncContext,
+											 "parallel_apply relation",
+											 ALLOCSET_SMALL_SIZES);
+
+	foreach(lc, Publications)
+	{
+		Publication *pub = lfirst(lc);
+		Oid			pub_relid = relid;
+		Oid			listed_relid = InvalidOid;	/* its pg_publication_rel */
+		int			level = 0;
+		bool		publish = false;
+
+		if (pub->alltables)
+		{
+			publish = true;
+			if (pub->pubviaroot && am_partition)
+			{
+				pub_relid = llast_oid(ancestors);
+				level = list_length(ancestors);
+			}
+		}
+		else
+		{
+			if (list_member_oid(pubids, pub->oid))
+			{
+				publish = true;
+				listed_relid = relid;
+			}
+			else if (list_member_oid(schemapubids, pub->oid))
+				publish = true;
+
+			if (am_partition)
+			{
+				int			alevel;
+				Oid			ancestor;
+
+				ancestor = GetTopMostAncestorInPublication(pub->oid, ancestors,
+														   &alevel);
+				if (OidIsValid(ancestor))
+				{
+					publish = true;
+					if (!OidIsValid(listed_relid))
+						listed_relid = ancestor;
+					if (pub->pubviaroot)
+					{
+						pub_relid = ancestor;
+						level = alevel;
+					}
+				}
+			}
+		}
+
+		/*
+		 * A partitioned table has no changes of its own unless the
+		 * publication publishes its partitions' changes as its own.
+		 */
+		if (!publish ||
+			(relkind == RELKIND_PARTITIONED_TABLE && !pub->pubviaroot))
+			continue;
+
+		if (OidIsValid(listed_relid))
+			reject_filters(pub, listed_relid);
+
+		entry->pubactions.pubinsert |= pub->pubactions.pubinsert;
+		entry->pubactions.pubupdate |= pub->pubactions.pubupdate;
+		entry->pubactions.pubdelete |= pub->pubactions.pubdelete;
+		entry->pubactions.pubtruncate |= pub->pubactions.pubtruncate;
+
+		/* publish as the top-most ancestor any publication names */
+		if (level > publish_level)
+		{
+			publish_as_relid = pub_relid;
+			publish_level = level;
+		}
+	}
+	entry->publish_as_relid = publish_as_relid;
+
+	if (entry->pubactions.pubinsert || entry->pubactions.pubupdate ||
+		entry->pubactions.pubdelete || entry->pubactions.pubtruncate)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(entry->entry_cxt);
+		Relation	pubrel = rel;
+
+		if (publish_as_relid != relid)
+		{
+			pubrel = RelationIdGetRelation(publish_as_relid);
+			if (!RelationIsValid(pubrel))
+				elog(ERROR, "could not open relation with OID %u",
+					 publish_as_relid);
+			entry->attrmap = PA_BUILD_ATTRMAP_BY_NAME_IF_REQ(RelationGetDescr(rel),
+															 RelationGetDescr(pubrel));
+		}
+		build_columns(data, entry, pubrel);
+		if (pubrel != rel)
+			RelationClose(pubrel);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	entry->valid = true;
+}
+
+PaRelSyncEntry *
+pa_relcache_get(PaOutputData *data, Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	PaRelSyncEntry *entry;
+	bool		found;
+
+	Assert(RelSyncCache != NULL);
+	entry = hash_search(RelSyncCache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->entry_cxt = NULL;
+		entry->publish_as_relid = InvalidOid;
+	}
+	if (!entry->valid)
+		rebuild_entry(data, entry, rel);
+	return entry;
+}

@@ -1,0 +1,537 @@
+/*-------------------------------------------------------------------------
+ *
+ * protocol.c
+ *		Writing and reading the messages of the parallel_apply protocol.
+ *
+ * Every message is one CopyData payload of the replication stream (one row
+ * of pg_logical_slot_*_binary_changes) and starts with a type byte.
+ * Integers are in network byte order; strings are NUL-terminated and in the
+ * provider's database encoding, which the STARTUP message names.  A tuple is
+ * a column count followed by one datum per column, each tagged as null,
+ * unchanged TOAST, text (the type's output function) or binary (the type's
+ * send function).  docs/protocol.md is the specification; keep the two in
+ * step.
+ *
+ * The writers append to a StringInfo prepared by OutputPluginPrepareWrite;
+ * they do no catalog access of their own except for the names in RELATION,
+ * and the output functions come cached from the caller.
+ *
+ * The readers trust nothing: every length is checked against what is left
+ * of the message, and a message that is short, too long, or carries an
+ * unknown marker ends in ERRCODE_PROTOCOL_VIOLATION.  They are used by the
+ * subscriber's receiver and by the text renderer in protocol_text.c.
+ *
+ * src/protocol.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "catalog/pg_class.h"
+#include "libpq/pqformat.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "protocol.h"
+
+/* ---------------------------------------------------------------------
+ * Writing
+ * ---------------------------------------------------------------------
+ */
+
+static inline void
+write_string(StringInfo out, const char *s)
+{
+	pq_sendbytes(out, s, strlen(s) + 1);
+}
+
+static inline void
+write_counted(StringInfo out, char kind, const char *data, int len)
+{
+	pq_sendbyte(out, kind);
+	pq_sendint32(out, len);
+	pq_sendbytes(out, data, len);
+}
+
+void
+pa_write_startup(StringInfo out, const PaStartupData *startup)
+{
+	pq_sendbyte(out, PA_MSG_STARTUP);
+	pq_sendbyte(out, (uint8) startup->proto_version);
+	pq_sendint32(out, (uint32) startup->server_version_num);
+	write_string(out, startup->encoding);
+	pq_sendbyte(out, startup->flags);
+	pq_sendint32(out, startup->binary_type_limit);
+	write_string(out, startup->plugin_version);
+}
+
+void
+pa_write_begin(StringInfo out, const PaBeginData *begin)
+{
+	pq_sendbyte(out, PA_MSG_BEGIN);
+	pq_sendint64(out, begin->final_lsn);
+	pq_sendint64(out, begin->commit_time);
+	pq_sendint32(out, begin->xid);
+}
+
+void
+pa_write_commit(StringInfo out, const PaCommitData *commit)
+{
+	pq_sendbyte(out, PA_MSG_COMMIT);
+	pq_sendbyte(out, commit->flags);
+	pq_sendint64(out, commit->commit_lsn);
+	pq_sendint64(out, commit->end_lsn);
+	pq_sendint64(out, commit->commit_time);
+}
+
+void
+pa_write_origin(StringInfo out, const char *origin, XLogRecPtr origin_lsn)
+{
+	pq_sendbyte(out, PA_MSG_ORIGIN);
+	pq_sendint64(out, origin_lsn);
+	write_string(out, origin);
+}
+
+static int
+count_sent_columns(TupleDesc desc, const PaColumnOutput *cols)
+{
+	int			n = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+		if (!cols[i].skip)
+			n++;
+	return n;
+}
+
+void
+pa_write_relation(StringInfo out, Relation rel, const PaColumnOutput *cols)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	char		replident = rel->rd_rel->relreplident;
+	Bitmapset  *idattrs = NULL;
+	char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+	if (replident == REPLICA_IDENTITY_DEFAULT ||
+		replident == REPLICA_IDENTITY_INDEX)
+		idattrs = RelationGetIdentityKeyBitmap(rel);
+
+	pq_sendbyte(out, PA_MSG_RELATION);
+	pq_sendint32(out, RelationGetRelid(rel));
+	write_string(out, nspname);
+	write_string(out, RelationGetRelationName(rel));
+	pq_sendbyte(out, replident);
+	pq_sendint16(out, count_sent_columns(desc, cols));
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		uint8		flags = 0;
+
+		if (cols[i].skip)
+			continue;
+		if (replident == REPLICA_IDENTITY_FULL ||
+			bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
+						  idattrs))
+			flags |= PA_COLUMN_KEY;
+
+		pq_sendbyte(out, flags);
+		write_string(out, NameStr(att->attname));
+		pq_sendint32(out, att->atttypid);
+		pq_sendint32(out, att->atttypmod);
+	}
+
+	bms_free(idattrs);
+	pfree(nspname);
+}
+
+static void
+write_tuple(StringInfo out, TupleDesc desc, const PaColumnOutput *cols,
+			Datum *values, bool *isnull)
+{
+	pq_sendint16(out, count_sent_columns(desc, cols));
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		const PaColumnOutput *col = &cols[i];
+
+		if (col->skip)
+			continue;
+
+		if (isnull[i])
+		{
+			pq_sendbyte(out, PA_DATUM_NULL);
+			continue;
+		}
+
+		/* A TOAST pointer in a decoded tuple: the value was not changed. */
+		if (TupleDescAttr(desc, i)->attlen == -1 &&
+			VARATT_IS_EXTERNAL_ONDISK(values[i]))
+		{
+			pq_sendbyte(out, PA_DATUM_UNCHANGED);
+			continue;
+		}
+
+		if (col->binary)
+		{
+			bytea	   *b = SendFunctionCall((FmgrInfo *) &col->func, values[i]);
+
+			write_counted(out, PA_DATUM_BINARY, VARDATA(b),
+						  VARSIZE(b) - VARHDRSZ);
+			pfree(b);
+		}
+		else
+		{
+			char	   *s = OutputFunctionCall((FmgrInfo *) &col->func, values[i]);
+
+			write_counted(out, PA_DATUM_TEXT, s, strlen(s));
+			pfree(s);
+		}
+	}
+}
+
+void
+pa_write_insert(StringInfo out, Oid relid, TupleDesc desc,
+				const PaColumnOutput *cols, Datum *newvals, bool *newnulls)
+{
+	pq_sendbyte(out, PA_MSG_INSERT);
+	pq_sendint32(out, relid);
+	pq_sendbyte(out, PA_TUPLE_NEW);
+	write_tuple(out, desc, cols, newvals, newnulls);
+}
+
+void
+pa_write_update(StringInfo out, Oid relid, TupleDesc desc,
+				const PaColumnOutput *cols, char oldkind,
+				Datum *oldvals, bool *oldnulls,
+				Datum *newvals, bool *newnulls)
+{
+	pq_sendbyte(out, PA_MSG_UPDATE);
+	pq_sendint32(out, relid);
+	if (oldvals != NULL)
+	{
+		Assert(oldkind == PA_TUPLE_KEY || oldkind == PA_TUPLE_OLD);
+		pq_sendbyte(out, oldkind);
+		write_tuple(out, desc, cols, oldvals, oldnulls);
+	}
+	pq_sendbyte(out, PA_TUPLE_NEW);
+	write_tuple(out, desc, cols, newvals, newnulls);
+}
+
+void
+pa_write_delete(StringInfo out, Oid relid, TupleDesc desc,
+				const PaColumnOutput *cols, char oldkind,
+				Datum *oldvals, bool *oldnulls)
+{
+	Assert(oldkind == PA_TUPLE_KEY || oldkind == PA_TUPLE_OLD);
+	pq_sendbyte(out, PA_MSG_DELETE);
+	pq_sendint32(out, relid);
+	pq_sendbyte(out, oldkind);
+	write_tuple(out, desc, cols, oldvals, oldnulls);
+}
+
+void
+pa_write_truncate(StringInfo out, int nrelids, const Oid *relids, uint8 flags)
+{
+	pq_sendbyte(out, PA_MSG_TRUNCATE);
+	pq_sendbyte(out, flags);
+	pq_sendint32(out, nrelids);
+	for (int i = 0; i < nrelids; i++)
+		pq_sendint32(out, relids[i]);
+}
+
+void
+pa_write_message(StringInfo out, const PaMessageData *msg)
+{
+	pq_sendbyte(out, PA_MSG_MESSAGE);
+	pq_sendbyte(out, msg->transactional ? PA_MESSAGE_TRANSACTIONAL : 0);
+	pq_sendint64(out, msg->lsn);
+	write_string(out, msg->prefix);
+	pq_sendint32(out, msg->size);
+	pq_sendbytes(out, msg->content, msg->size);
+}
+
+/* ---------------------------------------------------------------------
+ * Reading
+ * ---------------------------------------------------------------------
+ */
+
+static void pg_attribute_noreturn()
+malformed(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("malformed parallel_apply protocol message"),
+			 errdetail("%s", what)));
+}
+
+static inline int
+bytes_left(StringInfo in)
+{
+	return in->len - in->cursor;
+}
+
+static inline uint8
+read_byte(StringInfo in)
+{
+	if (bytes_left(in) < 1)
+		malformed("The message ends early.");
+	return (uint8) in->data[in->cursor++];
+}
+
+static inline uint32
+read_uint32(StringInfo in)
+{
+	if (bytes_left(in) < 4)
+		malformed("The message ends early.");
+	return (uint32) pq_getmsgint(in, 4);
+}
+
+static inline uint16
+read_uint16(StringInfo in)
+{
+	if (bytes_left(in) < 2)
+		malformed("The message ends early.");
+	return (uint16) pq_getmsgint(in, 2);
+}
+
+static inline int64
+read_int64(StringInfo in)
+{
+	if (bytes_left(in) < 8)
+		malformed("The message ends early.");
+	return pq_getmsgint64(in);
+}
+
+static char *
+read_string(StringInfo in)
+{
+	const char *s = &in->data[in->cursor];
+	int			left = bytes_left(in);
+	int			slen = strnlen(s, left);
+
+	if (slen >= left)
+		malformed("A string is not terminated.");
+	in->cursor += slen + 1;
+	return pnstrdup(s, slen);
+}
+
+/* A length-prefixed byte string, checked against what is left. */
+static const char *
+read_counted(StringInfo in, int *len)
+{
+	uint32		n = read_uint32(in);
+	const char *p;
+
+	if (n > (uint32) bytes_left(in))
+		malformed("A length runs past the end of the message.");
+	p = &in->data[in->cursor];
+	in->cursor += n;
+	*len = (int) n;
+	return p;
+}
+
+char
+pa_read_msgtype(StringInfo in)
+{
+	return (char) read_byte(in);
+}
+
+void
+pa_read_end(StringInfo in)
+{
+	if (bytes_left(in) != 0)
+		malformed("The message has trailing bytes.");
+}
+
+void
+pa_read_startup(StringInfo in, PaStartupData *startup)
+{
+	startup->proto_version = read_byte(in);
+	startup->server_version_num = (int) read_uint32(in);
+	startup->encoding = read_string(in);
+	startup->flags = read_byte(in);
+	startup->binary_type_limit = read_uint32(in);
+	startup->plugin_version = read_string(in);
+}
+
+void
+pa_read_begin(StringInfo in, PaBeginData *begin)
+{
+	begin->final_lsn = (XLogRecPtr) read_int64(in);
+	begin->commit_time = read_int64(in);
+	begin->xid = read_uint32(in);
+}
+
+void
+pa_read_commit(StringInfo in, PaCommitData *commit)
+{
+	commit->flags = read_byte(in);
+	commit->commit_lsn = (XLogRecPtr) read_int64(in);
+	commit->end_lsn = (XLogRecPtr) read_int64(in);
+	commit->commit_time = read_int64(in);
+}
+
+void
+pa_read_origin(StringInfo in, char **origin, XLogRecPtr *origin_lsn)
+{
+	*origin_lsn = (XLogRecPtr) read_int64(in);
+	*origin = read_string(in);
+}
+
+void
+pa_read_relation(StringInfo in, PaRelationData *rel)
+{
+	rel->remoteid = read_uint32(in);
+	rel->nspname = read_string(in);
+	rel->relname = read_string(in);
+	rel->replident = (char) read_byte(in);
+	if (rel->replident != REPLICA_IDENTITY_DEFAULT &&
+		rel->replident != REPLICA_IDENTITY_FULL &&
+		rel->replident != REPLICA_IDENTITY_INDEX &&
+		rel->replident != REPLICA_IDENTITY_NOTHING)
+		malformed("Unknown replica identity.");
+	rel->natts = read_uint16(in);
+	if (rel->natts > MaxTupleAttributeNumber)
+		malformed("Too many columns.");
+
+	rel->attnames = palloc(rel->natts * sizeof(char *));
+	rel->atttyps = palloc(rel->natts * sizeof(Oid));
+	rel->atttypmods = palloc(rel->natts * sizeof(int32));
+	rel->attkeys = NULL;
+
+	for (int i = 0; i < rel->natts; i++)
+	{
+		uint8		flags = read_byte(in);
+
+		if (flags & ~PA_COLUMN_KEY)
+			malformed("Unknown column flags.");
+		if (flags & PA_COLUMN_KEY)
+			rel->attkeys = bms_add_member(rel->attkeys, i);
+		rel->attnames[i] = read_string(in);
+		rel->atttyps[i] = read_uint32(in);
+		rel->atttypmods[i] = (int32) read_uint32(in);
+	}
+}
+
+static void
+read_tuple(StringInfo in, PaTupleData *tup)
+{
+	tup->ncols = read_uint16(in);
+	if (tup->ncols > MaxTupleAttributeNumber)
+		malformed("Too many columns.");
+	tup->colkinds = palloc(tup->ncols);
+	tup->colvalues = palloc0(tup->ncols * sizeof(StringInfoData));
+
+	for (int i = 0; i < tup->ncols; i++)
+	{
+		char		kind = (char) read_byte(in);
+		const char *data;
+		int			len;
+
+		tup->colkinds[i] = kind;
+		switch (kind)
+		{
+			case PA_DATUM_NULL:
+			case PA_DATUM_UNCHANGED:
+				break;
+			case PA_DATUM_TEXT:
+			case PA_DATUM_BINARY:
+				data = read_counted(in, &len);
+				/* a copy, NUL-terminated as the input functions expect */
+				initStringInfo(&tup->colvalues[i]);
+				appendBinaryStringInfo(&tup->colvalues[i], data, len);
+				break;
+			default:
+				malformed("Unknown datum kind.");
+		}
+	}
+}
+
+static char
+read_tuple_marker(StringInfo in, bool allow_new, bool allow_old)
+{
+	char		c = (char) read_byte(in);
+
+	if ((c == PA_TUPLE_NEW && allow_new) ||
+		((c == PA_TUPLE_KEY || c == PA_TUPLE_OLD) && allow_old))
+		return c;
+	malformed("Unexpected tuple marker.");
+}
+
+Oid
+pa_read_insert(StringInfo in, PaTupleData *newtup)
+{
+	Oid			relid = read_uint32(in);
+
+	read_tuple_marker(in, true, false);
+	read_tuple(in, newtup);
+	return relid;
+}
+
+Oid
+pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
+			   PaTupleData *newtup)
+{
+	Oid			relid = read_uint32(in);
+	char		c = read_tuple_marker(in, true, true);
+
+	*oldkind = 0;
+	if (c != PA_TUPLE_NEW)
+	{
+		*oldkind = c;
+		read_tuple(in, oldtup);
+		read_tuple_marker(in, true, false);
+	}
+	read_tuple(in, newtup);
+	return relid;
+}
+
+Oid
+pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup)
+{
+	Oid			relid = read_uint32(in);
+
+	*oldkind = read_tuple_marker(in, false, true);
+	read_tuple(in, oldtup);
+	return relid;
+}
+
+Oid *
+pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags)
+{
+	uint32		n;
+	Oid		   *relids;
+
+	*flags = read_byte(in);
+	if (*flags & ~(PA_TRUNCATE_CASCADE | PA_TRUNCATE_RESTART_SEQS))
+		malformed("Unknown TRUNCATE flags.");
+	n = read_uint32(in);
+	if (n == 0 || n > (uint32) bytes_left(in) / 4)
+		malformed("Bad relation count in TRUNCATE.");
+	relids = palloc(n * sizeof(Oid));
+	for (uint32 i = 0; i < n; i++)
+		relids[i] = read_uint32(in);
+	*nrelids = (int) n;
+	return relids;
+}
+
+void
+pa_read_message(StringInfo in, PaMessageData *msg)
+{
+	uint8		flags = read_byte(in);
+	const char *content;
+	int			len;
+
+	if (flags & ~PA_MESSAGE_TRANSACTIONAL)
+		malformed("Unknown MESSAGE flags.");
+	msg->transactional = (flags & PA_MESSAGE_TRANSACTIONAL) != 0;
+	msg->lsn = (XLogRecPtr) read_int64(in);
+	msg->prefix = read_string(in);
+	content = read_counted(in, &len);
+	msg->size = len;
+	msg->content = palloc(len + 1);
+	memcpy(msg->content, content, len);
+	msg->content[len] = '\0';
+}
