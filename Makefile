@@ -37,3 +37,8 @@ check-temp:
 	$(pgxsdir)/src/test/regress/pg_regress --temp-instance=tmp_check/regress \
 		--temp-config=$(srcdir)/test/regress.conf --bindir=$(bindir) \
 		--inputdir=$(srcdir) $(REGRESS)
+
+# The TAP suite alone (PostgreSQL::Test::Cluster, prove); each test makes
+# its own clusters.  PROVE_TESTS='t/001_x.pl' runs one file.
+tapcheck:
+	$(prove_installcheck)

@@ -43,7 +43,9 @@
 #include "replication/logical.h"
 #include "replication/origin.h"
 #include "replication/output_plugin.h"
+#include "replication/walsender.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
@@ -235,6 +237,20 @@ check_publications_exist(List *names)
 		CommitTransactionCommand();
 }
 
+/*
+ * Text datums must read back the same on any subscriber, whatever the
+ * replication connection asked for: dates in ISO, floats with every digit.
+ * Only in a walsender, whose session is ours; the SQL interface renders in
+ * the caller's own settings.
+ */
+static void
+set_portable_output_settings(void)
+{
+	SetConfigOption("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION);
+}
+
 /* ---------------------------------------------------------------------
  * Callbacks
  * ---------------------------------------------------------------------
@@ -264,6 +280,8 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	check_publications_exist(data->publication_names);
+	if (am_walsender)
+		set_portable_output_settings();
 	pa_relcache_startup(data);
 }
 
@@ -363,7 +381,7 @@ send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
 {
 	Relation	pubrel;
 
-	if (entry->schema_sent)
+	if (pa_relcache_relation_sent(entry->publish_as_relid))
 		return;
 	pubrel = RelationIdGetRelation(entry->publish_as_relid);
 	if (!RelationIsValid(pubrel))
@@ -373,7 +391,7 @@ send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
 	pa_write_relation(ctx->out, pubrel, entry->cols);
 	OutputPluginWrite(ctx, false);
 	RelationClose(pubrel);
-	entry->schema_sent = true;
+	pa_relcache_set_relation_sent(entry->publish_as_relid);
 }
 
 /*

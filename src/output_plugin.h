@@ -39,7 +39,6 @@ typedef struct PaRelSyncEntry
 {
 	Oid			relid;			/* hash key */
 	bool		valid;			/* false: rebuild before use */
-	bool		schema_sent;	/* RELATION sent since the last rebuild */
 	PublicationActions pubactions;
 	Oid			publish_as_relid;	/* relid, or the partition root */
 	AttrMap    *attrmap;		/* root attno -> leaf attno, or NULL */
@@ -51,5 +50,7 @@ typedef struct PaRelSyncEntry
 extern void pa_relcache_startup(PaOutputData *data);
 extern void pa_relcache_shutdown(void);
 extern PaRelSyncEntry *pa_relcache_get(PaOutputData *data, Relation rel);
+extern bool pa_relcache_relation_sent(Oid publish_as_relid);
+extern void pa_relcache_set_relation_sent(Oid publish_as_relid);
 
 #endif							/* PA_OUTPUT_PLUGIN_H */

@@ -13,8 +13,11 @@
  * An entry is rebuilt after a relcache invalidation of its relation or of
  * the relation it is published as (ALTER TABLE, a new column, a changed
  * replica identity), and every entry after a change of pg_publication,
- * pg_publication_rel or pg_publication_namespace.  A rebuilt entry sends
- * its RELATION message again before its next change.  Invalidation
+ * pg_publication_rel or pg_publication_namespace.  A second, smaller set
+ * remembers which published relations had their RELATION message sent in
+ * this session; a relcache invalidation of a relation removes it, so its
+ * next change sends RELATION again.  The set is keyed by the published
+ * relation, so partitions published as their root send it once.  Invalidation
  * callbacks cannot be unregistered, so they are registered once per
  * backend and ignore calls when no decoding session is active; they only
  * mark entries invalid, since they may run in the middle of a lookup.
@@ -52,6 +55,7 @@
 #include "output_plugin.h"
 
 static HTAB *RelSyncCache = NULL;
+static HTAB *SentRelations = NULL;	/* Oids whose RELATION was sent */
 static MemoryContext RelSyncContext = NULL;
 static MemoryContext PublicationContext = NULL;
 static List *Publications = NIL;	/* Publication *, in PublicationContext */
@@ -69,6 +73,17 @@ invalidate_all_entries(void)
 }
 
 static void
+forget_sent_relations(void)
+{
+	HASH_SEQ_STATUS status;
+	Oid		   *relid;
+
+	hash_seq_init(&status, SentRelations);
+	while ((relid = hash_seq_search(&status)) != NULL)
+		hash_search(SentRelations, relid, HASH_REMOVE, NULL);
+}
+
+static void
 relcache_inval_cb(Datum arg, Oid relid)
 {
 	HASH_SEQ_STATUS status;
@@ -79,8 +94,10 @@ relcache_inval_cb(Datum arg, Oid relid)
 	if (!OidIsValid(relid))
 	{
 		invalidate_all_entries();
+		forget_sent_relations();
 		return;
 	}
+	hash_search(SentRelations, &relid, HASH_REMOVE, NULL);
 	/* the relation itself, and partitions published as it */
 	hash_seq_init(&status, RelSyncCache);
 	while ((entry = hash_seq_search(&status)) != NULL)
@@ -118,6 +135,9 @@ pa_relcache_startup(PaOutputData *data)
 	ctl.hcxt = RelSyncContext;
 	RelSyncCache = hash_create("parallel_apply relation cache", 128, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	ctl.entrysize = sizeof(Oid);
+	SentRelations = hash_create("parallel_apply sent relations", 128, &ctl,
+								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	Publications = NIL;
 	PublicationsValid = false;
 
@@ -138,6 +158,7 @@ void
 pa_relcache_shutdown(void)
 {
 	RelSyncCache = NULL;
+	SentRelations = NULL;
 	Publications = NIL;
 	PublicationsValid = false;
 	if (RelSyncContext != NULL)
@@ -253,7 +274,6 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	if (!PublicationsValid)
 		load_publications(data);
 
-	entry->schema_sent = false;
 	memset(&entry->pubactions, 0, sizeof(entry->pubactions));
 	entry->attrmap = NULL;
 	entry->desc = NULL;
@@ -379,4 +399,24 @@ pa_relcache_get(PaOutputData *data, Relation rel)
 	if (!entry->valid)
 		rebuild_entry(data, entry, rel);
 	return entry;
+}
+
+/*
+ * Has the RELATION message of this published relation been sent since its
+ * last invalidation?  Kept per published relation, not per entry, so that
+ * the partitions published as one root share it.
+ */
+bool
+pa_relcache_relation_sent(Oid publish_as_relid)
+{
+	bool		found;
+
+	hash_search(SentRelations, &publish_as_relid, HASH_FIND, &found);
+	return found;
+}
+
+void
+pa_relcache_set_relation_sent(Oid publish_as_relid)
+{
+	hash_search(SentRelations, &publish_as_relid, HASH_ENTER, NULL);
 }

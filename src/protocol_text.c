@@ -357,6 +357,34 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	pa_read_end(in);
 }
 
+/* The renderer reads our protocol only; say so for a slot of another plugin. */
+static void
+check_slot_plugin(const char *slot_name)
+{
+	Oid			argtypes[1] = {NAMEOID};
+	Datum		args[1];
+	char	   *plugin;
+	int			ret;
+
+	args[0] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
+	ret = SPI_execute_with_args("SELECT plugin::text FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+								1, argtypes, args, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "could not look up replication slot: %s",
+			 SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("replication slot \"%s\" does not exist", slot_name)));
+	plugin = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (plugin == NULL || strcmp(plugin, "parallel_apply") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("replication slot \"%s\" does not use the parallel_apply output plugin",
+						slot_name),
+				 errdetail("Its plugin is \"%s\".", plugin ? plugin : "(none)")));
+}
+
 /* A one-column materialized result, whether called in FROM or SELECT. */
 static void
 init_result(FunctionCallInfo fcinfo)
@@ -405,10 +433,11 @@ render_changes(FunctionCallInfo fcinfo, const char *fn)
 	}
 
 	init_result(fcinfo);
-
-	query = psprintf("SELECT data FROM pg_catalog.%s($1, $2, $3, VARIADIC $4)", fn);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	check_slot_plugin(NameStr(*PG_GETARG_NAME(0)));
+	query = psprintf("SELECT data FROM pg_catalog.%s($1, $2, $3, VARIADIC $4)", fn);
 	ret = SPI_execute_with_args(query, 4, argtypes, args, nulls, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "%s failed: %s", fn, SPI_result_code_string(ret));

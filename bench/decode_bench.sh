@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+#
+# bench/decode_bench.sh
+#
+# Decode speed of the parallel_apply output plugin against pgoutput on the
+# same WAL backlog, in one invocation:
+#
+#   1. initdb a throwaway provider cluster (loopback / unix socket only),
+#   2. pgbench -i, a publication on the four pgbench tables,
+#   3. RUNS logical slots per plugin/variant, created BEFORE the load,
+#   4. a TPC-B backlog of NXACTS transactions,
+#   5. pg_recvlogical --start ... -E <end lsn> --no-loop -f /dev/null on
+#      every slot, timed, in rotating order,
+#   6. medians and the ratio parallel_apply/pgoutput, plus a CSV.
+#
+# See bench/README.md, section "Decode speed (bench/decode_bench.sh)".
+#
+# Environment (all optional):
+#   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3  PORT=5610
+#   WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/decode
+#   BENCH_USER=pa_bench   (OS user the cluster runs as when started as root)
+#   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_recvlogical, ...>
+#   KEEP_DATA=0           (1: keep the cluster's data directory afterwards)
+#
+# Exits non-zero on any failure; a ratio above the target is only reported.
+
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+die() { echo "decode_bench: ERROR: $*" >&2; exit 1; }
+log() { echo "decode_bench: $*" >&2; }
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+NXACTS=${NXACTS:-100000}
+SCALE=${SCALE:-10}
+CLIENTS=${CLIENTS:-8}
+JOBS=${JOBS:-2}
+RUNS=${RUNS:-3}
+PORT=${PORT:-5610}
+BENCH_USER=${BENCH_USER:-pa_bench}
+KEEP_DATA=${KEEP_DATA:-0}
+WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/decode}
+TARGET=1.10
+
+if [[ -z ${PGBIN:-} ]]; then
+	if [[ -x /usr/lib/postgresql/15/bin/postgres ]]; then
+		PGBIN=/usr/lib/postgresql/15/bin
+	elif command -v pg_config >/dev/null 2>&1; then
+		PGBIN=$(pg_config --bindir)
+	else
+		die "cannot find the PostgreSQL binaries; set PGBIN"
+	fi
+fi
+
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT; do
+	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
+done
+(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
+(( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
+(( JOBS > CLIENTS )) && JOBS=$CLIENTS
+for b in initdb pg_ctl postgres psql pgbench pg_recvlogical pg_isready; do
+	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
+done
+[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
+
+# ---------------------------------------------------------------------------
+# Root: PostgreSQL refuses to run as root.  Create an unprivileged user, give
+# it the work directory and run a copy of this script as that user (the copy
+# lives in the work directory, so the repository may be anywhere).
+# ---------------------------------------------------------------------------
+if (( EUID == 0 )); then
+	[[ -z ${DECODE_BENCH_REEXEC:-} ]] || die "still root after re-executing as $BENCH_USER"
+	[[ $BENCH_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "bad BENCH_USER '$BENCH_USER'"
+	[[ $BENCH_USER != root ]] || die "BENCH_USER must not be root"
+	if ! id -u "$BENCH_USER" >/dev/null 2>&1; then
+		log "creating OS user $BENCH_USER"
+		nologin=/usr/sbin/nologin
+		[[ -x $nologin ]] || nologin=/bin/false
+		useradd --system --user-group --no-create-home \
+			--home-dir /nonexistent --shell "$nologin" "$BENCH_USER"
+	fi
+	mkdir -p "$WORKDIR"
+	chown "$BENCH_USER": "$WORKDIR"
+	chmod 0755 "$WORKDIR"
+	self="$WORKDIR/.decode_bench.sh"
+	install -m 0755 -o "$BENCH_USER" "${BASH_SOURCE[0]}" "$self"
+
+	as_user=()
+	if command -v runuser >/dev/null 2>&1; then
+		as_user=(runuser -u "$BENCH_USER" --)
+	elif command -v setpriv >/dev/null 2>&1; then
+		as_user=(setpriv "--reuid=$BENCH_USER" "--regid=$BENCH_USER" --init-groups --)
+	else
+		die "need runuser or setpriv to drop root privileges"
+	fi
+	cd "$WORKDIR"
+	"${as_user[@]}" test -w "$WORKDIR" -a -x "$WORKDIR" ||
+		die "$WORKDIR is not usable by $BENCH_USER (a parent directory is not searchable?); set WORKDIR"
+	log "running as $BENCH_USER, work directory $WORKDIR"
+	exec "${as_user[@]}" env -i \
+		PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" HOME="$WORKDIR" \
+		USER="$BENCH_USER" LOGNAME="$BENCH_USER" LC_ALL=C TERM="${TERM:-dumb}" \
+		DECODE_BENCH_REEXEC=1 \
+		NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" \
+		RUNS="$RUNS" PORT="$PORT" WORKDIR="$WORKDIR" PGBIN="$PGBIN" \
+		KEEP_DATA="$KEEP_DATA" BENCH_USER="$BENCH_USER" \
+		bash "$self"
+fi
+
+# ---------------------------------------------------------------------------
+# Unprivileged from here on.
+# ---------------------------------------------------------------------------
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
+	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
+export PATH="$PGBIN:$PATH"
+
+mkdir -p "$WORKDIR"
+[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
+cd "$WORKDIR"
+DATA=$WORKDIR/data
+SERVER_LOG=$WORKDIR/server.log
+PGBENCH_LOG=$WORKDIR/pgbench.log
+CSV=$WORKDIR/decode_results.csv
+SOCK=$WORKDIR
+DB=bench
+DBUSER=postgres
+
+sockpath="$SOCK/.s.PGSQL.$PORT"
+(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
+
+if [[ -d $DATA ]]; then
+	if pg_ctl status -D "$DATA" >/dev/null 2>&1; then
+		die "a server is still running on $DATA; stop it with: pg_ctl stop -D $DATA -m fast"
+	fi
+	rm -rf "$DATA"
+fi
+# pg_isready: 0 accepting, 1 rejecting, 2 no response, 3 no attempt
+ready=0
+pg_isready -q -h 127.0.0.1 -p "$PORT" -t 5 >/dev/null 2>&1 || ready=$?
+(( ready == 2 )) || die "something already answers on 127.0.0.1:$PORT; choose another PORT"
+rm -f "$CSV" "$SERVER_LOG" "$PGBENCH_LOG"
+
+STARTED=0
+SUCCESS=0
+cleanup() {
+	local rc=$?
+	if (( STARTED )); then
+		pg_ctl stop -D "$DATA" -m fast -w >/dev/null 2>&1 ||
+			echo "decode_bench: WARNING: pg_ctl stop failed; see $SERVER_LOG" >&2
+	fi
+	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
+		rm -rf "$DATA"
+	fi
+	if (( rc != 0 )); then
+		echo "decode_bench: FAILED (exit $rc); logs: $SERVER_LOG $PGBENCH_LOG" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+q() { psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "$PORT" -U "$DBUSER" -d "$DB" "$@"; }
+
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
+
+# ---------------------------------------------------------------------------
+# Cluster.
+# ---------------------------------------------------------------------------
+NSLOTS=$(( 3 * RUNS ))
+MAX_SLOTS=$(( NSLOTS > 10 ? NSLOTS : 10 ))
+
+log "initdb $DATA"
+initdb -D "$DATA" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb.log" 2>&1 ||
+	{ cat "$WORKDIR/initdb.log" >&2; die "initdb failed"; }
+
+cat >>"$DATA/postgresql.conf" <<EOF
+
+# ---- bench/decode_bench.sh ----
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$SOCK'
+max_connections = 50
+wal_level = logical
+max_replication_slots = $MAX_SLOTS
+max_wal_senders = 10
+output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
+shared_buffers = 1GB
+synchronous_commit = off
+logical_decoding_work_mem = 64MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+wal_sender_timeout = 0
+logging_collector = off
+log_min_messages = warning
+EOF
+
+log "starting server on port $PORT"
+STARTED=1
+pg_ctl start -D "$DATA" -l "$SERVER_LOG" -w -t 120 >/dev/null ||
+	{ tail -n 30 "$SERVER_LOG" >&2 || true; die "server did not start"; }
+
+psql -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U "$DBUSER" -d postgres \
+	-c "CREATE DATABASE $DB"
+
+PG_VERSION_BIN=$(postgres --version)
+PG_VERSION_SRV=$(q -c "SHOW server_version")
+[[ $(q -c "SHOW output_plugin_libraries" 2>/dev/null || true) == *parallel_apply* ]] ||
+	die "output_plugin_libraries is not accepted by this server (needs a PostgreSQL with that setting)"
+
+log "pgbench -i -s $SCALE"
+pgbench -i -q -s "$SCALE" -h "$SOCK" -p "$PORT" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 ||
+	{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench -i failed"; }
+
+q -c "CREATE PUBLICATION p FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+q -c "CHECKPOINT"
+
+# Slots, all created before the load: RUNS per plugin/variant.
+VARIANTS=(pgoutput pa_text pa_binary)
+declare -A PLUGIN=([pgoutput]=pgoutput [pa_text]=parallel_apply [pa_binary]=parallel_apply)
+declare -A OPTS=(
+	[pgoutput]="-o proto_version=1 -o publication_names=p"
+	[pa_text]="-o proto_version=1 -o publication_names=p"
+	[pa_binary]="-o proto_version=1 -o publication_names=p -o binary=true"
+)
+declare -A SQLOPTS=(
+	[pgoutput]="'proto_version', '1', 'publication_names', 'p'"
+	[pa_text]="'proto_version', '1', 'publication_names', 'p'"
+	[pa_binary]="'proto_version', '1', 'publication_names', 'p', 'binary', 'true'"
+)
+slot_name() { echo "bench_${1}_$2"; }
+
+log "creating $NSLOTS logical slots"
+for (( r = 1; r <= RUNS; r++ )); do
+	for v in "${VARIANTS[@]}"; do
+		q -c "SELECT 1 FROM pg_create_logical_replication_slot('$(slot_name "$v" "$r")', '${PLUGIN[$v]}')" >/dev/null
+	done
+done
+
+# ---------------------------------------------------------------------------
+# Backlog.
+# ---------------------------------------------------------------------------
+PER_CLIENT=$(( NXACTS / CLIENTS ))
+START_LSN=$(q -c "SELECT pg_current_wal_lsn()")
+log "load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT (TPC-B)"
+t0=$(now)
+pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" -h "$SOCK" -p "$PORT" -U "$DBUSER" "$DB" \
+	>>"$PGBENCH_LOG" 2>&1 || { tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench load failed"; }
+t1=$(now)
+LOAD_SECS=$(elapsed "$t0" "$t1")
+processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$PGBENCH_LOG" | tail -n 1)
+XACTS=$(( PER_CLIENT * CLIENTS ))
+[[ $processed == "$XACTS" ]] || die "pgbench processed '$processed' transactions, expected $XACTS"
+LOAD_TPS=$(sed -n 's/^tps = \([0-9]*\)\..*/\1/p' "$PGBENCH_LOG" | tail -n 1)
+
+END_LSN=$(q -c "SELECT pg_current_wal_lsn()")
+q -c "CHECKPOINT"
+WAL_BYTES=$(q -c "SELECT pg_wal_lsn_diff('$END_LSN', '$START_LSN')::bigint")
+WAL_MB=$(awk -v b="$WAL_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')
+
+# ---------------------------------------------------------------------------
+# Warm-up and sanity check: peek (does not consume) the run-1 slot of each
+# variant up to the end LSN through the SQL interface.  This reads the whole
+# backlog once per variant, so the WAL is in the page cache before any timed
+# run, and it counts the messages and bytes each plugin produces.
+# ---------------------------------------------------------------------------
+declare -A MSGS BYTES PEEK_SECS
+for v in "${VARIANTS[@]}"; do
+	log "warm-up: peeking $(slot_name "$v" 1)"
+	t0=$(now)
+	res=$(q -F ' ' -c "SELECT count(*), coalesce(sum(octet_length(data)), 0)
+		FROM pg_logical_slot_peek_binary_changes('$(slot_name "$v" 1)', '$END_LSN', NULL, ${SQLOPTS[$v]})")
+	t1=$(now)
+	MSGS[$v]=${res%% *}
+	BYTES[$v]=${res##* }
+	PEEK_SECS[$v]=$(elapsed "$t0" "$t1")
+	(( MSGS[$v] > XACTS )) || die "$v produced only ${MSGS[$v]} messages for $XACTS transactions"
+done
+
+# ---------------------------------------------------------------------------
+# Timed runs: pg_recvlogical over a replication connection, output to
+# /dev/null, stopping at the end LSN.  Run r starts at variant r-1 of the
+# list, so every variant is first, second and third equally often.
+# ---------------------------------------------------------------------------
+echo "run,position,variant,plugin,slot,options,seconds,xacts,wal_bytes,start_lsn,end_lsn,confirmed_flush_lsn" >"$CSV"
+declare -A SECS
+nvar=${#VARIANTS[@]}
+for (( r = 1; r <= RUNS; r++ )); do
+	for (( i = 0; i < nvar; i++ )); do
+		v=${VARIANTS[$(( (r - 1 + i) % nvar ))]}
+		slot=$(slot_name "$v" "$r")
+		log "run $r/$RUNS: $v ($slot)"
+		t0=$(now)
+		# shellcheck disable=SC2086  # OPTS holds several words on purpose
+		pg_recvlogical -h "$SOCK" -p "$PORT" -U "$DBUSER" -d "$DB" \
+			--start -S "$slot" -f /dev/null -E "$END_LSN" --no-loop \
+			${OPTS[$v]} 2>"$WORKDIR/recvlogical.err" ||
+			{ cat "$WORKDIR/recvlogical.err" >&2; die "pg_recvlogical failed on $slot"; }
+		t1=$(now)
+		s=$(elapsed "$t0" "$t1")
+		SECS[$v,$r]=$s
+		flush=$(q -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
+		echo "$r,$(( i + 1 )),$v,${PLUGIN[$v]},$slot,\"${OPTS[$v]}\",$s,$XACTS,$WAL_BYTES,$START_LSN,$END_LSN,$flush" >>"$CSV"
+		# drop the consumed slot so that it holds back no WAL
+		q -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
+	done
+done
+rm -f "$WORKDIR/recvlogical.err"
+# every run must have stopped at the same place: the last commit before END_LSN
+nflush=$(tail -n +2 "$CSV" | awk -F, '{ print $NF }' | sort -u | wc -l)
+(( nflush == 1 )) || log "WARNING: the runs stopped at different LSNs, see $CSV"
+
+# ---------------------------------------------------------------------------
+# Report.
+# ---------------------------------------------------------------------------
+declare -A MED
+for v in "${VARIANTS[@]}"; do
+	vals=()
+	for (( r = 1; r <= RUNS; r++ )); do vals+=("${SECS[$v,$r]}"); done
+	MED[$v]=$(median "${vals[@]}")
+done
+R_TEXT=$(ratio "${MED[pa_text]}" "${MED[pgoutput]}")
+R_BIN=$(ratio "${MED[pa_binary]}" "${MED[pgoutput]}")
+verdict() { awk -v r="$1" -v t="$TARGET" 'BEGIN { print (r <= t) ? "ok" : "ABOVE TARGET" }'; }
+
+mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+
+echo
+echo "=== parallel_apply decode benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
+echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
+echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+echo "settings:  NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS PORT=$PORT"
+echo "           shared_buffers=1GB synchronous_commit=off logical_decoding_work_mem=64MB"
+echo "           max_wal_size=4GB checkpoint_timeout=30min wal_sender_timeout=0 fsync=on"
+echo "           max_replication_slots=$MAX_SLOTS, connections over the unix socket in $SOCK"
+echo "workdir:   $WORKDIR (cluster ran as OS user $(id -un))"
+echo
+echo "backlog:   $XACTS TPC-B transactions ($CLIENTS clients x $PER_CLIENT), load took ${LOAD_SECS}s (${LOAD_TPS:-?} tps)"
+echo "           WAL $START_LSN .. $END_LSN = $WAL_BYTES bytes ($WAL_MB MiB)"
+echo
+echo "warm-up (SQL peek up to the end LSN, not timed for the ratio):"
+printf '  %-10s %-15s %10s messages %12s bytes %8ss\n' "variant" "plugin" "" "" ""
+for v in "${VARIANTS[@]}"; do
+	printf '  %-10s %-15s %10s messages %12s bytes %8ss\n' "$v" "${PLUGIN[$v]}" "${MSGS[$v]}" "${BYTES[$v]}" "${PEEK_SECS[$v]}"
+done
+echo
+echo "timed decode (pg_recvlogical --start -E $END_LSN --no-loop -f /dev/null), seconds:"
+printf '  %-10s' "variant"
+for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
+printf ' %8s %10s\n' "median" "xacts/s"
+for v in "${VARIANTS[@]}"; do
+	printf '  %-10s' "$v"
+	for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "${SECS[$v,$r]}"; done
+	printf ' %8s %10s\n' "${MED[$v]}" "$(awk -v x="$XACTS" -v s="${MED[$v]}" 'BEGIN { printf "%.0f", x / s }')"
+done
+echo "  order: run r starts with variant r of (${VARIANTS[*]}) and rotates"
+echo
+echo "ratio parallel_apply(text)/pgoutput   = $R_TEXT (target <= $TARGET) $(verdict "$R_TEXT")"
+echo "ratio parallel_apply(binary)/pgoutput = $R_BIN (target <= $TARGET) $(verdict "$R_BIN")"
+echo
+echo "csv:       $CSV"
+
+SUCCESS=1

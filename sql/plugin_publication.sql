@@ -1,0 +1,76 @@
+-- The parallel_apply output plugin: which tables and actions standard
+-- publications select.
+CREATE EXTENSION IF NOT EXISTS parallel_apply;
+-- error CONTEXT lines carry LSNs, which differ from run to run
+\set SHOW_CONTEXT never
+
+CREATE SCHEMA pubs;
+CREATE TABLE pubs.s1 (id int PRIMARY KEY);
+CREATE TABLE pubs.s2 (id int PRIMARY KEY);
+CREATE TABLE listed (id int PRIMARY KEY);
+CREATE TABLE unlisted (id int PRIMARY KEY);
+CREATE TABLE ins_only (id int PRIMARY KEY);
+CREATE TABLE trunc_only (id int PRIMARY KEY);
+
+CREATE PUBLICATION pub_listed FOR TABLE listed;
+CREATE PUBLICATION pub_schema FOR TABLES IN SCHEMA pubs;
+CREATE PUBLICATION pub_ins FOR TABLE ins_only WITH (publish = 'insert');
+CREATE PUBLICATION pub_trunc FOR TABLE trunc_only WITH (publish = 'truncate');
+CREATE PUBLICATION pub_all FOR ALL TABLES WITH (publish = 'insert');
+
+SELECT 'init' FROM pg_create_logical_replication_slot('pubs', 'parallel_apply');
+
+BEGIN;
+INSERT INTO pubs.s1 VALUES (1);
+INSERT INTO pubs.s2 VALUES (1);
+INSERT INTO listed VALUES (1);
+INSERT INTO unlisted VALUES (1);
+INSERT INTO ins_only VALUES (1);
+UPDATE ins_only SET id = 2;
+DELETE FROM ins_only;
+INSERT INTO trunc_only VALUES (1);
+DELETE FROM trunc_only;
+TRUNCATE trunc_only, ins_only, listed;
+COMMIT;
+
+-- FOR TABLE: only the listed table
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_listed');
+-- FOR TABLES IN SCHEMA: both tables of the schema, nothing else
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_schema');
+-- publish = 'insert' and publish = 'truncate': only those actions
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ins,pub_trunc');
+-- FOR ALL TABLES (inserts only)
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_all');
+-- several publications: the union of tables and of actions
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_listed, pub_ins');
+
+-- a table added to a publication is published from that point of the WAL
+-- on, in the same session; one dropped from it no longer is
+INSERT INTO unlisted VALUES (2);
+ALTER PUBLICATION pub_listed ADD TABLE unlisted;
+INSERT INTO unlisted VALUES (3);
+ALTER PUBLICATION pub_listed DROP TABLE unlisted;
+INSERT INTO unlisted VALUES (4);
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_listed');
+
+-- a publication created after the slot: changes made before it existed are
+-- not published by it, later ones are
+INSERT INTO unlisted VALUES (5);
+CREATE PUBLICATION pub_late FOR TABLE unlisted;
+INSERT INTO unlisted VALUES (6);
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_late');
+
+-- row filters and column lists are refused rather than ignored
+CREATE PUBLICATION pub_filter FOR TABLE listed WHERE (id > 10);
+CREATE PUBLICATION pub_cols FOR TABLE pubs.s1 (id);
+INSERT INTO listed VALUES (20);
+INSERT INTO pubs.s1 VALUES (20);
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_filter');
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_cols');
+-- the same changes through a publication without them are fine
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_listed');
+
+SELECT pg_drop_replication_slot('pubs');
+DROP PUBLICATION pub_listed, pub_schema, pub_ins, pub_trunc, pub_all, pub_late, pub_filter, pub_cols;
+DROP TABLE listed, unlisted, ins_only, trunc_only;
+DROP SCHEMA pubs CASCADE;
