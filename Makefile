@@ -34,6 +34,7 @@ include $(PGXS)
 # pg_regress on a throw-away instance with logical decoding enabled.
 # Run it after "make install".
 check-temp:
+	$(MKDIR_P) tmp_check
 	$(pgxsdir)/src/test/regress/pg_regress --temp-instance=tmp_check/regress \
 		--temp-config=$(srcdir)/test/regress.conf --bindir=$(bindir) \
 		--inputdir=$(srcdir) $(REGRESS)

@@ -357,11 +357,19 @@ echo
 echo "timed decode (pg_recvlogical --start -E $END_LSN --no-loop -f /dev/null), seconds:"
 printf '  %-10s' "variant"
 for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
-printf ' %8s %10s\n' "median" "xacts/s"
+printf ' %8s %10s %8s\n' "median" "xacts/s" "spread"
 for v in "${VARIANTS[@]}"; do
 	printf '  %-10s' "$v"
-	for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "${SECS[$v,$r]}"; done
-	printf ' %8s %10s\n' "${MED[$v]}" "$(awk -v x="$XACTS" -v s="${MED[$v]}" 'BEGIN { printf "%.0f", x / s }')"
+	vals=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		printf ' %8s' "${SECS[$v,$r]}"
+		vals+=("${SECS[$v,$r]}")
+	done
+	# spread: (slowest - fastest) / median; large values mean a noisy machine
+	spread=$(printf '%s\n' "${vals[@]}" | awk -v m="${MED[$v]}" '
+		NR == 1 { lo = hi = $1 } { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 }
+		END { printf "%.0f%%", 100 * (hi - lo) / m }')
+	printf ' %8s %10s %8s\n' "${MED[$v]}" "$(awk -v x="$XACTS" -v s="${MED[$v]}" 'BEGIN { printf "%.0f", x / s }')" "$spread"
 done
 echo "  order: run r starts with variant r of (${VARIANTS[*]}) and rotates"
 echo

@@ -56,6 +56,7 @@ SELECT 'msg' FROM pg_logical_emit_message(false, 'pfx', 'outside');
 BEGIN;
 INSERT INTO basic VALUES (3, 'with message');
 SELECT 'msg' FROM pg_logical_emit_message(true, 'pfx', 'inside');
+SELECT 'msg' FROM pg_logical_emit_message(true, 'bytes', '\x00ff41'::bytea);
 COMMIT;
 SELECT * FROM peek_changes_text('basic', NULL, NULL, false, :opts);
 SELECT * FROM get_changes_text('basic', NULL, NULL, false, :opts, 'messages', 'on');
@@ -72,7 +73,20 @@ SELECT 'reset' FROM pg_replication_origin_session_reset();
 INSERT INTO basic VALUES (5, 'local');
 SELECT * FROM peek_changes_text('basic', NULL, NULL, false, :opts);
 SELECT * FROM get_changes_text('basic', NULL, NULL, false, :opts, 'forward_origins', 'off');
+-- an origin dropped before its changes are decoded: decoding reads the
+-- catalogs as they were at the change, so it is still named, and still
+-- skipped with forward_origins = off
+BEGIN;
+SELECT 'xact' FROM pg_replication_origin_session_setup('upstream'),
+  pg_replication_origin_xact_setup('0/123456', '2026-01-01 00:00:00+00');
+INSERT INTO basic VALUES (6, 'from a dropped origin');
+COMMIT;
+SELECT 'reset' FROM pg_replication_origin_session_reset();
 SELECT pg_replication_origin_drop('upstream');
+SELECT * FROM peek_changes_text('basic', NULL, NULL, false, :opts);
+SELECT * FROM get_changes_text('basic', NULL, NULL, false, :opts, 'forward_origins', 'off');
+DELETE FROM basic WHERE id = 6;
+SELECT count(*) FROM get_changes_text('basic', NULL, NULL, false, :opts);
 
 -- verbose output shows LSNs, xids and times, consistent with each other
 -- and with the transaction that made the change

@@ -61,6 +61,14 @@ INSERT INTO toasty SELECT 2, 'full', string_agg(md5(i::text), '') FROM generate_
 UPDATE toasty SET note = 'full 2' WHERE id = 2;
 SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts);
 
+-- object identifiers (regclass, regtype, ...) are names in text even in
+-- binary mode, since OIDs differ between servers; plain oid is a number
+CREATE TABLE regs (id int PRIMARY KEY, c_class regclass, c_type regtype, c_types regtype[], c_oid oid);
+ALTER PUBLICATION pub_datums ADD TABLE regs;
+INSERT INTO regs VALUES (1, 'pg_class', 'int4', '{text,bool}', 42);
+SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');
+DROP TABLE regs;
+
 -- values in another encoding-sensitive form: non-ASCII text passes as is
 INSERT INTO datums (id, c_text) VALUES (3, 'grüße, 日本');
 SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');

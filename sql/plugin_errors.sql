@@ -19,6 +19,11 @@ SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', 'one
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1 ', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '-1', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '2', 'max_proto_version', '5', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', ' 1', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '+1', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '2', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'max_proto_version', '0', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '3', 'max_proto_version', '2', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1', 'max_proto_version', '1', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1', 'proto_version', '1', 'publication_names', 'pub_errs');
 -- a range is negotiated down to the highest version both sides speak

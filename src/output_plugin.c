@@ -89,9 +89,11 @@ option_version(DefElem *elem)
 	char	   *end;
 	long		v;
 
+	if (!isdigit((unsigned char) s[0]))
+		bad_option_value(elem);
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 255)
+	if (errno != 0 || *end != '\0' || v > 255)
 		bad_option_value(elem);
 	return (int) v;
 }
@@ -117,8 +119,8 @@ parse_options(PaOutputData *data, List *options)
 				seen_binary = false,
 				seen_origins = false,
 				seen_messages = false;
-	int			client_min = PA_PROTO_VERSION_MIN;
-	int			client_max = PA_PROTO_VERSION_MAX;
+	int			client_min = 0;
+	int			client_max = INT_MAX;
 	ListCell   *lc;
 
 	data->binary = false;
@@ -197,25 +199,41 @@ parse_options(PaOutputData *data, List *options)
 
 	/* the highest version both sides speak */
 	data->proto_version = Min(client_max, PA_PROTO_VERSION_MAX);
-	if (data->proto_version < client_min ||
-		data->proto_version < PA_PROTO_VERSION_MIN)
+	if (seen_version &&
+		(client_min < PA_PROTO_VERSION_MIN || client_min > PA_PROTO_VERSION_MAX))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 client_min == client_max ?
 				 errmsg("parallel_apply protocol version %d is not supported",
-						client_min) :
-				 errmsg("parallel_apply protocol versions %d to %d are not supported",
-						client_min, client_max),
+						client_min),
 				 errdetail("This provider speaks protocol versions %d to %d.",
 						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	if (client_min > client_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"min_proto_version\" (%d) is greater than \"max_proto_version\" (%d)",
+						client_min, client_max)));
+	if (data->proto_version < client_min ||
+		data->proto_version < PA_PROTO_VERSION_MIN)
+	{
+		char	   *range = !seen_max ? psprintf("%d and later", client_min) :
+			!seen_min ? psprintf("up to %d", client_max) :
+			psprintf("%d to %d", client_min, client_max);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("no parallel_apply protocol version the client accepts is supported"),
+				 errdetail("The client accepts versions %s; this provider speaks %d to %d.",
+						   range, PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	}
 }
 
 /*
- * Check now, with the current catalogs, that every publication exists, so
- * that a typo ends the stream at once rather than after the first change.
+ * Check now, with the current catalogs, that every publication exists and
+ * filters nothing, so that a typo or an unsupported publication ends the
+ * stream at once rather than at the first change.
  */
 static void
-check_publications_exist(List *names)
+check_publications(List *names)
 {
 	bool		own_xact = !IsTransactionState();
 	ListCell   *lc;
@@ -226,12 +244,15 @@ check_publications_exist(List *names)
 	{
 		char	   *name = lfirst(lc);
 
-		if (GetPublicationByName(name, true) == NULL)
+		Publication *pub = GetPublicationByName(name, true);
+
+		if (pub == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("publication \"%s\" does not exist", name),
 					 errdetail("The client asked the parallel_apply output plugin to decode it."),
 					 errhint("Create it on the provider with CREATE PUBLICATION, or remove it from the client's publication_names.")));
+		pa_reject_filtered_publication(pub);
 	}
 	if (own_xact)
 		CommitTransactionCommand();
@@ -279,7 +300,7 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 		parse_options(data, ctx->output_plugin_options);
 		MemoryContextSwitchTo(oldcxt);
 	}
-	check_publications_exist(data->publication_names);
+	check_publications(data->publication_names);
 	if (am_walsender)
 		set_portable_output_settings();
 	pa_relcache_startup(data);
@@ -298,7 +319,8 @@ send_startup(LogicalDecodingContext *ctx)
 	PaStartupData s;
 
 	s.proto_version = data->proto_version;
-	s.server_version_num = PG_VERSION_NUM;
+	s.server_version_num = pg_strtoint32(GetConfigOption("server_version_num",
+														 false, false));
 	s.encoding = (char *) GetDatabaseEncodingName();
 	s.flags = (data->binary ? PA_STARTUP_BINARY : 0) |
 		(data->forward_origins ? PA_STARTUP_FORWARD_ORIGINS : 0) |
@@ -340,10 +362,15 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	pa_write_begin(ctx->out, &b);
 	OutputPluginWrite(ctx, false);
 
-	/* only reached for foreign origins when forward_origins is on */
-	if (txn->origin_id != InvalidRepOriginId &&
-		replorigin_by_oid(txn->origin_id, true, &origin))
+	/*
+	 * Only reached for foreign origins when forward_origins is on.  An
+	 * origin dropped since is sent with an empty name: the change still did
+	 * not start here, and the client must not mistake it for a local one.
+	 */
+	if (txn->origin_id != InvalidRepOriginId)
 	{
+		if (!replorigin_by_oid(txn->origin_id, true, &origin))
+			origin = "";
 		OutputPluginPrepareWrite(ctx, false);
 		pa_write_origin(ctx->out, origin, txn->origin_lsn);
 		OutputPluginWrite(ctx, false);

@@ -50,6 +50,7 @@ typedef struct PaRelSyncEntry
 extern void pa_relcache_startup(PaOutputData *data);
 extern void pa_relcache_shutdown(void);
 extern PaRelSyncEntry *pa_relcache_get(PaOutputData *data, Relation rel);
+extern void pa_reject_filtered_publication(Publication *pub);
 extern bool pa_relcache_relation_sent(Oid publish_as_relid);
 extern void pa_relcache_set_relation_sent(Oid publish_as_relid);
 

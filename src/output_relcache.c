@@ -187,31 +187,47 @@ load_publications(PaOutputData *data)
 	PublicationsValid = true;
 }
 
-/*
- * Error out if the publication filters the rows or columns of the relation
- * it lists; see the header comment.
- */
-static void
-reject_filters(Publication *pub, Oid listed_relid)
+static void pg_attribute_noreturn()
+filter_error(Publication *pub, Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("publication \"%s\" uses a row filter or column list for table \"%s\"",
+					pub->name, get_rel_name(relid)),
+			 errdetail("The parallel_apply output plugin replicates whole rows of every published table."),
+			 errhint("Remove the WHERE clause and column list with ALTER PUBLICATION ... SET TABLE. Changes written while the publication had them still cannot be decoded through it.")));
+}
+
+static bool
+has_filter(Publication *pub, Oid listed_relid)
 {
 	HeapTuple	tup;
-	bool		has_filter;
+	bool		result;
 
 	tup = SearchSysCache2(PUBLICATIONRELMAP, ObjectIdGetDatum(listed_relid),
 						  ObjectIdGetDatum(pub->oid));
 	if (!HeapTupleIsValid(tup))
-		return;
-	has_filter = !heap_attisnull(tup, Anum_pg_publication_rel_prqual, NULL) ||
+		return false;
+	result = !heap_attisnull(tup, Anum_pg_publication_rel_prqual, NULL) ||
 		!heap_attisnull(tup, Anum_pg_publication_rel_prattrs, NULL);
 	ReleaseSysCache(tup);
+	return result;
+}
 
-	if (has_filter)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("publication \"%s\" uses a row filter or column list for table \"%s\"",
-						pub->name, get_rel_name(listed_relid)),
-				 errdetail("The parallel_apply output plugin replicates whole rows of every published table."),
-				 errhint("Remove the WHERE clause and column list with ALTER PUBLICATION ... SET TABLE.")));
+/*
+ * At startup, with the current catalogs: error out if the publication
+ * filters the rows or columns of any table it lists.
+ */
+void
+pa_reject_filtered_publication(Publication *pub)
+{
+	List	   *relids = GetPublicationRelations(pub->oid, PUBLICATION_PART_ROOT);
+	ListCell   *lc;
+
+	foreach(lc, relids)
+		if (has_filter(pub, lfirst_oid(lc)))
+			filter_error(pub, lfirst_oid(lc));
+	list_free(relids);
 }
 
 /* Binary transfer is safe for catalog-defined types with a send function. */
@@ -224,7 +240,7 @@ type_sends_binary(Oid typid, Oid *sendfunc)
 	char		typdelim;
 	Oid			typioparam;
 
-	if (typid >= PA_BINARY_SAFE_TYPE_LIMIT)
+	if (!pa_type_binary_safe(typid))
 		return false;
 	get_type_io_data(typid, IOFunc_send, &typlen, &typbyval, &typalign,
 					 &typdelim, &typioparam, sendfunc);
@@ -340,8 +356,9 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 			(relkind == RELKIND_PARTITIONED_TABLE && !pub->pubviaroot))
 			continue;
 
-		if (OidIsValid(listed_relid))
-			reject_filters(pub, listed_relid);
+		/* as the publication was at this point of the WAL */
+		if (OidIsValid(listed_relid) && has_filter(pub, listed_relid))
+			filter_error(pub, listed_relid);
 
 		entry->pubactions.pubinsert |= pub->pubactions.pubinsert;
 		entry->pubactions.pubupdate |= pub->pubactions.pubupdate;

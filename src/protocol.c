@@ -30,11 +30,42 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "protocol.h"
+
+/* See PA_BINARY_SAFE_TYPE_LIMIT. */
+bool
+pa_type_binary_safe(Oid typid)
+{
+	Oid			elemtype;
+
+	if (typid >= PA_BINARY_SAFE_TYPE_LIMIT)
+		return false;
+	elemtype = get_element_type(typid);
+	if (OidIsValid(elemtype))
+		typid = elemtype;
+	switch (typid)
+	{
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+		case REGCOLLATIONOID:
+			return false;
+		default:
+			return true;
+	}
+}
 
 /* ---------------------------------------------------------------------
  * Writing

@@ -69,8 +69,11 @@
 
 /*
  * Binary (send/recv) transfer is used only for types whose OID is fixed by
- * the PostgreSQL catalogs, so both sides agree on what the OID means, and
- * whose binary form embeds no other type's OID that could differ.
+ * the PostgreSQL catalogs, so both sides agree on what the OID means, whose
+ * binary form embeds no type OID that could differ, and whose value is not
+ * itself an object OID (regclass and the other reg* types, which travel as
+ * names in text).  pa_type_binary_safe() says which; the limit below is
+ * announced in STARTUP.
  */
 #define PA_BINARY_SAFE_TYPE_LIMIT	FirstGenbkiObjectId
 
@@ -138,6 +141,8 @@ typedef struct PaColumnOutput
 	bool		binary;			/* send function, else output function */
 	FmgrInfo	func;
 } PaColumnOutput;
+
+extern bool pa_type_binary_safe(Oid typid);
 
 /* Writing (provider side). */
 extern void pa_write_startup(StringInfo out, const PaStartupData *startup);

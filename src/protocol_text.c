@@ -84,7 +84,16 @@ require_txn(RenderState *st, const char *msgname, bool inside)
 static void
 append_value(StringInfo buf, const char *value, int len)
 {
-	if (len <= SHOW_FULL_VALUE_MAX)
+	if (memchr(value, '\0', len) != NULL)
+	{
+		/* not a string: show the bytes */
+		appendStringInfoString(buf, "\\x");
+		for (int i = 0; i < len && i < SHOW_FULL_VALUE_MAX; i++)
+			appendStringInfo(buf, "%02x", (unsigned char) value[i]);
+		if (len > SHOW_FULL_VALUE_MAX)
+			appendStringInfo(buf, "... (%d bytes)", len);
+	}
+	else if (len <= SHOW_FULL_VALUE_MAX)
 	{
 		char	   *q = quote_literal_cstr(value);
 
@@ -114,7 +123,7 @@ binary_to_text(StringInfo raw, Oid typid, int32 typmod)
 	Datum		d;
 	StringInfoData buf;
 
-	if (typid >= PA_BINARY_SAFE_TYPE_LIMIT)
+	if (!pa_type_binary_safe(typid))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("binary datum of type %u, which is not safe to send binary",
@@ -288,7 +297,8 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 		case PA_MSG_ORIGIN:
 			require_txn(st, "ORIGIN", true);
 			pa_read_origin(in, &origin, &origin_lsn);
-			appendStringInfo(buf, "ORIGIN %s origin_lsn=%X/%X", origin,
+			appendStringInfo(buf, "ORIGIN %s origin_lsn=%X/%X",
+							 origin[0] ? origin : "(dropped)",
 							 LSN_FORMAT_ARGS(origin_lsn));
 			break;
 		case PA_MSG_RELATION:

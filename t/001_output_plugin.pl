@@ -14,7 +14,9 @@
 #   3. forwarding of changes that came through a replication origin;
 #   4. a second session on the same slot starting over with STARTUP and
 #      RELATION;
-#   5. the output_plugin_libraries allow-list.
+#   5. the output_plugin_libraries allow-list;
+#   6. text datums in portable formats whatever the replication connection
+#      set for itself.
 #
 # pg_recvlogical writes every CopyData payload as is, followed by a newline.
 # The payloads are binary and may themselves contain newlines, so the output
@@ -39,6 +41,9 @@ use constant PG_EPOCH_UNIX_SECS => 946684800;
 
 my $tmpdir = PostgreSQL::Test::Utils::tempdir;
 my $outfile_counter = 0;
+
+# Appended to the connection string of pg_recvlogical (see section 6).
+our $conn_extra = '';
 
 # ---------------------------------------------------------------------
 # Helpers
@@ -67,7 +72,7 @@ sub recvlogical
 	my $file = "$tmpdir/" . $node->name . "_${slot}_" . $outfile_counter++;
 	my @cmd = (
 		'pg_recvlogical',
-		'-d', $node->connstr('postgres') . ' replication=database',
+		'-d', $node->connstr('postgres') . " replication=database $conn_extra",
 		'--start', '-S', $slot, '-f', $file,
 		"--endpos=$endpos", '--no-loop',
 		map { ('-o', $_) } @options);
@@ -740,6 +745,48 @@ like($r->{stderr}, $not_allowed_re,
 	'not allowed: the server says the library may not be an output plugin');
 
 $node2->stop;
+
+# ---------------------------------------------------------------------
+# 6. Text datums do not follow the replication connection's settings
+# ---------------------------------------------------------------------
+
+# In a walsender the plugin renders text datums with DateStyle ISO,
+# IntervalStyle postgres and extra_float_digits 3, so that any subscriber
+# reads them back the same, even if the connection asked for other styles.
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE styles_t (id int PRIMARY KEY, d date, i interval, f float8);
+ALTER PUBLICATION pub ADD TABLE styles_t;
+});
+create_slot($node, 's_styles');
+$node->safe_psql('postgres',
+	q{INSERT INTO styles_t VALUES (1, '2020-01-02', '1 day 2 hours', 0.1::float8 + 0.2)});
+my $styles_endpos = $node->lsn('insert');
+
+my $odd_styles =
+  q{options='-c datestyle=SQL,DMY -c intervalstyle=sql_standard -c extra_float_digits=-3'};
+
+# Control: an ordinary session with these options does render differently.
+my ($control) = run_command(
+	[
+		'psql', '-XAtq', '-d', $node->connstr('postgres') . " $odd_styles",
+		'-c', q{SELECT d, i, f FROM styles_t}
+	]);
+is($control, '02/01/2020|1 2:00:00|0.3',
+	'styles control: a normal session uses the connection\'s styles');
+
+my $smsgs;
+{
+	local $conn_extra = $odd_styles;
+	$smsgs = stream_ok($node, 's_styles', $styles_endpos, 'styles stream',
+		'proto_version=1', 'publication_names=pub');
+}
+is(types($smsgs), 'S B R I C', 'styles stream: one insert');
+is_deeply(
+	(of_type($smsgs, 'I'))[0]{new},
+	[ 't:1', 't:2020-01-02', 't:1 day 02:00:00', 't:0.30000000000000004' ],
+	'styles stream: date, interval and float8 in portable text forms');
+
 $node->stop;
 
 done_testing();

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Make this Debian 12 machine ready to build, test and benchmark
+# parallel_apply, as root: install the missing packages (PostgreSQL 15 from
+# Debian, its server headers, IPC::Run; pglogical too with --pglogical),
+# build the extension from SRC with no compiler warnings, install it, and
+# create the unprivileged OS user that runs the servers (PostgreSQL refuses
+# to run as root).
+#
+#   tools/setup.sh [--pglogical] SRC USER
+set -euo pipefail
+
+with_pglogical=0
+if [ "${1:-}" = --pglogical ]; then
+	with_pglogical=1
+	shift
+fi
+src=${1:?usage: tools/setup.sh [--pglogical] SRC USER}
+user=${2:?usage: tools/setup.sh [--pglogical] SRC USER}
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "tools/setup.sh installs packages and the extension: run it as root" >&2
+	exit 1
+fi
+
+packages="postgresql-15 postgresql-server-dev-15 postgresql-contrib libipc-run-perl make gcc"
+[ $with_pglogical = 1 ] && packages="$packages postgresql-15-pglogical"
+missing=""
+for p in $packages; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "installing:$missing"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+fi
+
+id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+
+log=$(mktemp)
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" 2>&1 | tee "$log"
+if grep -q 'warning:' "$log"; then
+	echo "the build printed compiler warnings" >&2
+	exit 1
+fi
+rm -f "$log"
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" install >/dev/null
