@@ -12,7 +12,21 @@ OBJS = \
 	src/protocol.o \
 	src/protocol_text.o \
 	src/output_plugin.o \
-	src/output_relcache.o
+	src/output_relcache.o \
+	src/relmap.o \
+	src/apply.o
+# subscriber
+OBJS += \
+	src/catalog.o \
+	src/dispatcher.o \
+	src/pool.o \
+	src/progress.o \
+	src/receiver.o \
+	src/shmem.o \
+	src/sql_api.o \
+	src/supervisor.o \
+	src/sync.o \
+	src/writer.o
 
 EXTENSION = parallel_apply
 DATA = parallel_apply--1.0.sql
@@ -22,7 +36,8 @@ REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
 	plugin_partition plugin_errors
 TAP_TESTS = 1
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
+SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 EXTRA_CLEAN = tmp_check

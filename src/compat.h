@@ -16,6 +16,11 @@
 #define PA_COMPAT_H
 
 #include "access/attmap.h"
+#include "commands/tablecmds.h"
+#include "executor/executor.h"
+#if PG_VERSION_NUM >= 160000
+#include "parser/parse_relation.h"
+#endif
 #include "replication/reorderbuffer.h"
 
 #if PG_VERSION_NUM < 150000
@@ -43,6 +48,70 @@
 #else
 #define PA_BUILD_ATTRMAP_BY_NAME_IF_REQ(indesc, outdesc) \
 	build_attrmap_by_name_if_req(indesc, outdesc)
+#endif
+
+/* walrcv_connect() gained a must_use_password argument in 16. */
+#if PG_VERSION_NUM >= 160000
+#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
+	walrcv_connect(conninfo, logical, false, appname, err)
+#else
+#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
+	walrcv_connect(conninfo, logical, appname, err)
+#endif
+
+/*
+ * The subscriber's executor state for one relation (apply.c).
+ *
+ * PostgreSQL 16 moved the permission fields of a range table entry,
+ * updatedCols among them, to RTEPermissionInfo, passed to
+ * ExecInitRangeTable next to the range table; 18 added the set of
+ * unpruned relations.  16 also gave EvalPlanQualInit a list of result
+ * relations, ExecuteTruncateGuts a run_as_table_owner flag, and replaced
+ * ResultRelInfo.ri_RootToPartitionMap with ExecGetRootToChildMap().
+ */
+static inline void
+pa_exec_init_range_table(EState *estate, RangeTblEntry *rte)
+{
+#if PG_VERSION_NUM >= 160000
+	List	   *perminfos = NIL;
+
+	addRTEPermissionInfo(&perminfos, rte);
+#if PG_VERSION_NUM >= 180000
+	ExecInitRangeTable(estate, list_make1(rte), perminfos,
+					   bms_make_singleton(1));
+#else
+	ExecInitRangeTable(estate, list_make1(rte), perminfos);
+#endif
+#else
+	ExecInitRangeTable(estate, list_make1(rte));
+#endif
+}
+
+/* The updated columns of the only relation of that range table. */
+static inline void
+pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
+{
+#if PG_VERSION_NUM >= 160000
+	RTEPermissionInfo *perminfo = linitial(estate->es_rteperminfos);
+
+	perminfo->updatedCols = updated;
+#else
+	exec_rt_fetch(1, estate)->updatedCols = updated;
+#endif
+}
+
+#if PG_VERSION_NUM >= 160000
+#define PA_EVAL_PLAN_QUAL_INIT(epqstate, estate) \
+	EvalPlanQualInit(epqstate, estate, NULL, NIL, -1, NIL)
+#define PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, behavior, restart_seqs) \
+	ExecuteTruncateGuts(rels, relids, relids_logged, behavior, restart_seqs, false)
+#define PA_ROOT_TO_CHILD_MAP(rri, estate) ExecGetRootToChildMap(rri, estate)
+#else
+#define PA_EVAL_PLAN_QUAL_INIT(epqstate, estate) \
+	EvalPlanQualInit(epqstate, estate, NULL, NIL, -1)
+#define PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, behavior, restart_seqs) \
+	ExecuteTruncateGuts(rels, relids, relids_logged, behavior, restart_seqs)
+#define PA_ROOT_TO_CHILD_MAP(rri, estate) ((rri)->ri_RootToPartitionMap)
 #endif
 
 #endif							/* PA_COMPAT_H */

@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * parallel_apply.c
- *		Module entry point of the parallel_apply shared library.
+ *		Module entry point of the parallel_apply shared library: GUCs,
+ *		shared memory, and the launcher.
  *
  * One library serves both sides of replication.  On a provider it is the
  * logical decoding output plugin named parallel_apply (output_plugin.c),
  * loaded by the walsender when a client starts decoding, and listed in
  * output_plugin_libraries so that PostgreSQL allows it.  On a subscriber
- * it is meant to be in shared_preload_libraries, so that _PG_init can
- * reserve shared memory and register the background workers that apply
- * changes.  The SQL-callable functions of the extension live in the same
- * library.
+ * it must be in shared_preload_libraries: _PG_init then reserves the
+ * shared memory of the pipelines (shmem.c) and registers the launcher that
+ * starts a supervisor per database (supervisor.c).  Loaded any other way,
+ * it only defines its GUCs.
  *
  * src/parallel_apply.c
  *
@@ -19,15 +20,93 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
 
 #include "parallel_apply.h"
+#include "pipeline.h"
+#include "progress.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+int			pa_max_writers = 8;
+int			pa_default_writers = 4;
+int			pa_max_subscriptions = 16;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void
+shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	pa_shmem_request();
+}
+
+static void
+shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	pa_shmem_startup();
+}
+
+static void
+register_launcher(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
 void
 _PG_init(void)
 {
-	/* the subscriber's GUCs and workers register here */
+	DefineCustomIntVariable("parallel_apply.writers_per_subscription",
+							"Writer processes of a subscription whose num_writers is not set.",
+							"Capped by parallel_apply.max_writers_per_subscription.",
+							&pa_default_writers, 4, 1, PA_MAX_WRITERS_LIMIT,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	/*
+	 * The rest only on a subscriber, which preloads the library: server-start
+	 * settings cannot be defined by a library loaded later, as the output
+	 * plugin is in a walsender.
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+	{
+		MarkGUCPrefixReserved("parallel_apply");
+		return;
+	}
+
+	DefineCustomIntVariable("parallel_apply.max_writers_per_subscription",
+							"Most writer processes one subscription can have.",
+							"Sizes shared memory; changing it needs a restart.",
+							&pa_max_writers, 8, 1, PA_MAX_WRITERS_LIMIT,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("parallel_apply.max_subscriptions",
+							"Most subscriptions this server can apply at once.",
+							"Sizes shared memory; changing it needs a restart.",
+							&pa_max_subscriptions, 16, 1, 1024,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("parallel_apply");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = shmem_startup;
+	register_launcher();
 }

@@ -1,0 +1,179 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *		Reading and writing parallel_apply.subscription.
+ *
+ * The table is small and read rarely (the supervisor's scan once a
+ * second, a leader at start), so it is read through SPI rather than with
+ * hand-built scans: the code stays short and the SQL shows what is read.
+ * The SQL API writes it the same way (sql_api.c).
+ *
+ * src/catalog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "libpq-fe.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "catalog.h"
+
+#define SUB_COLUMNS \
+	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
+	"enabled, synchronize_data, coalesce(num_writers, 0), " \
+	"synchronous_commit, sync_state"
+
+static char *
+getstr(HeapTuple tup, TupleDesc desc, int col)
+{
+	char	   *s = SPI_getvalue(tup, desc, col);
+
+	return s ? s : pstrdup("");
+}
+
+static Datum
+getdatum(HeapTuple tup, TupleDesc desc, int col, bool *isnull)
+{
+	return SPI_getbinval(tup, desc, col, isnull);
+}
+
+static PaSubscription *
+row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	PaSubscription *sub = palloc0(sizeof(PaSubscription));
+	bool		isnull;
+	ArrayType  *pubs;
+	Datum	   *elems;
+	int			nelems;
+
+	sub->subid = DatumGetObjectId(getdatum(tup, desc, 1, &isnull));
+	sub->name = getstr(tup, desc, 2);
+	sub->group_name = getstr(tup, desc, 3);
+	sub->dsn = getstr(tup, desc, 4);
+	pubs = DatumGetArrayTypeP(getdatum(tup, desc, 5, &isnull));
+	deconstruct_array(pubs, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		sub->publications = lappend(sub->publications,
+									TextDatumGetCString(elems[i]));
+	sub->slot_name = getstr(tup, desc, 6);
+	sub->enabled = DatumGetBool(getdatum(tup, desc, 7, &isnull));
+	sub->sync_data = DatumGetBool(getdatum(tup, desc, 8, &isnull));
+	sub->num_writers = DatumGetInt32(getdatum(tup, desc, 9, &isnull));
+	sub->synchronous_commit = getstr(tup, desc, 10);
+	sub->sync_state = DatumGetChar(getdatum(tup, desc, 11, &isnull));
+	MemoryContextSwitchTo(oldcxt);
+	return sub;
+}
+
+static List *
+query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	char	   *sql = psprintf("SELECT " SUB_COLUMNS
+							   " FROM parallel_apply.subscription %s ORDER BY sub_id",
+							   where);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read parallel_apply.subscription");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		result = lappend(result, row_to_sub(SPI_tuptable->vals[i],
+											SPI_tuptable->tupdesc, cxt));
+	SPI_finish();
+	return result;
+}
+
+List *
+pa_catalog_list(void)
+{
+	return query_subs("", 0, NULL, NULL);
+}
+
+PaSubscription *
+pa_catalog_get(Oid subid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(subid)};
+	List	   *l = query_subs("WHERE sub_id = $1", 1, argtypes, args);
+
+	return l ? linitial(l) : NULL;
+}
+
+PaSubscription *
+pa_catalog_get_by_name(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	List	   *l = query_subs("WHERE sub_name = $1", 1, argtypes, args);
+
+	return l ? linitial(l) : NULL;
+}
+
+void
+pa_catalog_set_sync_state(Oid subid, char state)
+{
+	Oid			argtypes[2] = {OIDOID, CHAROID};
+	Datum		args[2] = {ObjectIdGetDatum(subid), CharGetDatum(state)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE parallel_apply.subscription SET sync_state = $2 WHERE sub_id = $1",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update parallel_apply.subscription");
+	SPI_finish();
+}
+
+bool
+pa_extension_installed(void)
+{
+	return OidIsValid(get_extension_oid("parallel_apply", true));
+}
+
+/* Rebuild the DSN from its parsed options, the password masked. */
+char *
+pa_mask_dsn(const char *dsn)
+{
+	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
+	StringInfoData buf;
+
+	if (opts == NULL)
+		return pstrdup("(invalid DSN)");
+	initStringInfo(&buf);
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+	{
+		const char *v = o->val;
+
+		if (v == NULL || v[0] == '\0')
+			continue;
+		if (strcmp(o->keyword, "password") == 0)
+			v = "********";
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ' ');
+		appendStringInfo(&buf, "%s=", o->keyword);
+		if (strpbrk(v, " '\\") != NULL || v[0] == '\0')
+		{
+			appendStringInfoChar(&buf, '\'');
+			for (const char *c = v; *c; c++)
+			{
+				if (*c == '\'' || *c == '\\')
+					appendStringInfoChar(&buf, '\\');
+				appendStringInfoChar(&buf, *c);
+			}
+			appendStringInfoChar(&buf, '\'');
+		}
+		else
+			appendStringInfoString(&buf, v);
+	}
+	PQconninfoFree(opts);
+	return buf.data;
+}

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *		The subscriber's catalog: parallel_apply.subscription.
+ *
+ * src/catalog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_CATALOG_H
+#define PA_CATALOG_H
+
+#include "nodes/pg_list.h"
+
+#define PA_SYNC_INIT	'i'
+#define PA_SYNC_READY	'r'
+
+typedef struct PaSubscription
+{
+	Oid			subid;
+	char	   *name;
+	char	   *group_name;
+	char	   *dsn;
+	List	   *publications;	/* char * */
+	char	   *slot_name;
+	bool		enabled;
+	bool		sync_data;
+	int			num_writers;	/* 0 when NULL: the GUC decides */
+	char	   *synchronous_commit;
+	char		sync_state;
+} PaSubscription;
+
+/* All need a transaction and an SPI-free caller (they connect to SPI). */
+extern List *pa_catalog_list(void);
+extern PaSubscription *pa_catalog_get(Oid subid);
+extern PaSubscription *pa_catalog_get_by_name(const char *name);
+extern void pa_catalog_set_sync_state(Oid subid, char state);
+extern bool pa_extension_installed(void);
+
+/* The DSN with any password replaced by ********. */
+extern char *pa_mask_dsn(const char *dsn);
+
+#endif							/* PA_CATALOG_H */

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatcher.h
+ *		The leader's dispatcher: transactions to writers.
+ *
+ * src/dispatcher.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_DISPATCHER_H
+#define PA_DISPATCHER_H
+
+#include "pipeline.h"
+
+extern void pa_dispatch_init(PaSubSlot *slot);
+extern void pa_dispatch_message(const char *data, int len);
+extern bool pa_dispatch_idle(void);
+extern void pa_dispatch_housekeeping(void);
+extern void pa_dispatch_wait_all(void);
+
+/* Statistics, for the leader's status. */
+extern uint64 pa_dispatch_last_seq(void);
+
+#endif							/* PA_DISPATCHER_H */

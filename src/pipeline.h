@@ -1,0 +1,164 @@
+/*-------------------------------------------------------------------------
+ *
+ * pipeline.h
+ *		Shared memory of the subscriber: one slot per subscription with its
+ *		pipeline's state, and one per writer; the GUCs; the worker entry
+ *		points.
+ *
+ * Processes of one database:
+ *
+ *	supervisor (one per database)
+ *	  starts, stops and restarts (with backoff) one leader per enabled
+ *	  subscription;
+ *	leader = "parallel_apply receiver <sub>" (receiver.c + dispatcher.c)
+ *	  streams from the provider's slot, assembles transactions, tracks their
+ *	  keys and hands each to one writer through a shm_mq;
+ *	writers = "parallel_apply writer <sub>:<n>" (writer.c + apply.c)
+ *	  apply transactions and commit them in the provider's commit order.
+ *
+ * The layout of a PaSubSlot is fixed at startup by
+ * parallel_apply.max_subscriptions and max_writers_per_subscription.
+ *
+ * src/pipeline.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_PIPELINE_H
+#define PA_PIPELINE_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/dsm.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/spin.h"
+
+#define PA_ERROR_LEN	512
+
+/* GUCs */
+extern int	pa_max_writers;
+extern int	pa_default_writers;
+extern int	pa_max_subscriptions;
+
+/* Subscription states shown by subscription_status(). */
+typedef enum PaSubState
+{
+	PA_SUB_DOWN = 0,
+	PA_SUB_INITIALIZING,
+	PA_SUB_CATCHING_UP,
+	PA_SUB_STREAMING,
+	PA_SUB_DISABLED
+} PaSubState;
+
+/* Writer states shown by writer_status(). */
+typedef enum PaWriterState
+{
+	PA_WRITER_STOPPED = 0,
+	PA_WRITER_STARTING,
+	PA_WRITER_IDLE,
+	PA_WRITER_APPLYING,
+	PA_WRITER_WAIT_DEPENDENCY,
+	PA_WRITER_WAIT_COMMIT,
+	PA_WRITER_RETRYING,
+	PA_WRITER_COPYING
+} PaWriterState;
+
+typedef struct PaWriterSlot
+{
+	pid_t		pid;
+	PaWriterState state;
+	uint64		seq;			/* transaction being applied, 0 none */
+	TransactionId remote_xid;
+	XLogRecPtr	commit_lsn;
+	uint64		applied;		/* transactions committed */
+	uint64		dep_waits;
+	uint64		commit_waits;
+	uint64		retries;
+	char		last_error[PA_ERROR_LEN];
+	TimestampTz last_error_time;
+	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
+	uint32		copies_done;	/* initial copy tasks finished */
+	bool		copy_failed;
+} PaWriterSlot;
+
+typedef struct PaSubSlot
+{
+	slock_t		mutex;			/* protects the non-atomic fields */
+	bool		in_use;
+	Oid			dboid;
+	Oid			subid;
+	char		name[NAMEDATALEN];
+
+	/* supervisor's view */
+	pid_t		leader_pid;
+	pid_t		paused_by;		/* a backend disabling or dropping it */
+	int			restarts;
+	TimestampTz next_start;
+	TimestampTz leader_started;
+
+	/* leader's view */
+	PaSubState	state;
+	int			target_writers; /* wanted now; 0 = use the GUC */
+	int			num_writers;	/* running now */
+	XLogRecPtr	received_lsn;
+	XLogRecPtr	applied_lsn;	/* all before it applied here */
+	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
+	XLogRecPtr	provider_lsn;	/* provider's end of WAL, last heard */
+	TimestampTz last_remote_commit_time;
+	XLogRecPtr	catchup_target; /* a wait_for_catchup() is waiting */
+	char		last_error[PA_ERROR_LEN];
+	TimestampTz last_error_time;
+
+	/* commit order, written by the writer whose turn it is */
+	pg_atomic_uint64 committed_seq;
+	Latch	   *leader_latch;	/* set by writers after each commit */
+	uint64		retry_seq;		/* a transaction retrying: later ones wait
+								 * for it to commit before they apply */
+	int			retry_writer;
+	XLogRecPtr	last_commit_remote_end; /* under mutex */
+	XLogRecPtr	last_commit_local_end;
+	uint64		pipeline_generation;	/* bumped at each leader start */
+
+	PaWriterSlot writers[FLEXIBLE_ARRAY_MEMBER];
+} PaSubSlot;
+
+typedef struct PaDbSlot
+{
+	Oid			dboid;
+	pid_t		supervisor_pid;
+} PaDbSlot;
+
+typedef struct PaShared
+{
+	LWLock	   *lock;			/* allocation of slots */
+	PaDbSlot   *dbs;			/* pa_max_subscriptions of them */
+	char	   *subs;			/* pa_max_subscriptions PaSubSlots */
+	Size		subslot_size;
+} PaShared;
+
+extern PaShared *pa_shared;
+
+/* shmem.c */
+extern void pa_shmem_request(void);
+extern void pa_shmem_startup(void);
+extern PaSubSlot *pa_subslot(int i);
+extern PaSubSlot *pa_subslot_find(Oid dboid, Oid subid);
+extern PaSubSlot *pa_subslot_acquire(Oid dboid, Oid subid, const char *name);
+extern void pa_subslot_release(PaSubSlot *slot);
+extern int	pa_subslot_index(PaSubSlot *slot);
+extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
+						 const char *msg);
+extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
+extern int	pa_effective_writers(PaSubSlot *slot);
+
+/* Lock tags: each writer holds its own while it lives (see writer.c). */
+extern void pa_writer_locktag(LOCKTAG *tag, Oid subid, int writer);
+
+/* Worker entry points. */
+extern PGDLLEXPORT void pa_supervisor_main(Datum arg);
+extern PGDLLEXPORT void pa_leader_main(Datum arg);
+extern PGDLLEXPORT void pa_writer_main(Datum arg);
+extern void pa_ensure_supervisor(void);
+
+#endif							/* PA_PIPELINE_H */

@@ -1,0 +1,345 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.c
+ *		The leader's pool of writer processes and their queues.
+ *
+ * The leader creates one DSM segment holding a shm_mq per possible writer
+ * (max_writers_per_subscription of them, PA_QUEUE_SIZE each) and starts
+ * writers as dynamic background workers, each told the segment and its
+ * queue number.  Queues are one-way, leader to writer; writers report back
+ * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
+ *
+ * The pool can grow and shrink while it runs (alter_subscription_config,
+ * alter_group_config, the reloadable GUC).  Growing starts writers and
+ * sends them every RELATION the others know (the dispatcher's callback);
+ * shrinking stops handing work to the highest-numbered writers, waits until
+ * they have committed all they were given, then detaches their queues,
+ * which makes them exit.
+ *
+ * Sending blocks while a queue is full: that is the back-pressure that
+ * slows the receiver, so memory stays bounded.  While blocked, the leader
+ * runs a callback that keeps the replication connection alive (status
+ * updates) without reading more data from it.  A writer that exits on its
+ * own is an error for the whole pipeline: the leader exits too, and the
+ * supervisor restarts the pipeline with backoff.
+ *
+ * src/pool.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/shm_mq.h"
+#include "storage/shm_toc.h"
+#include "utils/memutils.h"
+
+#include "pool.h"
+
+#define PA_POOL_MAGIC	0x50415031
+
+typedef struct PaPoolWriter
+{
+	BackgroundWorkerHandle *handle;
+	shm_mq_handle *mqh;
+	bool		running;
+	bool		retiring;		/* being removed: no new work */
+	uint64		dispatched;
+} PaPoolWriter;
+
+static PaSubSlot *pool_slot;
+static Oid	pool_subid;
+static char *pool_subname;
+static dsm_segment *pool_seg;
+static shm_toc *pool_toc;
+static PaPoolWriter *pool_writers;
+static int	pool_nactive;		/* writers 0..n-1 take new work */
+static PaPoolWaitCallback pool_wait_cb;
+static void (*pool_new_writer_cb) (int writer);
+
+char *
+pa_writer_origin_name(Oid subid, int writer)
+{
+	return psprintf("pa_%u_%d", subid, writer);
+}
+
+static shm_mq *
+queue_of(int writer)
+{
+	return shm_toc_lookup(pool_toc, writer + 1, false);
+}
+
+void
+pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
+			 PaPoolWaitCallback wait_cb)
+{
+	shm_toc_estimator e;
+	Size		size;
+
+	pool_slot = slot;
+	pool_subid = subid;
+	pool_subname = MemoryContextStrdup(TopMemoryContext, subname);
+	pool_wait_cb = wait_cb;
+	pool_writers = MemoryContextAllocZero(TopMemoryContext,
+										  sizeof(PaPoolWriter) * pa_max_writers);
+
+	shm_toc_initialize_estimator(&e);
+	for (int i = 0; i < pa_max_writers; i++)
+		shm_toc_estimate_chunk(&e, PA_QUEUE_SIZE);
+	shm_toc_estimate_keys(&e, pa_max_writers);
+	size = shm_toc_estimate(&e);
+
+	pool_seg = dsm_create(size, 0);
+	dsm_pin_mapping(pool_seg);
+	pool_toc = shm_toc_create(PA_POOL_MAGIC, dsm_segment_address(pool_seg), size);
+	for (int i = 0; i < pa_max_writers; i++)
+		shm_toc_insert(pool_toc, i + 1, shm_toc_allocate(pool_toc, PA_QUEUE_SIZE));
+	pool_nactive = 0;
+}
+
+void
+pa_pool_set_new_writer_callback(void (*cb) (int writer))
+{
+	pool_new_writer_cb = cb;
+}
+
+static void
+start_writer(int w)
+{
+	BackgroundWorker bgw;
+	PaPoolWriter *pw = &pool_writers[w];
+	shm_mq	   *mq;
+	pid_t		pid;
+	PaWriterSlot *ws = &pool_slot->writers[w];
+
+	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
+	shm_mq_set_sender(mq, MyProc);
+
+	SpinLockAcquire(&pool_slot->mutex);
+	ws->pid = 0;
+	ws->state = PA_WRITER_STARTING;
+	ws->seq = 0;
+	ws->copies_done = 0;
+	ws->copy_failed = false;
+	SpinLockRelease(&pool_slot->mutex);
+	pg_atomic_write_u64(&ws->committed, 0);
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_writer_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply writer %s:%d",
+			 pool_subname, w);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply writer %s:%d",
+			 pool_subname, w);
+	bgw.bgw_main_arg = Int32GetDatum(pa_subslot_index(pool_slot));
+	bgw.bgw_notify_pid = MyProcPid;
+	{
+		uint32		extra[4];
+
+		extra[0] = (uint32) w;
+		extra[1] = (uint32) dsm_segment_handle(pool_seg);
+		extra[2] = (uint32) pool_subid;
+		extra[3] = (uint32) MyDatabaseId;
+		memcpy(bgw.bgw_extra, extra, sizeof(extra));
+	}
+
+	if (!RegisterDynamicBackgroundWorker(&bgw, &pw->handle))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",
+						w, pool_subname),
+				 errhint("Raise max_worker_processes: each subscription needs a receiver and its writers, each database a supervisor.")));
+	if (WaitForBackgroundWorkerStartup(pw->handle, &pid) != BGWH_STARTED)
+		ereport(ERROR,
+				(errmsg("writer %d of parallel_apply subscription \"%s\" did not start",
+						w, pool_subname)));
+
+	pw->mqh = shm_mq_attach(mq, pool_seg, pw->handle);
+	pw->running = true;
+	pw->retiring = false;
+	pw->dispatched = 0;
+	if (pool_new_writer_cb)
+		pool_new_writer_cb(w);
+}
+
+/* Stop a retiring writer once everything it was given is committed. */
+static bool
+try_stop_writer(int w)
+{
+	PaPoolWriter *pw = &pool_writers[w];
+
+	if (pa_pool_inflight(w) > 0)
+		return false;
+	shm_mq_detach(pw->mqh);
+	pw->mqh = NULL;
+	WaitForBackgroundWorkerShutdown(pw->handle);
+	pfree(pw->handle);
+	pw->handle = NULL;
+	pw->running = false;
+	pw->retiring = false;
+	SpinLockAcquire(&pool_slot->mutex);
+	pool_slot->writers[w].state = PA_WRITER_STOPPED;
+	pool_slot->writers[w].pid = 0;
+	SpinLockRelease(&pool_slot->mutex);
+	return true;
+}
+
+/*
+ * Make writers 0..n-1 the active ones: start the missing ones, retire the
+ * rest (they stop once drained, see pa_pool_check).
+ */
+void
+pa_pool_resize(int n)
+{
+	n = Max(1, Min(n, pa_max_writers));
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &pool_writers[w];
+
+		if (w < n)
+		{
+			if (pw->running && pw->retiring)
+				pw->retiring = false;
+			else if (!pw->running)
+				start_writer(w);
+		}
+		else if (pw->running)
+			pw->retiring = true;
+	}
+	pool_nactive = n;
+	SpinLockAcquire(&pool_slot->mutex);
+	pool_slot->num_writers = n;
+	SpinLockRelease(&pool_slot->mutex);
+}
+
+int
+pa_pool_size(void)
+{
+	return pool_nactive;
+}
+
+uint64
+pa_pool_inflight(int w)
+{
+	PaPoolWriter *pw = &pool_writers[w];
+
+	return pw->dispatched - pg_atomic_read_u64(&pool_slot->writers[w].committed);
+}
+
+void
+pa_pool_dispatched(int w)
+{
+	pool_writers[w].dispatched++;
+}
+
+/* Error out if a writer died; finish retiring drained writers. */
+void
+pa_pool_check(void)
+{
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &pool_writers[w];
+		pid_t		pid;
+
+		if (!pw->running)
+			continue;
+		if (GetBackgroundWorkerPid(pw->handle, &pid) == BGWH_STOPPED)
+		{
+			pw->running = false;
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("writer %d of parallel_apply subscription \"%s\" exited",
+							w, pool_subname),
+					 errdetail("The pipeline restarts from the last committed transaction.")));
+		}
+		if (pw->retiring)
+			try_stop_writer(w);
+	}
+}
+
+void
+pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
+{
+	PaPoolWriter *pw = &pool_writers[w];
+
+	for (;;)
+	{
+		shm_mq_result res;
+
+		res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
+		if (res == SHM_MQ_SUCCESS)
+			return;
+		if (res == SHM_MQ_DETACHED)
+		{
+			pa_pool_check();
+			ereport(ERROR,
+					(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
+							w, pool_subname)));
+		}
+		/* full: wait for the writer, keep the provider connection alive */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+		if (pool_wait_cb)
+			pool_wait_cb();
+	}
+}
+
+void
+pa_pool_send(int w, const void *data, Size len)
+{
+	shm_mq_iovec iov;
+
+	iov.data = data;
+	iov.len = len;
+	pa_pool_sendv(w, &iov, 1);
+}
+
+/* Send to every running writer, retiring ones included. */
+void
+pa_pool_broadcast(const void *data, Size len)
+{
+	for (int w = 0; w < pa_max_writers; w++)
+		if (pool_writers[w].running)
+			pa_pool_send(w, data, len);
+}
+
+void
+pa_pool_shutdown(void)
+{
+	if (pool_writers == NULL)
+		return;
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &pool_writers[w];
+
+		if (pw->handle != NULL)
+			TerminateBackgroundWorker(pw->handle);
+	}
+}
+
+shm_mq_handle *
+pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
+{
+	shm_toc    *toc;
+	shm_mq	   *mq;
+
+	*seg = dsm_attach(handle);
+	if (*seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not attach to the parallel_apply writer queues")));
+	toc = shm_toc_attach(PA_POOL_MAGIC, dsm_segment_address(*seg));
+	if (toc == NULL)
+		elog(ERROR, "bad magic number in parallel_apply queue segment");
+	mq = shm_toc_lookup(toc, writer + 1, false);
+	shm_mq_set_receiver(mq, MyProc);
+	return shm_mq_attach(mq, *seg, NULL);
+}

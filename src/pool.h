@@ -1,0 +1,86 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.h
+ *		The leader's pool of writers and the queue format between them.
+ *
+ * src/pool.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_POOL_H
+#define PA_POOL_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "storage/dsm.h"
+#include "storage/shm_mq.h"
+
+#include "pipeline.h"
+
+/* Per-writer queue in the pool's DSM segment. */
+#define PA_QUEUE_SIZE	(4 * 1024 * 1024)
+
+/* Queue message kinds (first byte). */
+#define PA_Q_TXN			'T' /* a whole transaction */
+#define PA_Q_STREAM_BEGIN	'S' /* a large transaction, in chunks */
+#define PA_Q_STREAM_CHUNK	'K'
+#define PA_Q_STREAM_END		'E'
+#define PA_Q_RELATION		'R' /* a RELATION every writer must know */
+#define PA_Q_COPY			'Y' /* initial copy of one table */
+
+/* A transaction's waits: the writer of each is given, for lock waits. */
+typedef struct PaDep
+{
+	uint64		seq;
+	int32		writer;
+} PaDep;
+
+/*
+ * Header of PA_Q_TXN and PA_Q_STREAM_BEGIN, followed by ndeps PaDeps and
+ * then (PA_Q_TXN) the protocol messages, each as uint32 length + bytes.
+ * PA_Q_STREAM_CHUNK carries messages the same way; PA_Q_STREAM_END none.
+ */
+typedef struct PaTxnHeader
+{
+	char		kind;
+	bool		barrier;		/* wait for all predecessors before applying */
+	int32		prev_writer;	/* writer of seq - 1, -1 when none */
+	uint64		seq;
+	TransactionId xid;
+	XLogRecPtr	commit_lsn;
+	XLogRecPtr	end_lsn;
+	TimestampTz commit_time;
+	int32		ndeps;
+} PaTxnHeader;
+
+/* Header of PA_Q_COPY, followed by the NUL-terminated strings. */
+typedef struct PaCopyHeader
+{
+	char		kind;
+	/* then: nspname, relname, snapshot name, provider DSN */
+} PaCopyHeader;
+
+/* Leader side. */
+typedef void (*PaPoolWaitCallback) (void);
+
+extern void pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
+						 PaPoolWaitCallback wait_cb);
+extern void pa_pool_resize(int nwriters);
+extern int	pa_pool_size(void);
+extern void pa_pool_send(int writer, const void *data, Size len);
+extern void pa_pool_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
+extern void pa_pool_set_new_writer_callback(void (*cb) (int writer));
+extern void pa_pool_broadcast(const void *data, Size len);
+extern uint64 pa_pool_inflight(int writer);
+extern void pa_pool_dispatched(int writer);
+extern void pa_pool_check(void);
+extern void pa_pool_shutdown(void);
+
+/* Writer side: attach to its queue. */
+extern shm_mq_handle *pa_pool_attach(dsm_handle handle, int writer,
+											dsm_segment **seg);
+
+/* Origin of writer n: pa_<subid>_<n>. */
+extern char *pa_writer_origin_name(Oid subid, int writer);
+
+#endif							/* PA_POOL_H */

@@ -1,0 +1,349 @@
+/*-------------------------------------------------------------------------
+ *
+ * receiver.c
+ *		The leader of a subscription's pipeline: "parallel_apply receiver
+ *		<sub>".  Streams from the provider's slot and feeds the dispatcher.
+ *
+ * One process per enabled subscription, started by the supervisor.  It
+ *
+ *	1. connects to the provider over a replication connection (PostgreSQL's
+ *	   libpqwalreceiver, the same client the in-core apply worker uses),
+ *	   with the subscription's name as application_name, so the provider's
+ *	   synchronous_standby_names can name it;
+ *	2. starts its writers (pool.c) and, for a new subscription, creates the
+ *	   slot and copies the initial data (sync.c);
+ *	3. starts streaming from the restart point (progress.c) and loops:
+ *	   read every message that is there without blocking, hand it to the
+ *	   dispatcher, then wait on the socket and the latch together.  The
+ *	   latch is set by writers when they commit, by the supervisor and by
+ *	   the SQL API; the wait has a timeout so that status updates go out on
+ *	   time even when nothing happens.
+ *
+ * Keepalives are answered; status updates carry the received position,
+ * the flushed one (only what is durable here, see progress.c) and the
+ * applied one.  A wait_for_catchup() in progress makes the leader ask the
+ * provider for keepalives, so that an idle provider's end of WAL is known
+ * promptly.
+ *
+ * Any error ends the whole pipeline: the error is recorded for
+ * subscription_status(), the writers are terminated with the leader, and
+ * the supervisor starts it again after a growing delay.
+ *
+ * src/receiver.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/walreceiver.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "compat.h"
+#include "dispatcher.h"
+#include "pool.h"
+#include "progress.h"
+#include "relmap.h"
+#include "sync.h"
+
+static PaSubSlot *slot;
+static PaSubscription *sub;
+static WalReceiverConn *conn;
+static bool caught_up_once = false;
+
+static void
+leader_on_exit(int code, Datum arg)
+{
+	pa_pool_shutdown();
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		if (slot->leader_pid == MyProcPid)
+		{
+			slot->leader_pid = 0;
+			slot->state = PA_SUB_DOWN;
+		}
+		SpinLockRelease(&slot->mutex);
+	}
+}
+
+static void
+set_state(PaSubState state)
+{
+	SpinLockAcquire(&slot->mutex);
+	slot->state = state;
+	SpinLockRelease(&slot->mutex);
+}
+
+/* While blocked on a full queue: keep the connection alive. */
+static void
+keepalive_while_blocked(void)
+{
+	pa_progress_update(slot, false);
+	pa_progress_feedback(conn, false, false);
+}
+
+static PaSubscription *
+read_subscription(Oid subid)
+{
+	PaSubscription *s;
+	MemoryContext oldcxt;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	s = pa_catalog_get(subid);
+	MemoryContextSwitchTo(oldcxt);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return s;
+}
+
+static void
+handle_copydata(char *buf, int len)
+{
+	StringInfoData s;
+	char		type;
+
+	s.data = buf;
+	s.len = len;
+	s.cursor = 0;
+	s.maxlen = -1;
+	type = pq_getmsgbyte(&s);
+
+	if (type == 'w')
+	{
+		XLogRecPtr	start = pq_getmsgint64(&s);
+		XLogRecPtr	end = pq_getmsgint64(&s);
+
+		(void) pq_getmsgint64(&s);	/* send time */
+		pa_progress_received(Max(start, end));
+		pa_dispatch_message(buf + s.cursor, len - s.cursor);
+	}
+	else if (type == 'k')
+	{
+		XLogRecPtr	end = pq_getmsgint64(&s);
+		bool		reply;
+
+		(void) pq_getmsgint64(&s);	/* timestamp */
+		reply = pq_getmsgbyte(&s);
+		pa_progress_provider_end(end);
+		if (reply)
+		{
+			pa_progress_update(slot, pa_dispatch_idle());
+			pa_progress_feedback(conn, true, false);
+		}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected message type \"%c\" in the replication stream",
+						type)));
+}
+
+/* Writers wanted now: follows alter_*_config and the reloadable GUC. */
+static void
+maybe_resize(void)
+{
+	int			want = pa_effective_writers(slot);
+
+	if (want != pa_pool_size())
+	{
+		StartTransactionCommand();
+		pa_progress_ensure_origins(sub->subid, want);
+		CommitTransactionCommand();
+		pa_pool_resize(want);
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" now applies with %d writers",
+						sub->name, want)));
+	}
+}
+
+/* Everything that is not reading: status, feedback, resizing. */
+static void
+housekeeping(TimestampTz *last_xact)
+{
+	bool		idle = pa_dispatch_idle();
+	XLogRecPtr	target;
+	TimestampTz now = GetCurrentTimestamp();
+
+	pa_pool_check();
+	pa_progress_update(slot, idle);
+
+	SpinLockAcquire(&slot->mutex);
+	target = slot->catchup_target;
+	if (!caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
+		slot->applied_lsn >= slot->provider_lsn)
+		caught_up_once = true;
+	if (slot->state != PA_SUB_INITIALIZING)
+		slot->state = caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
+	SpinLockRelease(&slot->mutex);
+
+	/* a waiter wants the provider's current end: ask for a keepalive */
+	pa_progress_feedback(conn, false, idle && target != InvalidXLogRecPtr);
+
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	maybe_resize();
+
+	/* absorb local catalog changes (new unique indexes) now and then */
+	if (TimestampDifferenceExceeds(*last_xact, now, 1000))
+	{
+		StartTransactionCommand();
+		CommitTransactionCommand();
+		*last_xact = now;
+		pa_dispatch_housekeeping();
+	}
+}
+
+static void
+stream_loop(void)
+{
+	TimestampTz last_xact = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		pgsocket	fd = PGINVALID_SOCKET;
+		char	   *buf;
+		int			len;
+		int			n = 0;
+		int			rc;
+
+		CHECK_FOR_INTERRUPTS();
+
+		len = walrcv_receive(conn, &buf, &fd);
+		while (len != 0)
+		{
+			if (len < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("the provider ended the replication stream of subscription \"%s\"",
+								sub->name)));
+			handle_copydata(buf, len);
+			if (++n % 1000 == 0)
+			{
+				CHECK_FOR_INTERRUPTS();
+				housekeeping(&last_xact);
+			}
+			len = walrcv_receive(conn, &buf, &fd);
+		}
+
+		housekeeping(&last_xact);
+
+		rc = WaitLatchOrSocket(MyLatch,
+							   WL_SOCKET_READABLE | WL_LATCH_SET |
+							   WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							   fd, 100L, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+	}
+}
+
+void
+pa_leader_main(Datum arg)
+{
+	int			slotidx = DatumGetInt32(arg);
+	Oid			extra[2];
+	char	   *err = NULL;
+	WalRcvStreamOptions options;
+	XLogRecPtr	start;
+	ListCell   *lc;
+
+	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(extra[1], InvalidOid, 0);
+
+	slot = pa_subslot(slotidx);
+	if (!slot->in_use || slot->subid != extra[0] || slot->dboid != MyDatabaseId)
+		proc_exit(0);
+	before_shmem_exit(leader_on_exit, (Datum) 0);
+
+	PG_TRY();
+	{
+		sub = read_subscription(extra[0]);
+		if (sub == NULL || !sub->enabled)
+			proc_exit(0);
+
+		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
+						PGC_USERSET, PGC_S_SESSION);
+		pa_relmap_subscription_name = sub->name;
+
+		SpinLockAcquire(&slot->mutex);
+		slot->leader_pid = MyProcPid;
+		slot->leader_latch = MyLatch;
+		slot->pipeline_generation++;
+		slot->state = sub->sync_state == PA_SYNC_READY ?
+			PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
+		slot->target_writers = sub->num_writers;
+		slot->last_commit_remote_end = InvalidXLogRecPtr;
+		slot->last_commit_local_end = InvalidXLogRecPtr;
+		slot->retry_seq = 0;
+		slot->retry_writer = -1;
+		SpinLockRelease(&slot->mutex);
+		pg_atomic_write_u64(&slot->committed_seq, 0);
+
+		load_file("libpqwalreceiver", false);
+		conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);
+		if (conn == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
+							sub->name, err)));
+
+		StartTransactionCommand();
+		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
+		start = pa_progress_start_lsn(sub->subid);
+		CommitTransactionCommand();
+
+		pa_pool_init(slot, sub->subid, sub->name, keepalive_while_blocked);
+		pa_dispatch_init(slot);
+		pa_pool_resize(pa_effective_writers(slot));
+
+		if (sub->sync_state != PA_SYNC_READY)
+		{
+			pa_sync_run(conn, sub, slot);
+			start = InvalidXLogRecPtr;	/* the slot's consistent point */
+			set_state(PA_SUB_CATCHING_UP);
+		}
+
+		memset(&options, 0, sizeof(options));
+		options.logical = true;
+		options.startpoint = start;
+		options.slotname = sub->slot_name;
+		options.proto.logical.proto_version = 1;
+		options.proto.logical.binary = true;
+		foreach(lc, sub->publications)
+			options.proto.logical.publication_names =
+			lappend(options.proto.logical.publication_names,
+					makeString(lfirst(lc)));
+		walrcv_startstreaming(conn, &options);
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
+						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
+
+		stream_loop();
+	}
+	PG_CATCH();
+	{
+		pa_error_to_slot(slot, NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}

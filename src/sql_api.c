@@ -1,0 +1,877 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_api.c
+ *		The SQL functions of the subscriber: create, drop, enable, disable
+ *		and configure subscriptions, wait for them, and look at them.
+ *
+ * The catalog (parallel_apply.subscription) is the truth; the supervisor
+ * reads it once a second and makes the workers match it, so a change here
+ * takes effect within a second of its commit.  The functions check
+ * everything they can before writing anything: a bad DSN, an unreachable
+ * provider, a missing publication, a provider that does not allow the
+ * plugin or lacks wal_level = logical all end in an error that leaves
+ * nothing behind.  Stopping workers (disable, drop, a changed
+ * synchronous_commit) marks the subscription paused by this backend until
+ * its transaction ends, so that the supervisor does not restart what it
+ * just stopped from a catalog that has not changed yet.
+ *
+ * Managing subscriptions needs superuser.  subscription_status() and
+ * writer_status() are for everyone; they run as the extension's owner and
+ * never show a password.
+ *
+ * src/sql_api.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "replication/walreceiver.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "catalog.h"
+#include "compat.h"
+#include "pipeline.h"
+#include "progress.h"
+
+PG_FUNCTION_INFO_V1(pa_create_subscription);
+PG_FUNCTION_INFO_V1(pa_drop_subscription);
+PG_FUNCTION_INFO_V1(pa_enable_subscription);
+PG_FUNCTION_INFO_V1(pa_disable_subscription);
+PG_FUNCTION_INFO_V1(pa_alter_subscription_config);
+PG_FUNCTION_INFO_V1(pa_alter_group_config);
+PG_FUNCTION_INFO_V1(pa_wait_for_catchup);
+PG_FUNCTION_INFO_V1(pa_subscription_status);
+PG_FUNCTION_INFO_V1(pa_writer_status);
+
+static List *paused_slots = NIL;	/* PaSubSlot * paused by this backend */
+static bool xact_callback_registered = false;
+
+/* ---------------------------------------------------------------------
+ * Helpers
+ * ---------------------------------------------------------------------
+ */
+
+static void
+require_superuser(const char *what)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to %s a parallel_apply subscription", what)));
+}
+
+static PaSubscription *
+get_sub(const char *name, bool missing_ok)
+{
+	PaSubscription *sub = pa_catalog_get_by_name(name);
+
+	if (sub == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
+	return sub;
+}
+
+static void
+check_num_writers(int n)
+{
+	if (n < 1 || n > pa_max_writers)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("num_writers must be between 1 and %d, not %d",
+						pa_max_writers, n),
+				 errhint("The maximum is parallel_apply.max_writers_per_subscription; raising it needs a server restart.")));
+}
+
+static void
+check_synchronous_commit(const char *v)
+{
+	static const char *const valid[] = {"off", "local", "on", "remote_write", "remote_apply"};
+
+	for (int i = 0; i < lengthof(valid); i++)
+		if (strcmp(v, valid[i]) == 0)
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid synchronous_commit value \"%s\"", v),
+			 errhint("Use off, local, on, remote_write or remote_apply.")));
+}
+
+static void
+spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
+		 const char *nulls, int expected)
+{
+	int			ret;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+	if (ret != expected)
+		elog(ERROR, "could not update parallel_apply.subscription: %s",
+			 SPI_result_code_string(ret));
+	SPI_finish();
+}
+
+static WalReceiverConn *
+connect_provider(const char *dsn, const char *appname, bool missing_ok)
+{
+	char	   *err = NULL;
+	WalReceiverConn *conn;
+
+	load_file("libpqwalreceiver", false);
+	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
+	if (conn == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to the provider: %s",
+						err ? pchomp(err) : "unknown error"),
+				 errhint("Check provider_dsn, and that the provider accepts replication connections from here (pg_hba.conf).")));
+	return conn;
+}
+
+/* One text value from a query on the provider, or NULL. */
+static char *
+provider_value(WalReceiverConn *conn, const char *sql)
+{
+	Oid			types[1] = {TEXTOID};
+	WalRcvExecResult *res = walrcv_exec(conn, sql, 1, types);
+	TupleTableSlot *slot;
+	char	   *result = NULL;
+	bool		isnull;
+
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not query the provider: %s", res->err)));
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		Datum		d = slot_getattr(slot, 1, &isnull);
+
+		if (!isnull)
+			result = TextDatumGetCString(d);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return result;
+}
+
+static bool
+list_has(const char *csv, const char *item)
+{
+	char	   *copy = pstrdup(csv);
+	List	   *items;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(copy, ',', &items))
+		return false;
+	foreach(lc, items)
+		if (strcmp(lfirst(lc), item) == 0)
+			return true;
+	return false;
+}
+
+static void
+check_provider(WalReceiverConn *conn, List *pubs)
+{
+	char	   *v;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	v = provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
+	if (v == NULL || strcmp(v, "logical") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider's wal_level is \"%s\", not \"logical\"", v ? v : ""),
+				 errhint("Set wal_level = logical on the provider and restart it.")));
+
+	v = provider_value(conn, "SELECT pg_catalog.current_setting('output_plugin_libraries', true)");
+	if (v != NULL && !list_has(v, "parallel_apply"))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider does not allow the parallel_apply output plugin"),
+				 errdetail("Its output_plugin_libraries is \"%s\".", v),
+				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[");
+	foreach(lc, pubs)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
+	v = provider_value(conn, sql.data);
+	if (v != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("publication(s) not found on the provider: %s", v),
+				 errhint("Create them on the provider with CREATE PUBLICATION.")));
+}
+
+static char *
+slot_name_for(const char *subname)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pa_");
+	for (const char *c = subname; *c && buf.len < NAMEDATALEN - 1; c++)
+	{
+		char		ch = *c;
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = ch - 'A' + 'a';
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'))
+			ch = '_';
+		appendStringInfoChar(&buf, ch);
+	}
+	return buf.data;
+}
+
+static void
+nudge_supervisor(void)
+{
+	pa_ensure_supervisor();
+}
+
+static void
+pause_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	if (paused_slots == NIL)
+		return;
+	foreach(lc, paused_slots)
+	{
+		PaSubSlot  *slot = lfirst(lc);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->paused_by == MyProcPid)
+			slot->paused_by = 0;
+		slot->next_start = 0;
+		slot->restarts = 0;
+		SpinLockRelease(&slot->mutex);
+	}
+	list_free(paused_slots);
+	paused_slots = NIL;
+	nudge_supervisor();
+}
+
+/*
+ * Stop the pipeline of a subscription and keep the supervisor from
+ * starting it again until this transaction ends; wait until its processes
+ * are gone.
+ */
+static void
+stop_pipeline(PaSubscription *sub)
+{
+	PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
+	TimestampTz deadline;
+
+	if (slot == NULL)
+		return;
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(pause_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	SpinLockAcquire(&slot->mutex);
+	slot->paused_by = MyProcPid;
+	SpinLockRelease(&slot->mutex);
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		paused_slots = lappend(paused_slots, slot);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 30000);
+	for (;;)
+	{
+		pid_t		leader;
+		bool		writers = false;
+
+		SpinLockAcquire(&slot->mutex);
+		leader = slot->leader_pid;
+		for (int w = 0; w < pa_max_writers; w++)
+			writers |= slot->writers[w].pid != 0;
+		SpinLockRelease(&slot->mutex);
+		if (leader == 0 && !writers)
+			break;
+		if (leader != 0)
+			kill(leader, SIGTERM);
+		if (GetCurrentTimestamp() > deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the workers of parallel_apply subscription \"%s\" did not stop",
+							sub->name)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Managing subscriptions
+ * ---------------------------------------------------------------------
+ */
+
+Datum
+pa_create_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *dsn;
+	ArrayType  *pubarr;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	List	   *pubs = NIL;
+	bool		sync_data = PG_ARGISNULL(3) ? true : PG_GETARG_BOOL(3);
+	char	   *group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	bool		enabled = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
+	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
+	WalReceiverConn *conn;
+	Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+	BOOLOID, BOOLOID, INT4OID, TEXTOID};
+	Datum		values[9];
+	char		nulls[9] = "         ";
+	Oid			subid;
+	bool		isnull;
+
+	require_superuser("create");
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name, provider_dsn and publications must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	dsn = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	pubarr = PG_GETARG_ARRAYTYPE_P(2);
+
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid subscription name \"%s\"", name),
+				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
+	deconstruct_array(pubarr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elemnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("publication names must not be null")));
+		pubs = lappend(pubs, TextDatumGetCString(elems[i]));
+	}
+	if (pubs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a subscription needs at least one publication")));
+	if (!PG_ARGISNULL(4))
+		check_num_writers(PG_GETARG_INT32(4));
+	check_synchronous_commit(sync_commit);
+	if (pa_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply is not loaded at server start"),
+				 errhint("Add parallel_apply to shared_preload_libraries on the subscriber and restart it.")));
+	if (get_sub(name, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
+
+	/* the provider: reachable, configured, with the publications */
+	conn = connect_provider(dsn, name, false);
+	check_provider(conn, pubs);
+	walrcv_disconnect(conn);
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = CStringGetTextDatum(dsn);
+	values[3] = PointerGetDatum(pubarr);
+	values[4] = DirectFunctionCall1(namein, CStringGetDatum(slot_name_for(name)));
+	values[5] = BoolGetDatum(enabled);
+	values[6] = BoolGetDatum(sync_data);
+	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
+	nulls[7] = PG_ARGISNULL(4) ? 'n' : ' ';
+	values[8] = CStringGetTextDatum(sync_commit);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription"
+							  " (sub_id, sub_name, group_name, provider_dsn, publications,"
+							  "  slot_name, enabled, synchronize_data, num_writers,"
+							  "  synchronous_commit, sync_state)"
+							  " VALUES (nextval('parallel_apply.subscription_id_seq')::oid,"
+							  "  $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i') RETURNING sub_id",
+							  9, types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not insert into parallel_apply.subscription");
+	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	nudge_supervisor();
+	PG_RETURN_OID(subid);
+}
+
+Datum
+pa_drop_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		if_exists = PG_GETARG_BOOL(1);
+	PaSubscription *sub;
+	WalReceiverConn *conn;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+
+	require_superuser("drop");
+	sub = get_sub(name, if_exists);
+	if (sub == NULL)
+	{
+		ereport(NOTICE,
+				(errmsg("parallel_apply subscription \"%s\" does not exist, skipping", name)));
+		PG_RETURN_BOOL(false);
+	}
+
+	stop_pipeline(sub);
+	values[0] = ObjectIdGetDatum(sub->subid);
+	spi_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
+			 1, types, values, NULL, SPI_OK_DELETE);
+	pa_progress_drop_origins(sub->subid);
+
+	/* last, since it cannot be undone: the slot on the provider */
+	conn = connect_provider(sub->dsn, name, true);
+	if (conn == NULL)
+		ereport(WARNING,
+				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
+						sub->slot_name),
+				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s'); until then it keeps WAL there.",
+						 sub->slot_name)));
+	else
+	{
+		char	   *exists;
+
+		exists = provider_value(conn,
+								psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+										 quote_literal_cstr(sub->slot_name)));
+		if (exists != NULL)
+		{
+			WalRcvExecResult *res;
+
+			res = walrcv_exec(conn,
+							  psprintf("DROP_REPLICATION_SLOT %s WAIT",
+									   quote_identifier(sub->slot_name)),
+							  0, NULL);
+			if (res->status != WALRCV_OK_COMMAND)
+				ereport(WARNING,
+						(errmsg("could not drop replication slot \"%s\" on the provider: %s",
+								sub->slot_name, res->err),
+						 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s').",
+								 sub->slot_name)));
+			walrcv_clear_result(res);
+		}
+		walrcv_disconnect(conn);
+	}
+	nudge_supervisor();
+	PG_RETURN_BOOL(true);
+}
+
+static void
+set_enabled(const char *name, bool enabled)
+{
+	PaSubscription *sub;
+	Oid			types[2] = {OIDOID, BOOLOID};
+	Datum		values[2];
+
+	require_superuser(enabled ? "enable" : "disable");
+	sub = get_sub(name, false);
+	if (!enabled)
+		stop_pipeline(sub);
+	values[0] = ObjectIdGetDatum(sub->subid);
+	values[1] = BoolGetDatum(enabled);
+	spi_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
+			 2, types, values, NULL, SPI_OK_UPDATE);
+	if (enabled)
+	{
+		PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
+
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			slot->next_start = 0;
+			slot->restarts = 0;
+			SpinLockRelease(&slot->mutex);
+		}
+	}
+	nudge_supervisor();
+}
+
+Datum
+pa_enable_subscription(PG_FUNCTION_ARGS)
+{
+	set_enabled(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	PG_RETURN_VOID();
+}
+
+Datum
+pa_disable_subscription(PG_FUNCTION_ARGS)
+{
+	set_enabled(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	PG_RETURN_VOID();
+}
+
+Datum
+pa_alter_subscription_config(PG_FUNCTION_ARGS)
+{
+	PaSubscription *sub;
+	Oid			types[3] = {OIDOID, INT4OID, TEXTOID};
+	Datum		values[3];
+	char		nulls[3] = "   ";
+
+	require_superuser("alter");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name must not be null")));
+	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	values[0] = ObjectIdGetDatum(sub->subid);
+
+	if (!PG_ARGISNULL(1))
+	{
+		check_num_writers(PG_GETARG_INT32(1));
+		values[1] = PG_GETARG_DATUM(1);
+		spi_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
+				 2, types, values, nulls, SPI_OK_UPDATE);
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+		check_synchronous_commit(v);
+		values[2] = CStringGetTextDatum(v);
+		spi_exec("UPDATE parallel_apply.subscription SET synchronous_commit = $3 WHERE sub_id = $1",
+				 3, types, values, nulls, SPI_OK_UPDATE);
+		/* writers read it when they start: restart the pipeline */
+		if (strcmp(v, sub->synchronous_commit) != 0 && sub->enabled)
+			stop_pipeline(sub);
+	}
+	nudge_supervisor();
+	PG_RETURN_VOID();
+}
+
+Datum
+pa_alter_group_config(PG_FUNCTION_ARGS)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = "  ";
+	uint64		n;
+
+	require_superuser("alter");
+	if (!PG_ARGISNULL(0))
+		check_num_writers(PG_GETARG_INT32(0));
+	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
+	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE parallel_apply.subscription SET num_writers = $1"
+							  " WHERE $2 IS NULL OR group_name = $2",
+							  2, types, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update parallel_apply.subscription");
+	n = SPI_processed;
+	SPI_finish();
+
+	if (n == 0 && !PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("no parallel_apply subscription is in group \"%s\"",
+						text_to_cstring(PG_GETARG_TEXT_PP(1)))));
+	nudge_supervisor();
+	PG_RETURN_INT32((int32) n);
+}
+
+Datum
+pa_wait_for_catchup(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+	PaSubscription *sub = get_sub(name, false);
+	PaSubSlot  *slot;
+	WalReceiverConn *conn;
+	XLogRecPtr	target;
+	TimestampTz deadline;
+	char	   *v;
+
+	if (!sub->enabled)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
+
+	conn = connect_provider(sub->dsn, name, false);
+	v = provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
+	walrcv_disconnect(conn);
+	target = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
+
+	deadline = GetCurrentTimestamp() +
+		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
+					   (int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
+	for (;;)
+	{
+		XLogRecPtr	applied = InvalidXLogRecPtr;
+		char		err[PA_ERROR_LEN] = "";
+
+		slot = pa_subslot_find(MyDatabaseId, sub->subid);
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			if (slot->catchup_target < target)
+				slot->catchup_target = target;
+			applied = slot->applied_lsn;
+			strlcpy(err, slot->last_error, sizeof(err));
+			SpinLockRelease(&slot->mutex);
+			if (slot->leader_latch)
+				SetLatch(slot->leader_latch);
+		}
+		if (applied >= target)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("timed out waiting for parallel_apply subscription \"%s\" to catch up",
+							name),
+					 errdetail("Applied up to %X/%X, waiting for %X/%X.%s%s",
+							   LSN_FORMAT_ARGS(applied), LSN_FORMAT_ARGS(target),
+							   err[0] ? " Last error: " : "", err)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		if (slot->catchup_target <= target)
+			slot->catchup_target = InvalidXLogRecPtr;
+		SpinLockRelease(&slot->mutex);
+	}
+	PG_RETURN_LSN(target);
+}
+
+/* ---------------------------------------------------------------------
+ * Status
+ * ---------------------------------------------------------------------
+ */
+
+static const char *
+sub_state_name(PaSubState s)
+{
+	switch (s)
+	{
+		case PA_SUB_INITIALIZING:
+			return "initializing";
+		case PA_SUB_CATCHING_UP:
+			return "catching_up";
+		case PA_SUB_STREAMING:
+			return "streaming";
+		case PA_SUB_DISABLED:
+			return "disabled";
+		default:
+			return "down";
+	}
+}
+
+static const char *
+writer_state_name(PaWriterState s)
+{
+	switch (s)
+	{
+		case PA_WRITER_STARTING:
+			return "starting";
+		case PA_WRITER_IDLE:
+			return "idle";
+		case PA_WRITER_APPLYING:
+			return "applying";
+		case PA_WRITER_WAIT_DEPENDENCY:
+			return "waiting for dependency";
+		case PA_WRITER_WAIT_COMMIT:
+			return "waiting for commit turn";
+		case PA_WRITER_RETRYING:
+			return "retrying";
+		case PA_WRITER_COPYING:
+			return "copying";
+		default:
+			return "stopped";
+	}
+}
+
+static Datum
+lsn_or_null(XLogRecPtr lsn, bool *isnull)
+{
+	*isnull = (lsn == InvalidXLogRecPtr);
+	return LSNGetDatum(lsn);
+}
+
+static void
+init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+}
+
+Datum
+pa_subscription_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	List	   *subs = pa_catalog_list();
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	init_srf(fcinfo, &rsinfo);
+	foreach(lc, subs)
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+		Datum		values[19];
+		bool		nulls[19];
+		PaSubSlot	snap;
+		uint64		applied = 0,
+					depw = 0,
+					commw = 0,
+					retries = 0;
+		bool		running = false;
+
+		memset(nulls, 0, sizeof(nulls));
+		memset(&snap, 0, sizeof(snap));
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			memcpy(&snap, slot, offsetof(PaSubSlot, writers));
+			for (int w = 0; w < pa_max_writers; w++)
+			{
+				applied += slot->writers[w].applied;
+				depw += slot->writers[w].dep_waits;
+				commw += slot->writers[w].commit_waits;
+				retries += slot->writers[w].retries;
+			}
+			SpinLockRelease(&slot->mutex);
+			running = snap.leader_pid != 0 && BackendPidGetProc(snap.leader_pid) != NULL;
+		}
+
+		values[0] = CStringGetTextDatum(sub->name);
+		values[1] = CStringGetTextDatum(sub->group_name);
+		values[2] = BoolGetDatum(sub->enabled);
+		values[3] = CStringGetTextDatum(!sub->enabled ? "disabled" :
+										running ? sub_state_name(snap.state) : "down");
+		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
+		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
+		values[6] = lsn_or_null(snap.received_lsn, &nulls[6]);
+		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
+		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
+		if (snap.provider_lsn != InvalidXLogRecPtr && snap.applied_lsn != InvalidXLogRecPtr)
+			values[9] = Int64GetDatum(snap.provider_lsn > snap.applied_lsn ?
+									  (int64) (snap.provider_lsn - snap.applied_lsn) : 0);
+		else
+			nulls[9] = true;
+		values[10] = TimestampTzGetDatum(snap.last_remote_commit_time);
+		nulls[10] = snap.last_remote_commit_time == 0;
+		if (running && snap.last_remote_commit_time != 0)
+		{
+			Interval   *lag = palloc0(sizeof(Interval));
+
+			if (snap.applied_lsn < snap.provider_lsn)
+				lag->time = now - snap.last_remote_commit_time;
+			values[11] = IntervalPGetDatum(lag);
+		}
+		else
+			nulls[11] = true;
+		values[12] = Int32GetDatum(running ? snap.num_writers :
+								   (sub->num_writers > 0 ? Min(sub->num_writers, pa_max_writers) :
+									Min(pa_default_writers, pa_max_writers)));
+		values[13] = CStringGetTextDatum(snap.last_error);
+		nulls[13] = snap.last_error[0] == '\0';
+		values[14] = TimestampTzGetDatum(snap.last_error_time);
+		nulls[14] = snap.last_error_time == 0;
+		values[15] = Int64GetDatum((int64) applied);
+		values[16] = Int64GetDatum((int64) depw);
+		values[17] = Int64GetDatum((int64) commw);
+		values[18] = Int64GetDatum((int64) retries);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+Datum
+pa_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	init_srf(fcinfo, &rsinfo);
+	if (pa_shared == NULL)
+		return (Datum) 0;
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaSubSlot  *slot = pa_subslot(i);
+		char		name[NAMEDATALEN];
+		int			nwriters;
+
+		if (!slot->in_use || slot->dboid != MyDatabaseId)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		strlcpy(name, slot->name, NAMEDATALEN);
+		nwriters = slot->num_writers;
+		SpinLockRelease(&slot->mutex);
+
+		for (int w = 0; w < pa_max_writers; w++)
+		{
+			PaWriterSlot ws;
+			Datum		values[12];
+			bool		nulls[12];
+
+			SpinLockAcquire(&slot->mutex);
+			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
+			SpinLockRelease(&slot->mutex);
+			if (w >= nwriters && ws.pid == 0)
+				continue;
+
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = CStringGetTextDatum(name);
+			values[1] = Int32GetDatum(w);
+			values[2] = Int32GetDatum(ws.pid);
+			nulls[2] = ws.pid == 0;
+			values[3] = CStringGetTextDatum(writer_state_name(ws.state));
+			values[4] = TransactionIdGetDatum(ws.remote_xid);
+			nulls[4] = ws.seq == 0;
+			values[5] = LSNGetDatum(ws.commit_lsn);
+			nulls[5] = ws.seq == 0;
+			values[6] = Int64GetDatum((int64) ws.applied);
+			values[7] = Int64GetDatum((int64) ws.dep_waits);
+			values[8] = Int64GetDatum((int64) ws.commit_waits);
+			values[9] = Int64GetDatum((int64) ws.retries);
+			values[10] = CStringGetTextDatum(ws.last_error);
+			nulls[10] = ws.last_error[0] == '\0';
+			values[11] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[11] = ws.last_error_time == 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}

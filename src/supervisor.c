@@ -1,0 +1,411 @@
+/*-------------------------------------------------------------------------
+ *
+ * supervisor.c
+ *		The launcher and the per-database supervisors.
+ *
+ * The launcher is a static background worker, registered when the library
+ * is preloaded.  It connects to no database, lists the databases that
+ * accept connections and starts a supervisor in each, then idles (a static
+ * worker that exits would not be started again after a crash restart).  A
+ * supervisor in a database without the extension exits at once; one is
+ * started later, when the first subscription is created there
+ * (pa_ensure_supervisor, from the SQL API).
+ *
+ * A supervisor reads parallel_apply.subscription once a second, or sooner
+ * when its latch is set, and makes the running leaders match it: it starts
+ * a leader for each enabled subscription that has none, stops the leaders
+ * of disabled and dropped subscriptions, and restarts leaders that exited.
+ * Restarts back off: 1 s after the first failure, doubling up to 60 s, and
+ * back to 1 s once a leader has run for a minute; the error that stopped
+ * the pipeline stays in subscription_status() meanwhile.  A backend that
+ * is disabling or dropping a subscription marks it paused until its
+ * transaction ends, so that the supervisor does not restart a leader that
+ * backend has just stopped.
+ *
+ * src/supervisor.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "pipeline.h"
+
+#define BACKOFF_MIN_MS		1000
+#define BACKOFF_MAX_MS		60000
+#define HEALTHY_RUN_MS		60000
+
+typedef struct LeaderHandle
+{
+	Oid			subid;
+	BackgroundWorkerHandle *handle;
+} LeaderHandle;
+
+static LeaderHandle *leaders;	/* one per subscription slot */
+
+PGDLLEXPORT void pa_launcher_main(Datum arg);
+
+static bool
+register_supervisor(Oid dboid, bool wait)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle;
+	pid_t		pid;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_supervisor_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply supervisor %u", dboid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply supervisor");
+	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+	bgw.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+		return false;
+	if (wait)
+		(void) WaitForBackgroundWorkerStartup(handle, &pid);
+	return true;
+}
+
+static bool
+pid_alive(pid_t pid)
+{
+	return pid != 0 && BackendPidGetProc(pid) != NULL;
+}
+
+/* From a backend: make sure this database has a running supervisor. */
+void
+pa_ensure_supervisor(void)
+{
+	bool		running = false;
+	PaDbSlot   *db;
+
+	if (pa_shared == NULL)
+		return;
+	LWLockAcquire(pa_shared->lock, LW_SHARED);
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		db = &pa_shared->dbs[i];
+		if (db->dboid == MyDatabaseId && pid_alive(db->supervisor_pid))
+		{
+			running = true;
+			if (BackendPidGetProc(db->supervisor_pid))
+				SetLatch(&BackendPidGetProc(db->supervisor_pid)->procLatch);
+		}
+	}
+	LWLockRelease(pa_shared->lock);
+
+	if (!running && !register_supervisor(MyDatabaseId, false))
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start the parallel_apply supervisor of this database"),
+				 errhint("Raise max_worker_processes.")));
+}
+
+void
+pa_launcher_main(Datum arg)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	List	   *dbs = NIL;
+	ListCell   *lc;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+			dbs = lappend_oid(dbs, db->oid);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+
+	foreach(lc, dbs)
+		if (!register_supervisor(lfirst_oid(lc), true))
+			ereport(WARNING,
+					(errmsg("could not start a parallel_apply supervisor; raise max_worker_processes")));
+
+	/*
+	 * Stay, idle: a static worker that exits is forgotten, and then would
+	 * not run again after a crash restart of the server.
+	 */
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Claim this database's supervisor entry; false if another one runs. */
+static bool
+claim_database(void)
+{
+	PaDbSlot   *free_slot = NULL;
+	bool		ok = true;
+
+	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaDbSlot   *db = &pa_shared->dbs[i];
+
+		if (db->dboid == MyDatabaseId)
+		{
+			if (pid_alive(db->supervisor_pid) && db->supervisor_pid != MyProcPid)
+				ok = false;
+			free_slot = db;
+			break;
+		}
+		if (free_slot == NULL && !pid_alive(db->supervisor_pid))
+			free_slot = db;
+	}
+	if (ok && free_slot != NULL)
+	{
+		free_slot->dboid = MyDatabaseId;
+		free_slot->supervisor_pid = MyProcPid;
+	}
+	LWLockRelease(pa_shared->lock);
+	return ok && free_slot != NULL;
+}
+
+static void
+start_leader(PaSubSlot *slot, PaSubscription *sub)
+{
+	BackgroundWorker bgw;
+	int			idx = pa_subslot_index(slot);
+	Oid			extra[2] = {sub->subid, MyDatabaseId};
+	MemoryContext oldcxt;
+	bool		ok;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_leader_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply receiver %s", sub->name);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply receiver %s", sub->name);
+	bgw.bgw_main_arg = Int32GetDatum(idx);
+	bgw.bgw_notify_pid = MyProcPid;
+	memcpy(bgw.bgw_extra, extra, sizeof(extra));
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	ok = RegisterDynamicBackgroundWorker(&bgw, &leaders[idx].handle);
+	MemoryContextSwitchTo(oldcxt);
+	if (!ok)
+	{
+		pa_set_error(slot, NULL,
+					 "could not start the receiver: no free background worker slot (raise max_worker_processes)");
+		leaders[idx].handle = NULL;
+		SpinLockAcquire(&slot->mutex);
+		slot->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   BACKOFF_MAX_MS / 4);
+		SpinLockRelease(&slot->mutex);
+		return;
+	}
+	leaders[idx].subid = sub->subid;
+	SpinLockAcquire(&slot->mutex);
+	slot->leader_started = GetCurrentTimestamp();
+	SpinLockRelease(&slot->mutex);
+}
+
+static bool
+leader_running(int idx)
+{
+	pid_t		pid;
+
+	if (leaders[idx].handle == NULL)
+		return false;
+	if (GetBackgroundWorkerPid(leaders[idx].handle, &pid) != BGWH_STOPPED)
+		return true;
+	pfree(leaders[idx].handle);
+	leaders[idx].handle = NULL;
+	return false;
+}
+
+static void
+stop_leader(int idx)
+{
+	if (leaders[idx].handle != NULL)
+		TerminateBackgroundWorker(leaders[idx].handle);
+}
+
+/* A leader is gone: when may the next one start? */
+static void
+schedule_restart(PaSubSlot *slot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		delay;
+
+	SpinLockAcquire(&slot->mutex);
+	if (TimestampDifferenceExceeds(slot->leader_started, now, HEALTHY_RUN_MS))
+		slot->restarts = 0;
+	delay = BACKOFF_MIN_MS << Min(slot->restarts, 6);
+	delay = Min(delay, BACKOFF_MAX_MS);
+	slot->restarts++;
+	slot->next_start = TimestampTzPlusMilliseconds(now, delay);
+	slot->state = PA_SUB_DOWN;
+	SpinLockRelease(&slot->mutex);
+}
+
+static void
+reconcile(List *subs)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+	bool	   *seen = palloc0(sizeof(bool) * pa_max_subscriptions);
+
+	foreach(lc, subs)
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot  *slot = pa_subslot_acquire(MyDatabaseId, sub->subid, sub->name);
+		int			idx = pa_subslot_index(slot);
+		bool		running = leader_running(idx);
+		bool		paused;
+		TimestampTz next_start;
+
+		seen[idx] = true;
+		SpinLockAcquire(&slot->mutex);
+		slot->target_writers = sub->num_writers;
+		paused = pid_alive(slot->paused_by);
+		next_start = slot->next_start;
+		if (!sub->enabled)
+			slot->state = PA_SUB_DISABLED;
+		SpinLockRelease(&slot->mutex);
+
+		if (!sub->enabled || paused)
+		{
+			if (running)
+				stop_leader(idx);
+			continue;
+		}
+		if (running)
+			continue;
+		if (leaders[idx].subid == sub->subid && next_start == 0)
+		{
+			/* it ran and is gone: back off */
+			schedule_restart(slot);
+			leaders[idx].subid = InvalidOid;
+			continue;
+		}
+		if (next_start != 0 && now < next_start)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		slot->next_start = 0;
+		SpinLockRelease(&slot->mutex);
+		start_leader(slot, sub);
+	}
+
+	/* dropped subscriptions: stop their leaders, free their slots */
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaSubSlot  *slot = pa_subslot(i);
+
+		if (seen[i] || !slot->in_use || slot->dboid != MyDatabaseId)
+			continue;
+		if (leader_running(i))
+			stop_leader(i);
+		else if (!pid_alive(slot->leader_pid))
+		{
+			leaders[i].subid = InvalidOid;
+			pa_subslot_release(slot);
+		}
+	}
+	pfree(seen);
+}
+
+void
+pa_supervisor_main(Datum arg)
+{
+	Oid			dboid = DatumGetObjectId(arg);
+	MemoryContext loop_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+
+	if (!claim_database())
+		proc_exit(0);
+	leaders = MemoryContextAllocZero(TopMemoryContext,
+									 sizeof(LeaderHandle) * pa_max_subscriptions);
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply supervisor",
+									 ALLOCSET_DEFAULT_SIZES);
+	SetConfigOption("application_name", "parallel_apply supervisor",
+					PGC_USERSET, PGC_S_SESSION);
+
+	for (;;)
+	{
+		List	   *subs;
+		bool		installed;
+		MemoryContext oldcxt;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		MemoryContextReset(loop_cxt);
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		oldcxt = MemoryContextSwitchTo(loop_cxt);
+		installed = pa_extension_installed();
+		subs = installed ? pa_catalog_list() : NIL;
+		MemoryContextSwitchTo(oldcxt);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+
+		oldcxt = MemoryContextSwitchTo(loop_cxt);
+		reconcile(subs);
+		MemoryContextSwitchTo(oldcxt);
+
+		if (!installed)
+		{
+			bool		any = false;
+
+			for (int i = 0; i < pa_max_subscriptions; i++)
+				any |= leaders[i].handle != NULL;
+			if (!any)
+				proc_exit(0);	/* nothing to supervise here */
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

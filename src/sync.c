@@ -1,0 +1,444 @@
+/*-------------------------------------------------------------------------
+ *
+ * sync.c
+ *		A new subscription: its slot on the provider and the initial copy
+ *		of the published tables, in parallel across the writers.
+ *
+ * The leader creates the slot with an exported snapshot
+ * (CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT) and keeps that replication
+ * connection idle, which keeps the snapshot alive.  It lists the published
+ * tables under that snapshot and gives one table at a time to each writer
+ * (PA_Q_COPY).  A writer opens its own connection to the provider, imports
+ * the snapshot (SET TRANSACTION SNAPSHOT), and streams COPY ... TO STDOUT
+ * into the local table with COPY FROM's machinery, after truncating it, in
+ * one local transaction per table.  When every table is copied the leader
+ * marks the subscription ready and starts streaming on the connection that
+ * created the slot, from the slot's consistent point: the copy saw exactly
+ * the transactions committed before that point, and streaming sends
+ * exactly those after it, so nothing is missing and nothing comes twice,
+ * whatever the provider was doing meanwhile.
+ *
+ * The copy is idempotent: if anything fails or the server crashes before
+ * the subscription is marked ready, the next leader drops the slot,
+ * creates a new one with a new snapshot and copies every table again; the
+ * truncation in each table's transaction removes what an earlier attempt
+ * left.
+ *
+ * src/sync.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "compat.h"
+#include "pool.h"
+#include "sync.h"
+
+typedef struct CopyTask
+{
+	char	   *nspname;
+	char	   *relname;
+	char		relkind;
+} CopyTask;
+
+static WalReceiverConn *copy_conn;
+static StringInfoData copybuf;
+
+static WalRcvExecResult *
+exec_or_error(WalReceiverConn *conn, const char *sql, int ntypes,
+			  const Oid *types, WalRcvExecStatus expected, const char *what)
+{
+	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
+
+	if (res->status != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not %s on the provider: %s", what,
+						res->err ? res->err : "unexpected result")));
+	return res;
+}
+
+static WalReceiverConn *
+connect_provider(const char *dsn, const char *appname)
+{
+	char	   *err = NULL;
+	WalReceiverConn *conn;
+
+	load_file("libpqwalreceiver", false);
+	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
+
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to the provider: %s", err)));
+	return conn;
+}
+
+static void
+begin_snapshot(WalReceiverConn *conn, const char *snapshot)
+{
+	char	   *sql;
+
+	exec_or_error(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
+				  0, NULL, WALRCV_OK_COMMAND, "start a transaction");
+	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
+	exec_or_error(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
+}
+
+static List *
+list_tables(PaSubscription *sub, const char *snapshot)
+{
+	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name);
+	StringInfoData sql;
+	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	List	   *tasks = NIL;
+	ListCell   *lc;
+
+	begin_snapshot(conn, snapshot);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT DISTINCT n.nspname, c.relname, c.relkind"
+						   " FROM pg_catalog.pg_publication_tables t"
+						   " JOIN pg_catalog.pg_namespace n ON n.nspname = t.schemaname"
+						   " JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
+						   " WHERE t.pubname IN (");
+	foreach(lc, sub->publications)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&sql, ") ORDER BY 1, 2");
+	res = exec_or_error(conn, sql.data, 3, types, WALRCV_OK_TUPLES,
+						"list the published tables");
+
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		CopyTask   *t = palloc(sizeof(CopyTask));
+		bool		isnull;
+
+		t->nspname = TextDatumGetCString(slot_getattr(tslot, 1, &isnull));
+		t->relname = TextDatumGetCString(slot_getattr(tslot, 2, &isnull));
+		t->relkind = DatumGetChar(slot_getattr(tslot, 3, &isnull));
+		tasks = lappend(tasks, t);
+		ExecClearTuple(tslot);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	exec_or_error(conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
+	walrcv_disconnect(conn);
+	return tasks;
+}
+
+static void
+send_task(int writer, CopyTask *t, const char *snapshot, const char *dsn)
+{
+	StringInfoData msg;
+	char		relkind[2] = {t->relkind, '\0'};
+
+	initStringInfo(&msg);
+	appendStringInfoChar(&msg, PA_Q_COPY);
+	appendBinaryStringInfo(&msg, t->nspname, strlen(t->nspname) + 1);
+	appendBinaryStringInfo(&msg, t->relname, strlen(t->relname) + 1);
+	appendBinaryStringInfo(&msg, relkind, 2);
+	appendBinaryStringInfo(&msg, snapshot, strlen(snapshot) + 1);
+	appendBinaryStringInfo(&msg, dsn, strlen(dsn) + 1);
+	pa_pool_send(writer, msg.data, msg.len);
+	pfree(msg.data);
+}
+
+static void
+copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot)
+{
+	List	   *tasks = list_tables(sub, snapshot);
+	int			nwriters = pa_pool_size();
+	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
+	ListCell   *lc;
+
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
+					sub->name, list_length(tasks), nwriters)));
+	foreach(lc, tasks)
+	{
+		int			w = foreach_current_index(lc) % nwriters;
+
+		send_task(w, lfirst(lc), snapshot, sub->dsn);
+		assigned[w]++;
+	}
+
+	for (;;)
+	{
+		bool		done = true;
+
+		for (int w = 0; w < nwriters; w++)
+		{
+			uint32		copied;
+			bool		failed;
+
+			SpinLockAcquire(&slot->mutex);
+			copied = slot->writers[w].copies_done;
+			failed = slot->writers[w].copy_failed;
+			SpinLockRelease(&slot->mutex);
+			if (failed)
+				ereport(ERROR,
+						(errmsg("initial copy of parallel_apply subscription \"%s\" failed in writer %d",
+								sub->name, w),
+						 errdetail("%s", slot->writers[w].last_error)));
+			if (copied < assigned[w])
+				done = false;
+		}
+		if (done)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+	}
+}
+
+void
+pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Oid			one[1] = {TEXTOID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	char	   *snapshot = NULL;
+	char	   *sql;
+	bool		isnull;
+
+	/* walrcv_exec() builds tuple descriptors: it needs a transaction */
+	StartTransactionCommand();
+
+	/* a slot left by an attempt that did not finish: start over */
+	sql = psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+				   quote_literal_cstr(sub->slot_name));
+	res = exec_or_error(conn, sql, 1, one, WALRCV_OK_TUPLES, "look up the slot");
+	if (tuplestore_tuple_count(res->tuplestore) > 0)
+	{
+		walrcv_clear_result(res);
+		sql = psprintf("DROP_REPLICATION_SLOT %s WAIT", quote_identifier(sub->slot_name));
+		res = exec_or_error(conn, sql, 0, NULL, WALRCV_OK_COMMAND,
+							"drop the slot left by an earlier attempt");
+	}
+	walrcv_clear_result(res);
+
+	sql = psprintf("CREATE_REPLICATION_SLOT %s LOGICAL parallel_apply %s",
+				   quote_identifier(sub->slot_name),
+				   sub->sync_data ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+	res = exec_or_error(conn, sql, 4, types, WALRCV_OK_TUPLES,
+						"create the replication slot");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		Datum		d = slot_getattr(tslot, 3, &isnull);
+
+		if (!isnull)
+			snapshot = TextDatumGetCString(d);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+
+	if (sub->sync_data)
+	{
+		if (snapshot == NULL)
+			ereport(ERROR,
+					(errmsg("the provider exported no snapshot for the slot of subscription \"%s\"",
+							sub->name)));
+		copy_tables(sub, slot, snapshot);
+	}
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pa_catalog_set_sync_state(sub->subid, PA_SYNC_READY);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	sub->sync_state = PA_SYNC_READY;
+}
+
+/* ---------------------------------------------------------------------
+ * Writer side
+ * ---------------------------------------------------------------------
+ */
+
+/* COPY FROM's data source: the provider's COPY TO STDOUT. */
+static int
+copy_read_data(void *outbuf, int minread, int maxread)
+{
+	int			bytesread = 0;
+
+	while (maxread > 0 && bytesread < minread)
+	{
+		int			avail = copybuf.len - copybuf.cursor;
+
+		if (avail > 0)
+		{
+			avail = Min(avail, maxread);
+			memcpy((char *) outbuf + bytesread, copybuf.data + copybuf.cursor, avail);
+			copybuf.cursor += avail;
+			maxread -= avail;
+			bytesread += avail;
+			continue;
+		}
+		for (;;)
+		{
+			pgsocket	fd = PGINVALID_SOCKET;
+			char	   *buf = NULL;
+			int			len;
+
+			CHECK_FOR_INTERRUPTS();
+			len = walrcv_receive(copy_conn, &buf, &fd);
+			if (len < 0)
+				return bytesread;	/* end of the copy */
+			if (len > 0)
+			{
+				resetStringInfo(&copybuf);
+				appendBinaryStringInfo(&copybuf, buf, len);
+				break;
+			}
+			(void) WaitLatchOrSocket(MyLatch,
+									 WL_SOCKET_READABLE | WL_LATCH_SET |
+									 WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 fd, 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	return bytesread;
+}
+
+static List *
+remote_columns(const char *qualified)
+{
+	Oid			types[1] = {TEXTOID};
+	char	   *sql;
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	List	   *cols = NIL;
+	bool		isnull;
+
+	sql = psprintf("SELECT a.attname FROM pg_catalog.pg_attribute a"
+				   " WHERE a.attrelid = %s::pg_catalog.regclass AND a.attnum > 0"
+				   " AND NOT a.attisdropped AND a.attgenerated = ''"
+				   " ORDER BY a.attnum",
+				   quote_literal_cstr(qualified));
+	res = exec_or_error(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
+						"read the columns of a published table");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		cols = lappend(cols, makeString(TextDatumGetCString(slot_getattr(tslot, 1, &isnull))));
+		ExecClearTuple(tslot);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	return cols;
+}
+
+void
+pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
+				   Size len)
+{
+	const char *nspname = data + 1;
+	const char *relname = nspname + strlen(nspname) + 1;
+	const char *relkind = relname + strlen(relname) + 1;
+	const char *snapshot = relkind + strlen(relkind) + 1;
+	const char *dsn = snapshot + strlen(snapshot) + 1;
+	char	   *qualified = quote_qualified_identifier(nspname, relname);
+
+	PG_TRY();
+	{
+		List	   *cols;
+		StringInfoData sql;
+		ListCell   *lc;
+		Relation	rel;
+		Oid			relid;
+		ParseState *pstate;
+		CopyFromState cstate;
+		WalRcvExecResult *res;
+
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		copy_conn = connect_provider(dsn, "parallel_apply initial copy");
+		begin_snapshot(copy_conn, snapshot);
+		cols = remote_columns(qualified);
+
+		relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+								 AccessExclusiveLock, true);
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
+							nspname, relname),
+					 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute(psprintf("TRUNCATE %s", qualified), false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not truncate %s", qualified);
+		SPI_finish();
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "COPY (SELECT ");
+		foreach(lc, cols)
+			appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+							 quote_identifier(strVal(lfirst(lc))));
+		appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
+						 relkind[0] == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+						 qualified);
+		res = exec_or_error(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
+							"start copying a table");
+		walrcv_clear_result(res);
+
+		rel = table_open(relid, RowExclusiveLock);
+		pstate = make_parsestate(NULL);
+		(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
+											 NULL, false, false);
+		initStringInfo(&copybuf);
+		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
+							   cols, NIL);
+		(void) CopyFrom(cstate);
+		EndCopyFrom(cstate);
+		table_close(rel, NoLock);
+
+		exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
+		walrcv_disconnect(copy_conn);
+		copy_conn = NULL;
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+	}
+	PG_CATCH();
+	{
+		pa_error_to_slot(slot, me);
+		SpinLockAcquire(&slot->mutex);
+		me->copy_failed = true;
+		SpinLockRelease(&slot->mutex);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SpinLockAcquire(&slot->mutex);
+	me->copies_done++;
+	SpinLockRelease(&slot->mutex);
+	if (slot->leader_latch)
+		SetLatch(slot->leader_latch);
+}

@@ -1,0 +1,633 @@
+/*-------------------------------------------------------------------------
+ *
+ * writer.c
+ *		A writer: "parallel_apply writer <sub>:<n>".  Applies the
+ *		transactions the dispatcher gives it and commits each in the
+ *		provider's commit order.
+ *
+ * Commit order.  Transaction seq may commit only after seq - 1 has.  The
+ * shared counter committed_seq says how far commits have got; the writer
+ * whose turn it is commits, then advances the counter.  Waiting for a turn
+ * or for a dependency (a transaction on another writer that shares a key)
+ * is a heavyweight lock wait, so PostgreSQL's deadlock detector sees it:
+ * every writer holds an exclusive session lock on its own lock tag for as
+ * long as it lives and briefly releases and re-takes it after each commit.
+ * To wait for transaction T on writer w, a process takes a share lock on
+ * w's tag, which it gets only when w has just committed something, lets it
+ * go at once and looks at committed_seq again.  A waiter never spins: while
+ * T is not committed, w holds its lock except for that moment, and w's
+ * request to re-take it queues ahead of waiters arriving later.
+ *
+ * Conflicts the dispatcher could not see (a unique index only here whose
+ * old values the provider did not send, an exclusion constraint, a trigger
+ * writing another table, a local session holding a row lock) surface as a
+ * lock wait, a deadlock error, a unique or exclusion violation, or a row
+ * not found.  An earlier transaction waiting on a later one, which waits
+ * for its commit turn, is a cycle the deadlock detector breaks by raising
+ * an error in one of them.  Whichever transaction S gets a retriable
+ * error rolls back and records itself as the retry barrier; every writer
+ * applying a later transaction is cancelled, and later transactions wait
+ * until S has committed before they apply again.  S itself waits until all
+ * its predecessors have committed and applies again, now as the earliest
+ * transaction in flight, which nothing but a local session can block.  So
+ * the earliest transaction always makes progress, nothing is skipped, and
+ * retries are counted in writer_status().  When the earliest transaction
+ * itself hits a unique or exclusion violation, the conflict is with local
+ * data: that is an error, reported, and retried by restarting the
+ * pipeline with backoff; a row to update or delete that is missing then is
+ * logged and skipped, as PostgreSQL's own apply does.
+ *
+ * Large transactions come in chunks; the writer spills them to a
+ * temporary file and applies them alone once the last chunk is there.
+ *
+ * Each writer commits with its own replication origin (progress.c).
+ * With the subscription's synchronous_commit off, commits are
+ * asynchronous; with it on, the writer flushes its commit record after
+ * its turn, before it takes the next transaction, so commits of several
+ * writers share WAL flushes instead of queueing one fsync each.
+ *
+ * src/writer.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/origin.h"
+#include "storage/buffile.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+#include "catalog.h"
+#include "pool.h"
+#include "progress.h"
+#include "relmap.h"
+#include "sync.h"
+
+#define MAX_EARLIEST_RETRIES 10
+
+static PaSubSlot *slot;
+static PaWriterSlot *me;
+static int	my_index;
+static Oid	my_subid;
+static LOCKTAG my_tag;
+static bool flush_commits = false;
+static MemoryContext txn_cxt;	/* the transaction being applied */
+static MemoryContext change_cxt;	/* reset after each change */
+
+/* the transaction being applied */
+static PaTxnHeader cur;
+static PaDep *cur_deps;
+static char *cur_msgs;
+static Size cur_len;
+static BufFile *spill;			/* a streamed transaction */
+
+static void
+set_state(PaWriterState state)
+{
+	SpinLockAcquire(&slot->mutex);
+	me->state = state;
+	SpinLockRelease(&slot->mutex);
+}
+
+static void
+writer_on_exit(int code, Datum arg)
+{
+	SpinLockAcquire(&slot->mutex);
+	me->pid = 0;
+	me->state = PA_WRITER_STOPPED;
+	me->seq = 0;
+	SpinLockRelease(&slot->mutex);
+}
+
+static uint64
+committed_seq(void)
+{
+	return pg_atomic_read_u64(&slot->committed_seq);
+}
+
+/*
+ * Wait until transaction target, applied by writer w, has committed; see
+ * the header comment.  counter, when given, counts waits that had to wait.
+ */
+static void
+wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
+{
+	LOCKTAG		tag;
+
+	if (committed_seq() >= target)
+		return;
+	Assert(w != my_index);
+	SpinLockAcquire(&slot->mutex);
+	me->state = state;
+	if (counter)
+		(*counter)++;
+	SpinLockRelease(&slot->mutex);
+
+	pa_writer_locktag(&tag, my_subid, w);
+	while (committed_seq() < target)
+	{
+		CHECK_FOR_INTERRUPTS();
+		(void) LockAcquire(&tag, ShareLock, true, false);
+		LockRelease(&tag, ShareLock, true);
+	}
+	set_state(PA_WRITER_APPLYING);
+}
+
+/* Later transactions wait while an earlier one retries. */
+static void
+wait_for_retry_barrier(uint64 seq)
+{
+	uint64		rseq;
+	int			rwriter;
+
+	SpinLockAcquire(&slot->mutex);
+	rseq = slot->retry_seq;
+	rwriter = slot->retry_writer;
+	SpinLockRelease(&slot->mutex);
+	if (rseq != 0 && rseq < seq && rwriter != my_index && rwriter >= 0)
+		wait_for_seq(rseq, rwriter, PA_WRITER_WAIT_DEPENDENCY, NULL);
+}
+
+/* Make seq the barrier and cancel every writer applying a later one. */
+static void
+request_retry(uint64 seq)
+{
+	uint64		committed = committed_seq();
+
+	SpinLockAcquire(&slot->mutex);
+	if (slot->retry_seq <= committed || slot->retry_seq > seq)
+	{
+		slot->retry_seq = seq;
+		slot->retry_writer = my_index;
+	}
+	me->retries++;
+	me->state = PA_WRITER_RETRYING;
+	SpinLockRelease(&slot->mutex);
+	pg_memory_barrier();
+
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		pid_t		pid;
+		uint64		wseq;
+
+		if (w == my_index)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		pid = slot->writers[w].pid;
+		wseq = slot->writers[w].seq;
+		SpinLockRelease(&slot->mutex);
+		if (pid != 0 && wseq > seq)
+			kill(pid, SIGINT);
+	}
+}
+
+static bool
+is_retriable(int sqlerrcode, bool earliest)
+{
+	switch (sqlerrcode)
+	{
+		case ERRCODE_T_R_DEADLOCK_DETECTED:
+		case ERRCODE_T_R_SERIALIZATION_FAILURE:
+		case ERRCODE_LOCK_NOT_AVAILABLE:
+		case ERRCODE_QUERY_CANCELED:
+			return true;
+		case ERRCODE_UNIQUE_VIOLATION:
+		case ERRCODE_EXCLUSION_VIOLATION:
+			return !earliest;
+		default:
+			return false;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Applying messages
+ * ---------------------------------------------------------------------
+ */
+
+static void
+row_not_found(PaRelMapEntry *rel, const char *what)
+{
+	if (committed_seq() + 1 < cur.seq)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("row to %s in \"%s.%s\" not found while earlier transactions are in flight",
+						what, rel->remoterel.nspname, rel->remoterel.relname)));
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\": row to %s in \"%s.%s\" not found, change skipped",
+					pa_relmap_subscription_name, what,
+					rel->remoterel.nspname, rel->remoterel.relname),
+			 errdetail("Remote transaction %u committed at %X/%X.",
+					   cur.xid, LSN_FORMAT_ARGS(cur.commit_lsn))));
+}
+
+static void
+apply_one(const char *data, int len)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(change_cxt);
+	StringInfoData in;
+	char		type;
+	PaRelationData reldata;
+	PaTupleData oldtup,
+				newtup;
+	char		oldkind;
+	PaRelMapEntry *rel;
+	Oid			relid;
+	Oid		   *relids;
+	int			nrelids;
+	uint8		flags;
+
+	in.data = (char *) data;
+	in.len = len;
+	in.maxlen = len;
+	in.cursor = 0;
+	type = pa_read_msgtype(&in);
+
+	if (type == PA_MSG_RELATION)
+	{
+		pa_read_relation(&in, &reldata);
+		pa_relmap_update(&reldata);
+		goto done;
+	}
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	switch (type)
+	{
+		case PA_MSG_INSERT:
+			relid = pa_read_insert(&in, &newtup);
+			rel = pa_relmap_open(relid, RowExclusiveLock);
+			pa_apply_insert(rel, &newtup);
+			pa_relmap_close(rel, NoLock);
+			break;
+		case PA_MSG_UPDATE:
+			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
+			rel = pa_relmap_open(relid, RowExclusiveLock);
+			if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
+				row_not_found(rel, "update");
+			pa_relmap_close(rel, NoLock);
+			break;
+		case PA_MSG_DELETE:
+			relid = pa_read_delete(&in, &oldkind, &oldtup);
+			rel = pa_relmap_open(relid, RowExclusiveLock);
+			if (!pa_apply_delete(rel, oldkind, &oldtup))
+				row_not_found(rel, "delete");
+			pa_relmap_close(rel, NoLock);
+			break;
+		case PA_MSG_TRUNCATE:
+			relids = pa_read_truncate(&in, &nrelids, &flags);
+			pa_apply_truncate(nrelids, relids, flags);
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("unexpected parallel_apply message type 0x%02x in a transaction",
+							(unsigned char) type)));
+	}
+	PopActiveSnapshot();
+	CommandCounterIncrement();
+
+done:
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(change_cxt);
+}
+
+/* Walk length-prefixed messages in memory. */
+static void
+apply_buffer(const char *p, Size len)
+{
+	const char *end = p + len;
+
+	while (p < end)
+	{
+		uint32		n;
+
+		memcpy(&n, p, sizeof(n));
+		p += sizeof(n);
+		if (n > (uint32) (end - p))
+			elog(ERROR, "truncated message in parallel_apply queue");
+		apply_one(p, (int) n);
+		p += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Walk the spilled messages of a streamed transaction. */
+static void
+apply_spill(void)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (BufFileSeek(spill, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not rewind parallel_apply spill file")));
+	for (;;)
+	{
+		uint32		n;
+		size_t		got = BufFileRead(spill, &n, sizeof(n));
+
+		if (got == 0)
+			break;
+		if (got != sizeof(n))
+			elog(ERROR, "truncated parallel_apply spill file");
+		resetStringInfo(&buf);
+		enlargeStringInfo(&buf, n);
+		if (BufFileRead(spill, buf.data, n) != n)
+			elog(ERROR, "truncated parallel_apply spill file");
+		apply_one(buf.data, (int) n);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(buf.data);
+}
+
+/* ---------------------------------------------------------------------
+ * Transactions
+ * ---------------------------------------------------------------------
+ */
+
+static void
+after_commit(void)
+{
+	XLogRecPtr	local_end = XactLastCommitEnd;
+
+	pa_progress_committed(slot, cur.end_lsn, local_end);
+	pg_atomic_write_u64(&slot->committed_seq, cur.seq);
+	pg_memory_barrier();
+
+	/* let waiters for this commit look again */
+	LockRelease(&my_tag, ExclusiveLock, true);
+	(void) LockAcquire(&my_tag, ExclusiveLock, true, false);
+
+	pg_atomic_fetch_add_u64(&me->committed, 1);
+	SpinLockAcquire(&slot->mutex);
+	me->applied++;
+	me->seq = 0;
+	me->state = PA_WRITER_IDLE;
+	SpinLockRelease(&slot->mutex);
+	if (slot->leader_latch)
+		SetLatch(slot->leader_latch);
+
+	if (flush_commits)
+		XLogFlush(local_end);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+static void
+apply_txn(bool streamed)
+{
+	int			attempt = 0;
+	int			earliest_failures = 0;
+
+	for (;;)
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+		bool		retry = false;
+
+		/* a cancel sent for an earlier transaction is not for this one */
+		QueryCancelPending = false;
+		SpinLockAcquire(&slot->mutex);
+		me->seq = cur.seq;
+		me->remote_xid = cur.xid;
+		me->commit_lsn = cur.commit_lsn;
+		me->state = PA_WRITER_APPLYING;
+		SpinLockRelease(&slot->mutex);
+		pg_memory_barrier();
+		pgstat_report_activity(STATE_RUNNING, "applying a remote transaction");
+
+		PG_TRY();
+		{
+			wait_for_retry_barrier(cur.seq);
+			for (int i = 0; i < cur.ndeps; i++)
+				wait_for_seq(cur_deps[i].seq, cur_deps[i].writer,
+							 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
+			/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
+			if ((attempt > 0 || cur.barrier) && cur.prev_writer >= 0)
+				wait_for_seq(cur.seq - 1, cur.prev_writer,
+							 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+
+			StartTransactionCommand();
+			if (streamed)
+				apply_spill();
+			else
+				apply_buffer(cur_msgs, cur_len);
+			if (cur.prev_writer >= 0)
+				wait_for_seq(cur.seq - 1, cur.prev_writer,
+							 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+			replorigin_session_origin_lsn = cur.end_lsn;
+			replorigin_session_origin_timestamp = cur.commit_time;
+			CommitTransactionCommand();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			bool		earliest = committed_seq() + 1 >= cur.seq;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			if (!is_retriable(edata->sqlerrcode, earliest) ||
+				(earliest && ++earliest_failures > MAX_EARLIEST_RETRIES))
+				PG_RE_THROW();
+			FlushErrorState();
+			AbortOutOfAnyTransaction();
+			ereport(DEBUG1,
+					(errmsg("parallel_apply: retrying remote transaction %u: %s",
+							cur.xid, edata->message)));
+			FreeErrorData(edata);
+			retry = true;
+		}
+		PG_END_TRY();
+
+		if (!retry)
+			break;
+		attempt++;
+		request_retry(cur.seq);
+	}
+	after_commit();
+}
+
+static void
+read_txn(const char *data, Size len)
+{
+	Size		depbytes;
+
+	MemoryContextReset(txn_cxt);
+	memcpy(&cur, data, sizeof(cur));
+	depbytes = sizeof(PaDep) * cur.ndeps;
+	if (len < sizeof(cur) + depbytes)
+		elog(ERROR, "truncated transaction in parallel_apply queue");
+	cur_deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
+	memcpy(cur_deps, data + sizeof(cur), depbytes);
+	/* kept for retries: the queue's buffer is reused by the next receive */
+	cur_len = len - sizeof(cur) - depbytes;
+	cur_msgs = MemoryContextAlloc(txn_cxt, Max(cur_len, 1));
+	memcpy(cur_msgs, data + sizeof(cur) + depbytes, cur_len);
+}
+
+static void
+handle_queue_message(const char *data, Size len)
+{
+	PaRelationData reldata;
+	StringInfoData in;
+	PaTxnHeader end;
+
+	switch (data[0])
+	{
+		case PA_Q_TXN:
+			read_txn(data, len);
+			apply_txn(false);
+			break;
+		case PA_Q_RELATION:
+			in.data = (char *) data + 1;
+			in.len = len - 1;
+			in.maxlen = in.len;
+			in.cursor = 0;
+			(void) pa_read_msgtype(&in);
+			pa_read_relation(&in, &reldata);
+			pa_relmap_update(&reldata);
+			break;
+		case PA_Q_STREAM_BEGIN:
+			memcpy(&cur, data, sizeof(cur));
+			cur_deps = NULL;
+			if (spill != NULL)
+				BufFileClose(spill);
+			spill = BufFileCreateTemp(false);
+			break;
+		case PA_Q_STREAM_CHUNK:
+			if (spill == NULL)
+				elog(ERROR, "parallel_apply chunk outside a streamed transaction");
+			BufFileWrite(spill, (void *) (data + 1), len - 1);
+			break;
+		case PA_Q_STREAM_END:
+			if (spill == NULL)
+				elog(ERROR, "parallel_apply stream end without its beginning");
+			memcpy(&end, data, sizeof(end));
+			cur.end_lsn = end.end_lsn;
+			cur.commit_time = end.commit_time;
+			apply_txn(true);
+			BufFileClose(spill);
+			spill = NULL;
+			break;
+		case PA_Q_COPY:
+			set_state(PA_WRITER_COPYING);
+			pa_sync_copy_table(slot, me, data, len);
+			set_state(PA_WRITER_IDLE);
+			break;
+		default:
+			elog(ERROR, "unknown parallel_apply queue message 0x%02x",
+				 (unsigned char) data[0]);
+	}
+}
+
+void
+pa_writer_main(Datum arg)
+{
+	int			slotidx = DatumGetInt32(arg);
+	uint32		extra[4];
+	dsm_segment *seg;
+	shm_mq_handle *mqh;
+	PaSubscription *sub;
+	RepOriginId originid;
+	char	   *origin_name;
+
+	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
+	my_index = (int) extra[0];
+	my_subid = (Oid) extra[2];
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGINT, StatementCancelHandler);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
+
+	slot = pa_subslot(slotidx);
+	me = &slot->writers[my_index];
+	if (!slot->in_use || slot->subid != my_subid)
+		proc_exit(0);
+	SpinLockAcquire(&slot->mutex);
+	me->pid = MyProcPid;
+	me->state = PA_WRITER_STARTING;
+	SpinLockRelease(&slot->mutex);
+	before_shmem_exit(writer_on_exit, (Datum) 0);
+
+	txn_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply transaction",
+									ALLOCSET_DEFAULT_SIZES);
+	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
+									   ALLOCSET_DEFAULT_SIZES);
+
+	PG_TRY();
+	{
+		MemoryContext oldcxt;
+
+		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
+						PGC_USERSET, PGC_S_SESSION);
+		SetConfigOption("session_replication_role", "replica",
+						PGC_SUSET, PGC_S_OVERRIDE);
+		SetConfigOption("synchronous_commit", "off",
+						PGC_SUSET, PGC_S_OVERRIDE);
+
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+		sub = pa_catalog_get(my_subid);
+		MemoryContextSwitchTo(oldcxt);
+		PopActiveSnapshot();
+		if (sub == NULL)
+			proc_exit(0);
+		origin_name = pa_writer_origin_name(my_subid, my_index);
+		originid = replorigin_by_name(origin_name, false);
+		CommitTransactionCommand();
+
+		pa_relmap_subscription_name = sub->name;
+		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+
+		replorigin_session_setup(originid);
+		replorigin_session_origin = originid;
+
+		pa_writer_locktag(&my_tag, my_subid, my_index);
+		(void) LockAcquire(&my_tag, ExclusiveLock, true, false);
+
+		mqh = pa_pool_attach((dsm_handle) extra[1], my_index, &seg);
+		set_state(PA_WRITER_IDLE);
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		for (;;)
+		{
+			shm_mq_result res;
+			Size		len;
+			void	   *data;
+
+			HOLD_CANCEL_INTERRUPTS();
+			res = shm_mq_receive(mqh, &len, &data, false);
+			RESUME_CANCEL_INTERRUPTS();
+			if (res == SHM_MQ_DETACHED)
+				break;			/* the leader retired us, or is gone */
+			if (res != SHM_MQ_SUCCESS || len == 0)
+				elog(ERROR, "could not read the parallel_apply queue");
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
+			handle_queue_message(data, len);
+		}
+	}
+	PG_CATCH();
+	{
+		pa_error_to_slot(slot, me);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	proc_exit(0);
+}
