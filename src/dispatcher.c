@@ -69,6 +69,15 @@
 #define PA_STREAM_CHUNK		(1024 * 1024)
 #define KEYTAB_PURGE_EVERY	4096
 
+/*
+ * Transactions a writer may have been given and not yet committed.  Few
+ * enough that dependencies are judged against a short window (most of a
+ * new transaction's predecessors have committed by the time it is
+ * dispatched, so it can go to whichever writer is free), enough to keep a
+ * writer busy while the leader reads on.
+ */
+#define MAX_INFLIGHT_PER_WRITER 8
+
 typedef struct KeyEntry
 {
 	uint64		key;
@@ -96,7 +105,18 @@ static PaBeginData begin;
 static uint64 cur_seq;
 static bool cur_barrier;
 static StringInfoData msgs;		/* uint32 length + message, repeated */
-static uint64 *keys;
+/* a key's use: look it up (depend on its last writer), record it, or both */
+#define KEY_LOOKUP	0x01
+#define KEY_RECORD	0x02
+#define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
+
+typedef struct TxnKey
+{
+	uint64		hash;
+	uint8		mode;
+} TxnKey;
+
+static TxnKey *keys;
 static int	nkeys;
 static int	maxkeys;
 static List *new_relations;		/* Oids of RELATIONs in this transaction */
@@ -129,7 +149,7 @@ pa_dispatch_init(PaSubSlot *s)
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	initStringInfo(&msgs);
 	maxkeys = 256;
-	keys = MemoryContextAlloc(TopMemoryContext, maxkeys * sizeof(uint64));
+	keys = MemoryContextAlloc(TopMemoryContext, maxkeys * sizeof(TxnKey));
 	pa_pool_set_new_writer_callback(send_relations_to);
 }
 
@@ -156,13 +176,15 @@ static void
 wait_committed(uint64 target)
 {
 	while (committed_seq() < target)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		pa_pool_check();
-	}
+		pa_pool_wait(100L);
+}
+
+/* Wait until writer w may be given one more transaction. */
+static void
+wait_writer_room(int w)
+{
+	while (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
+		pa_pool_wait(100L);
 }
 
 void
@@ -177,14 +199,22 @@ pa_dispatch_wait_all(void)
  */
 
 static void
-add_key(uint64 k)
+add_key(uint64 k, uint8 mode)
 {
 	if (nkeys == maxkeys)
 	{
 		maxkeys *= 2;
-		keys = repalloc(keys, maxkeys * sizeof(uint64));
+		keys = repalloc(keys, maxkeys * sizeof(TxnKey));
 	}
-	keys[nkeys++] = k;
+	keys[nkeys].hash = k;
+	keys[nkeys].mode = mode;
+	nkeys++;
+}
+
+static uint64
+table_key(Oid localrel, uint32 kind)
+{
+	return hash_combine64((uint64) localrel, UINT64CONST(0xFFFFFF00) | kind);
 }
 
 /*
@@ -248,23 +278,49 @@ keyed_relation(Oid remoteid)
 	return e;
 }
 
+/*
+ * The keys of one row.  A row with a unique key depends on the last
+ * transaction that touched the same key.  A table whose unique keys cannot
+ * all be computed serializes on one table key.  A row with no key at all
+ * (a table without unique keys, REPLICA IDENTITY FULL) can only be found
+ * by content: its INSERT conflicts with nothing but earlier UPDATEs and
+ * DELETEs of the table, which it waits for; its UPDATE or DELETE waits for
+ * every earlier change of the table.  Waiting for the last of them is
+ * enough, since commits happen in order.
+ */
 static void
-add_row_keys(PaRelMapEntry *e, PaTupleData *tup, PaTupleData *fallback)
+add_row_keys(PaRelMapEntry *e, PaTupleData *tup, PaTupleData *fallback,
+			 bool insert)
 {
 	bool		any = false;
 
+	if (!e->keys_complete)
+	{
+		add_key(table_key(e->localreloid, 0), KEY_BOTH);
+		return;
+	}
 	for (int k = 0; k < e->nkeys; k++)
 	{
 		uint64		h;
 
 		if (key_hash(e->localreloid, k + 1, &e->keys[k], tup, fallback, &h))
 		{
-			add_key(h);
+			add_key(h, KEY_BOTH);
 			any = true;
 		}
 	}
-	if (!e->keys_complete || !any)
-		add_key(hash_combine64((uint64) e->localreloid, UINT64CONST(0xFFFFFFFF)));
+	if (any)
+		return;
+	if (insert)
+	{
+		add_key(table_key(e->localreloid, 1), KEY_LOOKUP);	/* modifications */
+		add_key(table_key(e->localreloid, 2), KEY_RECORD);	/* insertions */
+	}
+	else
+	{
+		add_key(table_key(e->localreloid, 1), KEY_BOTH);
+		add_key(table_key(e->localreloid, 2), KEY_LOOKUP);
+	}
 }
 
 static void
@@ -281,19 +337,19 @@ track_change(char type, StringInfo in)
 		case PA_MSG_INSERT:
 			relid = pa_read_insert(in, &newtup);
 			e = keyed_relation(relid);
-			add_row_keys(e, &newtup, NULL);
+			add_row_keys(e, &newtup, NULL, true);
 			break;
 		case PA_MSG_UPDATE:
 			relid = pa_read_update(in, &oldkind, &oldtup, &newtup);
 			e = keyed_relation(relid);
 			if (oldkind != 0)
-				add_row_keys(e, &oldtup, NULL);
-			add_row_keys(e, &newtup, oldkind != 0 ? &oldtup : NULL);
+				add_row_keys(e, &oldtup, NULL, false);
+			add_row_keys(e, &newtup, oldkind != 0 ? &oldtup : NULL, false);
 			break;
 		case PA_MSG_DELETE:
 			relid = pa_read_delete(in, &oldkind, &oldtup);
 			e = keyed_relation(relid);
-			add_row_keys(e, &oldtup, NULL);
+			add_row_keys(e, &oldtup, NULL, false);
 			break;
 	}
 }
@@ -342,7 +398,12 @@ handle_relation(const char *data, int len, StringInfo in)
 	memcpy(re->raw, data, len);
 	re->len = len;
 	if (in_txn)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
 		new_relations = lappend_oid(new_relations, rel.remoteid);
+		MemoryContextSwitchTo(oldcxt);
+	}
 }
 
 /* A new writer learns every relation the others know. */
@@ -471,14 +532,27 @@ dispatch_txn(PaCommitData *commit)
 		for (int i = 0; i < nkeys; i++)
 		{
 			bool		found;
-			KeyEntry   *ke = hash_search(keytab, &keys[i], HASH_ENTER, &found);
+			KeyEntry   *ke;
 
-			entries[i] = ke;
-			if (!found)
+			if (keys[i].mode & KEY_RECORD)
 			{
-				ke->seq = 0;
-				continue;
+				ke = hash_search(keytab, &keys[i].hash, HASH_ENTER, &found);
+				entries[i] = ke;
+				if (!found)
+				{
+					ke->seq = 0;
+					continue;
+				}
 			}
+			else
+			{
+				entries[i] = NULL;
+				ke = hash_search(keytab, &keys[i].hash, HASH_FIND, &found);
+				if (ke == NULL)
+					continue;
+			}
+			if (!(keys[i].mode & KEY_LOOKUP))
+				continue;
 			if (ke->seq > committed && ke->seq > per_writer[ke->writer])
 			{
 				per_writer[ke->writer] = ke->seq;
@@ -488,6 +562,18 @@ dispatch_txn(PaCommitData *commit)
 					writer = ke->writer;
 				}
 			}
+		}
+		/*
+		 * Follow the latest dependency to its writer, unless that writer is
+		 * full and another is less loaded: then wait for it explicitly.
+		 */
+		if (writer >= 0 && writer < pa_pool_size() &&
+			pa_pool_inflight(writer) >= MAX_INFLIGHT_PER_WRITER)
+		{
+			int			alt = pick_writer();
+
+			if (pa_pool_inflight(alt) < pa_pool_inflight(writer))
+				writer = alt;
 		}
 		if (writer < 0 || writer >= pa_pool_size())
 			writer = pick_writer();
@@ -503,11 +589,14 @@ dispatch_txn(PaCommitData *commit)
 		}
 		for (int i = 0; i < nkeys; i++)
 		{
+			if (entries[i] == NULL)
+				continue;
 			entries[i]->seq = cur_seq;
 			entries[i]->writer = writer;
 		}
 	}
 
+	wait_writer_room(writer);
 	fill_header(&h, PA_Q_TXN, writer, ndeps);
 	h.end_lsn = commit->end_lsn;
 	iov[0].data = (const char *) &h;

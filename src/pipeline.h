@@ -29,6 +29,7 @@
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
@@ -78,6 +79,8 @@ typedef struct PaWriterSlot
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
+	pg_atomic_uint64 locked_seq;	/* the transaction it holds the lock of,
+									 * or last held */
 	uint32		copies_done;	/* initial copy tasks finished */
 	bool		copy_failed;
 } PaWriterSlot;
@@ -112,6 +115,7 @@ typedef struct PaSubSlot
 
 	/* commit order, written by the writer whose turn it is */
 	pg_atomic_uint64 committed_seq;
+	ConditionVariable progress_cv;	/* broadcast on committed/locked_seq */
 	Latch	   *leader_latch;	/* set by writers after each commit */
 	uint64		retry_seq;		/* a transaction retrying: later ones wait
 								 * for it to commit before they apply */
@@ -152,8 +156,8 @@ extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
 extern int	pa_effective_writers(PaSubSlot *slot);
 
-/* Lock tags: each writer holds its own while it lives (see writer.c). */
-extern void pa_writer_locktag(LOCKTAG *tag, Oid subid, int writer);
+/* The lock a writer holds while it applies transaction seq (writer.c). */
+extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
 
 /* Worker entry points. */
 extern PGDLLEXPORT void pa_supervisor_main(Datum arg);

@@ -125,6 +125,7 @@ start_writer(int w)
 	ws->copy_failed = false;
 	SpinLockRelease(&pool_slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
+	pg_atomic_write_u64(&ws->locked_seq, 0);
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -262,6 +263,19 @@ pa_pool_check(void)
 	}
 }
 
+/* Wait a little for the writers, keeping the provider connection alive. */
+void
+pa_pool_wait(long timeout_ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 timeout_ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	pa_pool_check();
+	if (pool_wait_cb)
+		pool_wait_cb();
+}
+
 void
 pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 {
@@ -281,14 +295,8 @@ pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 					(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
 							w, pool_subname)));
 		}
-		/* full: wait for the writer, keep the provider connection alive */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		pa_pool_check();
-		if (pool_wait_cb)
-			pool_wait_cb();
+		/* full: wait for the writer */
+		pa_pool_wait(1000L);
 	}
 }
 

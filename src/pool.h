@@ -72,6 +72,7 @@ extern void pa_pool_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
 extern void pa_pool_set_new_writer_callback(void (*cb) (int writer));
 extern void pa_pool_broadcast(const void *data, Size len);
 extern uint64 pa_pool_inflight(int writer);
+extern void pa_pool_wait(long timeout_ms);
 extern void pa_pool_dispatched(int writer);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);

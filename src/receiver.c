@@ -215,6 +215,7 @@ static void
 stream_loop(void)
 {
 	TimestampTz last_xact = GetCurrentTimestamp();
+	WaitEventSet *wes = NULL;
 
 	for (;;)
 	{
@@ -222,7 +223,7 @@ stream_loop(void)
 		char	   *buf;
 		int			len;
 		int			n = 0;
-		int			rc;
+		WaitEvent	event;
 
 		CHECK_FOR_INTERRUPTS();
 
@@ -245,11 +246,16 @@ stream_loop(void)
 
 		housekeeping(&last_xact);
 
-		rc = WaitLatchOrSocket(MyLatch,
-							   WL_SOCKET_READABLE | WL_LATCH_SET |
-							   WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							   fd, 100L, PG_WAIT_EXTENSION);
-		if (rc & WL_LATCH_SET)
+		/* one wait set for the whole stream: the socket does not change */
+		if (wes == NULL)
+		{
+			wes = CreateWaitEventSet(TopMemoryContext, 3);
+			AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+			AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+			AddWaitEventToSet(wes, WL_SOCKET_READABLE, fd, NULL, NULL);
+		}
+		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
+			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
 	}
 }

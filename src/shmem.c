@@ -81,8 +81,12 @@ pa_shmem_startup(void)
 
 			SpinLockInit(&slot->mutex);
 			pg_atomic_init_u64(&slot->committed_seq, 0);
+			ConditionVariableInit(&slot->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
+			{
 				pg_atomic_init_u64(&slot->writers[w].committed, 0);
+				pg_atomic_init_u64(&slot->writers[w].locked_seq, 0);
+			}
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -157,8 +161,12 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 			memset(s, 0, pa_shared->subslot_size);
 			s->mutex = mutex;
 			pg_atomic_init_u64(&s->committed_seq, 0);
+			ConditionVariableInit(&s->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
+			{
 				pg_atomic_init_u64(&s->writers[w].committed, 0);
+				pg_atomic_init_u64(&s->writers[w].locked_seq, 0);
+			}
 			s->in_use = true;
 			s->dboid = dboid;
 			s->subid = subid;
@@ -233,8 +241,12 @@ pa_effective_writers(PaSubSlot *slot)
 }
 
 void
-pa_writer_locktag(LOCKTAG *tag, Oid subid, int writer)
+pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq)
 {
-	/* an advisory tag with a field4 no SQL advisory lock function uses */
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, subid, (uint32) writer, 0x5041);
+	/*
+	 * An advisory tag with a field4 no SQL advisory lock function uses.  The
+	 * low 32 bits of seq suffice: transactions 2^32 apart are never in
+	 * flight together.
+	 */
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, subid, (uint32) seq, 0x5041);
 }

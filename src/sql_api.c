@@ -241,10 +241,20 @@ slot_name_for(const char *subname)
 	return buf.data;
 }
 
+static bool nudge_at_end = false;
+
+static void pause_xact_callback(XactEvent event, void *arg);
+
+/* Wake the supervisor when this transaction ends: it reads the catalog. */
 static void
 nudge_supervisor(void)
 {
-	pa_ensure_supervisor();
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(pause_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	nudge_at_end = true;
 }
 
 static void
@@ -255,6 +265,11 @@ pause_xact_callback(XactEvent event, void *arg)
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
 		return;
+	if (nudge_at_end && paused_slots == NIL)
+	{
+		nudge_at_end = false;
+		pa_ensure_supervisor();
+	}
 	if (paused_slots == NIL)
 		return;
 	foreach(lc, paused_slots)
@@ -270,7 +285,8 @@ pause_xact_callback(XactEvent event, void *arg)
 	}
 	list_free(paused_slots);
 	paused_slots = NIL;
-	nudge_supervisor();
+	nudge_at_end = false;
+	pa_ensure_supervisor();
 }
 
 /*
@@ -286,11 +302,7 @@ stop_pipeline(PaSubscription *sub)
 
 	if (slot == NULL)
 		return;
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(pause_xact_callback, NULL);
-		xact_callback_registered = true;
-	}
+	nudge_supervisor();
 	SpinLockAcquire(&slot->mutex);
 	slot->paused_by = MyProcPid;
 	SpinLockRelease(&slot->mutex);

@@ -310,6 +310,7 @@ reconcile(List *subs)
 		{
 			if (running)
 				stop_leader(idx);
+			leaders[idx].subid = InvalidOid;	/* stopped on purpose */
 			continue;
 		}
 		if (running)

@@ -9,14 +9,18 @@
  * shared counter committed_seq says how far commits have got; the writer
  * whose turn it is commits, then advances the counter.  Waiting for a turn
  * or for a dependency (a transaction on another writer that shares a key)
- * is a heavyweight lock wait, so PostgreSQL's deadlock detector sees it:
- * every writer holds an exclusive session lock on its own lock tag for as
- * long as it lives and briefly releases and re-takes it after each commit.
- * To wait for transaction T on writer w, a process takes a share lock on
- * w's tag, which it gets only when w has just committed something, lets it
- * go at once and looks at committed_seq again.  A waiter never spins: while
- * T is not committed, w holds its lock except for that moment, and w's
- * request to re-take it queues ahead of waiters arriving later.
+ * is a heavyweight lock wait, so PostgreSQL's deadlock detector sees it: a
+ * writer applying transaction T holds an exclusive lock on T's own lock
+ * tag, taken first thing in the local transaction and released by its
+ * commit or abort, and a waiter for T takes a share lock on that tag.  A
+ * waiter for a T its writer has not started yet waits on the lock of the
+ * transaction that writer is busy with.  In the short moments when the
+ * lock to wait on is not held (a writer between its commit and publishing
+ * it, between dequeuing and locking, or between a rollback and its retry)
+ * the waiter sleeps on a condition variable the writer broadcasts on each
+ * of those steps; the writer is not waiting for anyone then, so no cycle
+ * can hide there.  All locks are transaction-level: an error while
+ * waiting cannot leave one held.
  *
  * Conflicts the dispatcher could not see (a unique index only here whose
  * old values the provider did not send, an exclusion constraint, a trigger
@@ -60,6 +64,7 @@
 #include "postmaster/interrupt.h"
 #include "replication/origin.h"
 #include "storage/buffile.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -81,7 +86,6 @@ static PaSubSlot *slot;
 static PaWriterSlot *me;
 static int	my_index;
 static Oid	my_subid;
-static LOCKTAG my_tag;
 static bool flush_commits = false;
 static MemoryContext txn_cxt;	/* the transaction being applied */
 static MemoryContext change_cxt;	/* reset after each change */
@@ -120,28 +124,54 @@ committed_seq(void)
 /*
  * Wait until transaction target, applied by writer w, has committed; see
  * the header comment.  counter, when given, counts waits that had to wait.
+ * Runs inside a transaction.
  */
 static void
 wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 {
-	LOCKTAG		tag;
+	PaWriterSlot *ws = &slot->writers[w];
 
 	if (committed_seq() >= target)
 		return;
 	Assert(w != my_index);
+	Assert(IsTransactionState());
 	SpinLockAcquire(&slot->mutex);
 	me->state = state;
 	if (counter)
 		(*counter)++;
 	SpinLockRelease(&slot->mutex);
 
-	pa_writer_locktag(&tag, my_subid, w);
-	while (committed_seq() < target)
+	for (;;)
 	{
-		CHECK_FOR_INTERRUPTS();
-		(void) LockAcquire(&tag, ShareLock, true, false);
-		LockRelease(&tag, ShareLock, true);
+		uint64		committed;
+		uint64		locked;
+		uint64		waitfor;
+
+		ConditionVariablePrepareToSleep(&slot->progress_cv);
+		committed = committed_seq();
+		if (committed >= target)
+			break;
+		locked = pg_atomic_read_u64(&ws->locked_seq);
+		waitfor = locked >= target ? target : locked;
+		if (waitfor > committed)
+		{
+			LOCKTAG		tag;
+
+			pa_txn_locktag(&tag, my_subid, waitfor);
+			if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			{
+				/* the visible wait: w is applying waitfor */
+				ConditionVariableCancelSleep();
+				(void) LockAcquire(&tag, ShareLock, false, false);
+				LockRelease(&tag, ShareLock, false);
+				continue;
+			}
+			LockRelease(&tag, ShareLock, false);
+		}
+		/* w is between two steps and waits for nobody: wait for the next */
+		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
 	}
+	ConditionVariableCancelSleep();
 	set_state(PA_WRITER_APPLYING);
 }
 
@@ -363,11 +393,7 @@ after_commit(void)
 
 	pa_progress_committed(slot, cur.end_lsn, local_end);
 	pg_atomic_write_u64(&slot->committed_seq, cur.seq);
-	pg_memory_barrier();
-
-	/* let waiters for this commit look again */
-	LockRelease(&my_tag, ExclusiveLock, true);
-	(void) LockAcquire(&my_tag, ExclusiveLock, true, false);
+	ConditionVariableBroadcast(&slot->progress_cv);
 
 	pg_atomic_fetch_add_u64(&me->committed, 1);
 	SpinLockAcquire(&slot->mutex);
@@ -407,6 +433,15 @@ apply_txn(bool streamed)
 
 		PG_TRY();
 		{
+			LOCKTAG		tag;
+
+			StartTransactionCommand();
+			/* hold this transaction's lock until its commit or abort */
+			pa_txn_locktag(&tag, my_subid, cur.seq);
+			(void) LockAcquire(&tag, ExclusiveLock, false, false);
+			pg_atomic_write_u64(&me->locked_seq, cur.seq);
+			ConditionVariableBroadcast(&slot->progress_cv);
+
 			wait_for_retry_barrier(cur.seq);
 			for (int i = 0; i < cur.ndeps; i++)
 				wait_for_seq(cur_deps[i].seq, cur_deps[i].writer,
@@ -416,7 +451,6 @@ apply_txn(bool streamed)
 				wait_for_seq(cur.seq - 1, cur.prev_writer,
 							 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 
-			StartTransactionCommand();
 			if (streamed)
 				apply_spill();
 			else
@@ -593,9 +627,6 @@ pa_writer_main(Datum arg)
 
 		replorigin_session_setup(originid);
 		replorigin_session_origin = originid;
-
-		pa_writer_locktag(&my_tag, my_subid, my_index);
-		(void) LockAcquire(&my_tag, ExclusiveLock, true, false);
 
 		mqh = pa_pool_attach((dsm_handle) extra[1], my_index, &seg);
 		set_state(PA_WRITER_IDLE);
