@@ -133,8 +133,17 @@ typedef struct PaDbSlot
 	pid_t		supervisor_pid;
 } PaDbSlot;
 
+/*
+ * Identifies the layout of this shared memory.  A library installed over
+ * the running one is loaded by new backends next to it and would read this
+ * memory with its own idea of the structs; the first field lets it notice.
+ */
+#define PA_LAYOUT_MAGIC \
+	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot)))
+
 typedef struct PaShared
 {
+	uint32		layout_magic;	/* PA_LAYOUT_MAGIC; keep first */
 	LWLock	   *lock;			/* allocation of slots */
 	PaDbSlot   *dbs;			/* pa_max_subscriptions of them */
 	char	   *subs;			/* pa_max_subscriptions PaSubSlots */
@@ -146,6 +155,7 @@ extern PaShared *pa_shared;
 /* shmem.c */
 extern void pa_shmem_request(void);
 extern void pa_shmem_startup(void);
+extern void pa_check_shared(void);
 extern PaSubSlot *pa_subslot(int i);
 extern PaSubSlot *pa_subslot_find(Oid dboid, Oid subid);
 extern PaSubSlot *pa_subslot_acquire(Oid dboid, Oid subid, const char *name);

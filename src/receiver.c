@@ -276,6 +276,7 @@ pa_leader_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(extra[1], InvalidOid, 0);
 
+	pa_check_shared();
 	slot = pa_subslot(slotidx);
 	if (!slot->in_use || slot->subid != extra[0] || slot->dboid != MyDatabaseId)
 		proc_exit(0);

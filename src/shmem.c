@@ -69,6 +69,7 @@ pa_shmem_startup(void)
 		char	   *p = (char *) pa_shared;
 
 		memset(pa_shared, 0, shared_size());
+		pa_shared->layout_magic = PA_LAYOUT_MAGIC;
 		pa_shared->lock = &(GetNamedLWLockTranche("parallel_apply"))->lock;
 		p += MAXALIGN(sizeof(PaShared));
 		pa_shared->dbs = (PaDbSlot *) p;
@@ -92,10 +93,27 @@ pa_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+void
+pa_check_shared(void)
+{
+	if (pa_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply is not loaded at server start"),
+				 errhint("Add parallel_apply to shared_preload_libraries on the subscriber and restart it.")));
+	if (pa_shared->layout_magic != PA_LAYOUT_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the parallel_apply library was replaced since the server started"),
+				 errhint("Restart the server to use the installed version.")));
+}
+
 PaSubSlot *
 pa_subslot(int i)
 {
 	Assert(i >= 0 && i < pa_max_subscriptions);
+	if (i == 0)
+		pa_check_shared();
 	return (PaSubSlot *) (pa_shared->subs + i * pa_shared->subslot_size);
 }
 
@@ -103,16 +121,6 @@ int
 pa_subslot_index(PaSubSlot *slot)
 {
 	return ((char *) slot - pa_shared->subs) / pa_shared->subslot_size;
-}
-
-static void
-check_shared(void)
-{
-	if (pa_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("parallel_apply is not loaded at server start"),
-				 errhint("Add parallel_apply to shared_preload_libraries on the subscriber and restart it.")));
 }
 
 /* The slot of a subscription, or NULL; the caller holds pa_shared->lock. */
@@ -134,7 +142,7 @@ pa_subslot_find(Oid dboid, Oid subid)
 {
 	PaSubSlot  *slot;
 
-	check_shared();
+	pa_check_shared();
 	LWLockAcquire(pa_shared->lock, LW_SHARED);
 	slot = find_locked(dboid, subid);
 	LWLockRelease(pa_shared->lock);
@@ -147,7 +155,7 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 {
 	PaSubSlot  *slot;
 
-	check_shared();
+	pa_check_shared();
 	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 	slot = find_locked(dboid, subid);
 	for (int i = 0; slot == NULL && i < pa_max_subscriptions; i++)

@@ -359,6 +359,7 @@ pa_supervisor_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
+	pa_check_shared();
 	if (!claim_database())
 		proc_exit(0);
 	leaders = MemoryContextAllocZero(TopMemoryContext,

@@ -68,6 +68,7 @@
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "storage/s_lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -81,6 +82,7 @@
 #include "sync.h"
 
 #define MAX_EARLIEST_RETRIES 10
+#define SPIN_BEFORE_SLEEP	2000
 
 static PaSubSlot *slot;
 static PaWriterSlot *me;
@@ -135,6 +137,19 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 		return;
 	Assert(w != my_index);
 	Assert(IsTransactionState());
+
+	/*
+	 * Most waits for a commit turn end within microseconds, when the
+	 * predecessor has applied its changes and is committing: look again a
+	 * few times before going to sleep, which costs two context switches.
+	 */
+	for (int i = 0; i < SPIN_BEFORE_SLEEP; i++)
+	{
+		pg_spin_delay();
+		if (committed_seq() >= target)
+			return;
+	}
+
 	SpinLockAcquire(&slot->mutex);
 	me->state = state;
 	if (counter)
@@ -584,6 +599,7 @@ pa_writer_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
 
+	pa_check_shared();
 	slot = pa_subslot(slotidx);
 	me = &slot->writers[my_index];
 	if (!slot->in_use || slot->subid != my_subid)
