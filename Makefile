@@ -58,3 +58,7 @@ check-temp:
 # its own clusters.  PROVE_TESTS='t/001_x.pl' runs one file.
 tapcheck:
 	$(prove_installcheck)
+
+# PGXS does not track header dependencies: rebuild everything when one of
+# ours changes, or a stale object would disagree on a struct's layout.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

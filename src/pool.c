@@ -59,10 +59,11 @@ static int	pool_nactive;		/* writers 0..n-1 take new work */
 static PaPoolWaitCallback pool_wait_cb;
 static void (*pool_new_writer_cb) (int writer);
 
+/* Origins are cluster-wide, subscription ids per database: name both. */
 char *
 pa_writer_origin_name(Oid subid, int writer)
 {
-	return psprintf("pa_%u_%d", subid, writer);
+	return psprintf("pa_%u_%u_%d", MyDatabaseId, subid, writer);
 }
 
 static shm_mq *

@@ -81,7 +81,7 @@ extern void pa_pool_shutdown(void);
 extern shm_mq_handle *pa_pool_attach(dsm_handle handle, int writer,
 											dsm_segment **seg);
 
-/* Origin of writer n: pa_<subid>_<n>. */
+/* Origin of writer n: pa_<database oid>_<subid>_<n>. */
 extern char *pa_writer_origin_name(Oid subid, int writer);
 
 #endif							/* PA_POOL_H */

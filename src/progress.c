@@ -3,7 +3,7 @@
  * progress.c
  *		Where apply stands, crash-safely, and what the provider is told.
  *
- * Each writer has its own replication origin, pa_<subid>_<n> (on
+ * Each writer has its own replication origin, pa_<dboid>_<subid>_<n> (on
  * PostgreSQL 15 an origin can be active in one process only), and commits
  * every transaction with that origin's progress set to the transaction's
  * remote end LSN, in the same commit record.  Writers commit in the

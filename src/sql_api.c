@@ -30,6 +30,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "libpq-fe.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/walreceiver.h"
@@ -131,6 +132,15 @@ connect_provider(const char *dsn, const char *appname, bool missing_ok)
 {
 	char	   *err = NULL;
 	WalReceiverConn *conn;
+	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
+
+	if (opts == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("could not connect to the provider: invalid connection string"),
+				 errdetail("%s", err ? pchomp(err) : "out of memory"),
+				 errhint("Give provider_dsn as key=value pairs or a postgresql:// URI.")));
+	PQconninfoFree(opts);
 
 	load_file("libpqwalreceiver", false);
 	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);

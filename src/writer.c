@@ -94,6 +94,8 @@ static MemoryContext change_cxt;	/* reset after each change */
 
 /* the transaction being applied */
 static PaTxnHeader cur;
+static uint64 committed_before_change;	/* committed_seq read before the
+										 * change being applied */
 static PaDep *cur_deps;
 static char *cur_msgs;
 static Size cur_len;
@@ -261,10 +263,21 @@ is_retriable(int sqlerrcode, bool earliest)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * Were all earlier transactions committed when the current change started?
+ * Only then is a conflict it meets one with local data: one that was
+ * still in flight may have been the cause, even if it has committed since.
+ */
+static bool
+earliest_at_change(void)
+{
+	return committed_before_change + 1 >= cur.seq;
+}
+
 static void
 row_not_found(PaRelMapEntry *rel, const char *what)
 {
-	if (committed_seq() + 1 < cur.seq)
+	if (!earliest_at_change())
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("row to %s in \"%s.%s\" not found while earlier transactions are in flight",
@@ -306,6 +319,7 @@ apply_one(const char *data, int len)
 		goto done;
 	}
 
+	committed_before_change = committed_seq();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	switch (type)
 	{
@@ -437,6 +451,7 @@ apply_txn(bool streamed)
 
 		/* a cancel sent for an earlier transaction is not for this one */
 		QueryCancelPending = false;
+		committed_before_change = 0;
 		SpinLockAcquire(&slot->mutex);
 		me->seq = cur.seq;
 		me->remote_xid = cur.xid;
@@ -480,7 +495,7 @@ apply_txn(bool streamed)
 		PG_CATCH();
 		{
 			ErrorData  *edata;
-			bool		earliest = committed_seq() + 1 >= cur.seq;
+			bool		earliest = earliest_at_change();
 
 			MemoryContextSwitchTo(oldcxt);
 			edata = CopyErrorData();

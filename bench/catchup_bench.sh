@@ -1,0 +1,990 @@
+#!/usr/bin/env bash
+#
+# bench/catchup_bench.sh
+#
+# Catch-up speed of a logical replication subscriber: the same pgbench
+# backlog, made on a provider while apply is stopped, applied by
+#
+#   - parallel_apply with each writer count of WRITERS (default "1 2 4 8"),
+#   - pglogical 2.4 (one apply worker; skipped if it is not installed),
+#   - in-core logical replication (CREATE SUBSCRIPTION, pgoutput),
+#
+# one system at a time, timed until the subscriber's applied position passes
+# the backlog's last commit.  In one invocation:
+#
+#   1. initdb a provider and one subscriber cluster per system (loopback and
+#      unix socket only),
+#   2. pgbench -i (or the insert table), a publication / replication set,
+#   3. per system (each writer count is a system) one subscription in its
+#      own subscriber cluster, filled by that system's own initial copy,
+#      checked identical, then disabled,
+#   4. per run: one backlog of NXACTS transactions on the provider with every
+#      subscription disabled; then, in rotating order, each system is
+#      enabled, timed to catch up, disabled, and its tables compared with the
+#      provider's (ordered checksum per table),
+#   5. medians and best runs, apply TPS and the ratios parallel_apply /
+#      pglogical and parallel_apply / in-core, plus a CSV.
+#
+# See bench/README.md, section "Catch-up (bench/catchup_bench.sh)".
+#
+# Environment (all optional):
+#   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
+#   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
+#   SYSTEMS="pa pglogical incore"   which systems to run
+#   SYNC=off              off | on: durable apply on the subscriber
+#   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
+#   HISTORY_PK=1          1: pgbench_history gets a bigserial primary key
+#   PORT=5620             provider; the subscriber clusters use PORT+1, PORT+2, ...
+#   CATCHUP_TIMEOUT=900   seconds before one catch-up counts as hung
+#   SETUP_TIMEOUT=600     seconds allowed for each initial copy
+#   WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/catchup
+#   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
+#   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
+#   KEEP_DATA=0           (1: keep the data directories afterwards)
+#   PA_REV=<text>         how the report names the parallel_apply build
+#                         (default: git describe of this repository)
+#
+# Exits non-zero on any failure, including a catch-up that did not finish and
+# a subscriber whose tables differ from the provider's; the report is printed
+# in full first.
+
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+die() { echo "catchup_bench: ERROR: $*" >&2; exit 1; }
+log() { echo "catchup_bench: $(date -u +%H:%M:%S) $*" >&2; }
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+NXACTS=${NXACTS:-100000}
+SCALE=${SCALE:-10}
+CLIENTS=${CLIENTS:-8}
+JOBS=${JOBS:-2}
+RUNS=${RUNS:-3}
+WRITERS=${WRITERS:-"1 2 4 8"}
+SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
+SYNC=${SYNC:-off}
+WORKLOAD=${WORKLOAD:-tpcb}
+HISTORY_PK=${HISTORY_PK:-1}
+PORT=${PORT:-5620}
+CATCHUP_TIMEOUT=${CATCHUP_TIMEOUT:-900}
+SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
+BENCH_USER=${BENCH_USER:-pa_bench}
+KEEP_DATA=${KEEP_DATA:-0}
+WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
+POLL_SECS=0.02
+
+if [[ -z ${PGBIN:-} ]]; then
+	if [[ -x /usr/lib/postgresql/15/bin/postgres ]]; then
+		PGBIN=/usr/lib/postgresql/15/bin
+	elif command -v pg_config >/dev/null 2>&1; then
+		PGBIN=$(pg_config --bindir)
+	else
+		die "cannot find the PostgreSQL binaries; set PGBIN"
+	fi
+fi
+
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT; do
+	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
+done
+(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
+(( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
+(( JOBS > CLIENTS )) && JOBS=$CLIENTS
+[[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
+[[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
+[[ $HISTORY_PK == 0 || $HISTORY_PK == 1 ]] || die "HISTORY_PK must be 0 or 1"
+for w in $WRITERS; do
+	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
+done
+for s in $SYSTEMS; do
+	[[ $s == pa || $s == pglogical || $s == incore ]] || die "SYSTEMS: unknown system '$s' (pa, pglogical, incore)"
+done
+for b in initdb pg_ctl postgres psql pgbench pg_dump pg_waldump pg_isready; do
+	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
+done
+[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
+
+# ---------------------------------------------------------------------------
+# Root: PostgreSQL refuses to run as root.  Create an unprivileged user, give
+# it the work directory and run a copy of this script as that user (the copy
+# lives in the work directory, so the repository may be anywhere).
+# ---------------------------------------------------------------------------
+if (( EUID == 0 )); then
+	[[ -z ${CATCHUP_BENCH_REEXEC:-} ]] || die "still root after re-executing as $BENCH_USER"
+	[[ $BENCH_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "bad BENCH_USER '$BENCH_USER'"
+	[[ $BENCH_USER != root ]] || die "BENCH_USER must not be root"
+	if ! id -u "$BENCH_USER" >/dev/null 2>&1; then
+		log "creating OS user $BENCH_USER"
+		nologin=/usr/sbin/nologin
+		[[ -x $nologin ]] || nologin=/bin/false
+		useradd --system --user-group --no-create-home \
+			--home-dir /nonexistent --shell "$nologin" "$BENCH_USER"
+	fi
+	mkdir -p "$WORKDIR"
+	chown "$BENCH_USER": "$WORKDIR"
+	chmod 0755 "$WORKDIR"
+	self="$WORKDIR/.catchup_bench.sh"
+	install -m 0755 -o "$BENCH_USER" "${BASH_SOURCE[0]}" "$self"
+
+	as_user=()
+	if command -v runuser >/dev/null 2>&1; then
+		as_user=(runuser -u "$BENCH_USER" --)
+	elif command -v setpriv >/dev/null 2>&1; then
+		as_user=(setpriv "--reuid=$BENCH_USER" "--regid=$BENCH_USER" --init-groups --)
+	else
+		die "need runuser or setpriv to drop root privileges"
+	fi
+	# what is being measured: the repository's revision, for the report
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if [[ -n ${PA_REV:-} ]]; then
+		rev=$PA_REV
+	else
+		rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+		[[ $rev != *-dirty ]] || rev+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
+	fi
+	cd "$WORKDIR"
+	"${as_user[@]}" test -w "$WORKDIR" -a -x "$WORKDIR" ||
+		die "$WORKDIR is not usable by $BENCH_USER (a parent directory is not searchable?); set WORKDIR"
+	log "running as $BENCH_USER, work directory $WORKDIR"
+	exec "${as_user[@]}" env -i \
+		PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" HOME="$WORKDIR" \
+		USER="$BENCH_USER" LOGNAME="$BENCH_USER" LC_ALL=C TERM="${TERM:-dumb}" \
+		CATCHUP_BENCH_REEXEC=1 REPO_REV="$rev" \
+		NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" \
+		RUNS="$RUNS" WRITERS="$WRITERS" SYSTEMS="$SYSTEMS" SYNC="$SYNC" \
+		WORKLOAD="$WORKLOAD" HISTORY_PK="$HISTORY_PK" PORT="$PORT" \
+		CATCHUP_TIMEOUT="$CATCHUP_TIMEOUT" SETUP_TIMEOUT="$SETUP_TIMEOUT" WORKDIR="$WORKDIR" PGBIN="$PGBIN" \
+		KEEP_DATA="$KEEP_DATA" BENCH_USER="$BENCH_USER" \
+		bash "$self"
+fi
+
+# ---------------------------------------------------------------------------
+# Unprivileged from here on.
+# ---------------------------------------------------------------------------
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
+	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
+export PATH="$PGBIN:$PATH"
+if [[ -z ${REPO_REV:-} ]]; then
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	REPO_REV=${PA_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}
+fi
+
+mkdir -p "$WORKDIR"
+[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
+cd "$WORKDIR"
+SOCK=$WORKDIR
+DBUSER=postgres
+PDB=bench
+CSV=$WORKDIR/catchup_results.csv
+PGBENCH_LOG=$WORKDIR/pgbench.log
+EVIDENCE=$WORKDIR/evidence
+PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)
+SHAREDIR=$("$PGBIN/pg_config" --sharedir 2>/dev/null || echo /usr/share/postgresql/15)
+
+sockpath="$SOCK/.s.PGSQL.$PORT"
+(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
+
+cdata() { echo "$WORKDIR/$1"; }
+clog() { echo "$WORKDIR/$1.log"; }
+
+# which systems run
+HAVE_PGL=0
+PGL_NOTE=""
+if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
+	HAVE_PGL=1
+fi
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0
+for s in $SYSTEMS; do
+	case $s in
+		pa) WANT_PA=1 ;;
+		pglogical) WANT_PGL=1 ;;
+		incore) WANT_CORE=1 ;;
+	esac
+done
+if (( WANT_PGL && ! HAVE_PGL )); then
+	WANT_PGL=0
+	PGL_NOTE="pglogical is not installed ($PKGLIBDIR/pglogical.so missing; Debian package postgresql-15-pglogical): skipped"
+	log "NOTE: $PGL_NOTE"
+fi
+if (( WANT_PA )); then
+	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
+fi
+# A system is one subscription in database "sub" of a subscriber cluster of
+# its own (cluster name = system name): pa_w<N> for each writer count,
+# pglogical, incore.  The provider is cluster "prov" on PORT, the
+# subscribers use PORT+1, PORT+2, ... in this order.
+SYS_LIST=()
+declare -A SYS_SUB SYS_WRITERS SYS_LABEL
+if (( WANT_PA )); then
+	for w in $WRITERS; do
+		s=pa_w$w
+		[[ -z ${SYS_SUB[$s]:-} ]] || continue
+		SYS_LIST+=("$s")
+		SYS_SUB[$s]=pa_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="parallel_apply"
+	done
+fi
+if (( WANT_PGL )); then
+	SYS_LIST+=(pglogical)
+	SYS_SUB[pglogical]=pgl_sub SYS_WRITERS[pglogical]=1 SYS_LABEL[pglogical]="pglogical"
+fi
+if (( WANT_CORE )); then
+	SYS_LIST+=(incore)
+	SYS_SUB[incore]=core_sub SYS_WRITERS[incore]=1 SYS_LABEL[incore]="in-core"
+fi
+(( ${#SYS_LIST[@]} > 0 )) || die "no system to run"
+CLUSTERS=(prov "${SYS_LIST[@]}")
+declare -A CPORT
+for (( i = 0; i < ${#CLUSTERS[@]}; i++ )); do
+	CPORT[${CLUSTERS[$i]}]=$(( PORT + i ))
+done
+(( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
+SDB=sub
+MAXW=8
+for w in $WRITERS; do (( w > MAXW )) && MAXW=$w; done
+
+for c in "${CLUSTERS[@]}"; do
+	d=$(cdata "$c")
+	if [[ -d $d ]]; then
+		if pg_ctl status -D "$d" >/dev/null 2>&1; then
+			die "a server is still running on $d; stop it with: pg_ctl stop -D $d -m fast"
+		fi
+		rm -rf "$d"
+	fi
+	ready=0
+	pg_isready -q -h 127.0.0.1 -p "${CPORT[$c]}" -t 5 >/dev/null 2>&1 || ready=$?
+	(( ready == 2 )) || die "something already answers on 127.0.0.1:${CPORT[$c]}; choose another PORT"
+	rm -f "$(clog "$c")"
+done
+rm -rf "$EVIDENCE"
+mkdir -p "$EVIDENCE"
+rm -f "$CSV" "$PGBENCH_LOG" "$WORKDIR"/poller.err "$WORKDIR"/schema.sql
+
+STARTED=()
+SUCCESS=0
+cleanup() {
+	local rc=$? i c
+	# subscribers first, so that no walsender is left waiting on them
+	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
+		c=${STARTED[$i]}
+		pg_ctl stop -D "$(cdata "$c")" -m fast -w -t 60 >/dev/null 2>&1 ||
+			pg_ctl stop -D "$(cdata "$c")" -m immediate -w -t 60 >/dev/null 2>&1 ||
+			echo "catchup_bench: WARNING: pg_ctl stop failed for $c; see $(clog "$c")" >&2
+	done
+	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
+		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
+	fi
+	if (( rc != 0 )); then
+		echo "catchup_bench: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# psql against a cluster: q CLUSTER DB SQL [psql args]
+q() {
+	local c=$1 db=$2
+	shift 2
+	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
+}
+qp() { q prov "$PDB" -c "$1"; }
+dsn() { echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"; }
+
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "NA";
+			  else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+lsn2int() { local hi=${1%/*} lo=${1#*/}; echo $(( (16#$hi << 32) + 16#$lo )); }
+int2lsn() { printf '%X/%X' $(( $1 >> 32 )) $(( $1 & 0xFFFFFFFF )); }
+
+# wait until SQL on CLUSTER DB returns 't'; poll_until CLUSTER DB SQL TIMEOUT WHAT
+poll_until() {
+	local c=$1 db=$2 sql=$3 timeout=$4 what=$5 t0=$SECONDS v
+	while :; do
+		v=$(q "$c" "$db" -c "$sql" 2>/dev/null || true)
+		[[ $v == t ]] && return 0
+		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
+		sleep 0.2
+	done
+}
+
+# machine-wide CPU jiffies (busy total), read without forking
+cpu_jiffies() {
+	local _cpu user nice sys idle iow irq soft steal _rest
+	read -r _cpu user nice sys idle iow irq soft steal _rest </proc/stat
+	CPU_BUSY=$(( user + nice + sys + irq + soft + steal ))
+	CPU_TOTAL=$(( CPU_BUSY + idle + iow ))
+}
+
+# ---------------------------------------------------------------------------
+# Clusters.
+# ---------------------------------------------------------------------------
+NSUBS=${#SYS_LIST[@]}
+PROV_SLOTS=$(( 20 + 2 * NSUBS ))
+PROV_PRELOAD=""
+(( WANT_PGL )) && PROV_PRELOAD="pglogical"
+
+common_conf() {
+	cat <<EOF
+
+# ---- bench/catchup_bench.sh ----
+listen_addresses = '127.0.0.1'
+port = $1
+unix_socket_directories = '$SOCK'
+max_connections = 50
+shared_buffers = 1GB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+autovacuum = off
+logging_collector = off
+log_line_prefix = '%m [%p] %q%b %a '
+EOF
+}
+
+for c in "${CLUSTERS[@]}"; do
+	d=$(cdata "$c")
+	log "initdb $d"
+	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb_$c.log" 2>&1 ||
+		{ cat "$WORKDIR/initdb_$c.log" >&2; die "initdb $c failed"; }
+	rm -f "$WORKDIR/initdb_$c.log"
+	common_conf "${CPORT[$c]}" >>"$d/postgresql.conf"
+	case $c in
+		prov)
+			cat >>"$d/postgresql.conf" <<EOF
+wal_level = logical
+max_wal_senders = $PROV_SLOTS
+max_replication_slots = $PROV_SLOTS
+output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply, pglogical_output'
+shared_preload_libraries = '$PROV_PRELOAD'
+wal_sender_timeout = 0
+EOF
+			;;
+		*)
+			# the same settings on every subscriber, except what a system needs
+			cat >>"$d/postgresql.conf" <<EOF
+max_worker_processes = 40
+max_replication_slots = 40
+max_logical_replication_workers = 8
+wal_retrieve_retry_interval = 100ms
+wal_receiver_timeout = 0
+EOF
+			;;
+	esac
+	case $c in
+		pa_w*)
+			cat >>"$d/postgresql.conf" <<EOF
+shared_preload_libraries = 'parallel_apply'
+parallel_apply.max_writers_per_subscription = $MAXW
+EOF
+			;;
+		pglogical)
+			cat >>"$d/postgresql.conf" <<EOF
+shared_preload_libraries = 'pglogical'
+pglogical.synchronous_commit = $SYNC
+EOF
+			;;
+	esac
+done
+
+for c in "${CLUSTERS[@]}"; do
+	log "starting $c on port ${CPORT[$c]}"
+	STARTED+=("$c")
+	pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
+		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
+done
+
+PG_VERSION_BIN=$(postgres --version)
+PG_VERSION_SRV=$(q prov postgres -c "SHOW server_version")
+[[ $(q prov postgres -c "SHOW output_plugin_libraries" 2>/dev/null || true) == *parallel_apply* ]] ||
+	die "output_plugin_libraries is not accepted by this server (needs a PostgreSQL with that setting)"
+PA_SO_MD5=$(md5sum "$PKGLIBDIR/parallel_apply.so" 2>/dev/null | cut -c1-12 || echo "-")
+
+# ---------------------------------------------------------------------------
+# Provider: data, publication, pglogical node.
+# ---------------------------------------------------------------------------
+q prov postgres -c "CREATE DATABASE $PDB"
+if [[ $WORKLOAD == tpcb ]]; then
+	TABLES=(pgbench_accounts pgbench_branches pgbench_tellers pgbench_history)
+	log "pgbench -i -s $SCALE"
+	pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$PDB" >>"$PGBENCH_LOG" 2>&1 ||
+		{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench -i failed"; }
+	if (( HISTORY_PK )); then
+		qp "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+	fi
+	PGBENCH_SCRIPT=(-b tpcb-like)
+else
+	TABLES=(bench_insert)
+	qp "CREATE TABLE bench_insert (id bigserial PRIMARY KEY, k int NOT NULL, v bigint NOT NULL,
+		note text, ts timestamptz NOT NULL DEFAULT now())"
+	qp "INSERT INTO bench_insert (k, v, note)
+		SELECT g % 1000, g, 'row ' || g FROM generate_series(1, $SCALE * 10000) g"
+	cat >"$WORKDIR/insert.sql" <<'EOF'
+\set v random(1, 1000000000)
+INSERT INTO bench_insert (k, v, note) VALUES (:v % 1000, :v, 'row ' || :v);
+EOF
+	PGBENCH_SCRIPT=(-f "$WORKDIR/insert.sql")
+fi
+# the subscribers' schema: the published tables only, before any replication
+# object exists (pglogical adds TRUNCATE triggers that only it can restore)
+pg_dump -s --no-publications --no-subscriptions -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" \
+	$(printf -- '-t public.%s ' "${TABLES[@]}") "$PDB" >"$WORKDIR/schema.sql"
+qp "CREATE EXTENSION pg_prewarm"
+qp "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
+
+# the ORDER BY of each table's checksum: its primary key, else the whole row
+declare -A ORDERBY
+for t in "${TABLES[@]}"; do
+	k=$(qp "SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+		FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(attnum, n)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = 'public.$t'::regclass AND i.indisprimary")
+	ORDERBY[$t]=${k:-t::text}
+done
+
+if (( WANT_PGL )); then
+	qp "CREATE EXTENSION pglogical" 
+	qp "SELECT pglogical.create_node(node_name := 'provider', dsn := '$(dsn prov "$PDB")')" >/dev/null
+	for t in "${TABLES[@]}"; do
+		# pglogical's 'default' set replicates UPDATE and DELETE and needs a
+		# primary key; a table without one goes to 'default_insert_only'
+		if [[ ${ORDERBY[$t]} == t::text ]]; then set=default_insert_only; else set=default; fi
+		qp "SELECT pglogical.replication_set_add_table('$set', 'public.$t')" >/dev/null
+	done
+fi
+qp "VACUUM ANALYZE"
+qp "CHECKPOINT"
+
+# checksum query: one row per table, "table|rows:md5"
+checksum_sql() {
+	local t sql=""
+	for t in "${TABLES[@]}"; do
+		[[ -z $sql ]] || sql+=" UNION ALL "
+		sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]})), '-') FROM public.$t t"
+	done
+	echo "$sql"
+}
+CHECKSUM_SQL=$(checksum_sql)
+declare -A PROV_SUM
+provider_checksums() {
+	local line
+	PROV_SUM=()
+	while IFS= read -r line; do PROV_SUM[${line%%|*}]=${line#*|}; done < <(qp "$CHECKSUM_SQL")
+}
+# compare a subscriber database with PROV_SUM; sets SAME (yes/no) and DIFF
+compare_tables() {
+	local c=$1 db=$2 line t
+	declare -A sub=()
+	while IFS= read -r line; do sub[${line%%|*}]=${line#*|}; done < <(q "$c" "$db" -c "$CHECKSUM_SQL")
+	SAME=yes
+	DIFF=""
+	for t in "${TABLES[@]}"; do
+		if [[ ${sub[$t]:-missing} != "${PROV_SUM[$t]}" ]]; then
+			SAME=no
+			DIFF+="$t(provider ${PROV_SUM[$t]%%:*} rows, subscriber ${sub[$t]:-missing}) "
+		fi
+	done
+	DIFF=${DIFF% }
+}
+
+prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
+	WHERE c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'"
+
+# ---------------------------------------------------------------------------
+# Subscribers: one cluster per system, its subscription in database "sub",
+# filled by the system's own initial copy, checked identical with the
+# provider, then disabled.
+# ---------------------------------------------------------------------------
+declare -A SLOT ORIGIN SETUP_SAME
+PROBLEMS=()
+FAILED=0
+
+enable_sql() {
+	case $1 in
+		pa_w*) echo "SELECT enable_subscription('${SYS_SUB[$1]}')" ;;
+		pglogical) echo "SELECT pglogical.alter_subscription_enable('${SYS_SUB[$1]}', true)" ;;
+		incore) echo "ALTER SUBSCRIPTION ${SYS_SUB[$1]} ENABLE" ;;
+	esac
+}
+disable_sql() {
+	case $1 in
+		pa_w*) echo "SELECT disable_subscription('${SYS_SUB[$1]}')" ;;
+		pglogical) echo "SELECT pglogical.alter_subscription_disable('${SYS_SUB[$1]}', true)" ;;
+		incore) echo "ALTER SUBSCRIPTION ${SYS_SUB[$1]} DISABLE" ;;
+	esac
+}
+# stop a system's apply and wait until its walsender on the provider is gone
+disable_sys() {
+	local s=$1 c=$1 db=$SDB
+	q "$c" "$db" -c "$(disable_sql "$s")" >/dev/null || return 1
+	if [[ $s == incore ]]; then
+		poll_until "$c" "$db" "SELECT count(*) = 0 FROM pg_stat_subscription WHERE subname = '${SYS_SUB[$s]}' AND pid IS NOT NULL" \
+			120 "in-core apply workers of $s to stop" || return 1
+	fi
+	poll_until prov "$PDB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
+		120 "slot ${SLOT[$s]} of $s to become inactive on the provider"
+}
+
+# setup_sys SYSTEM: called as "setup_sys s || ...", where set -e does not
+# apply, so every step checks its own status
+setup_sys() {
+	local s=$1 c=$1 db=$SDB sub=${SYS_SUB[$1]} target
+	log "setup $s: database $db on cluster $c, initial copy"
+	q "$c" postgres -c "CREATE DATABASE $db" || return 1
+	q "$c" "$db" -f "$WORKDIR/schema.sql" >/dev/null || return 1
+	q "$c" "$db" -c "CREATE EXTENSION pg_prewarm" || return 1
+	case $s in
+		pa_w*)
+			q "$c" "$db" -c "CREATE EXTENSION parallel_apply" || return 1
+			q "$c" "$db" -c "SELECT create_subscription('$sub', '$(dsn prov "$PDB")', ARRAY['p'],
+				synchronize_data := true, num_writers := ${SYS_WRITERS[$s]},
+				synchronous_commit := '$SYNC')" >/dev/null || return 1
+			SLOT[$s]=$(q "$c" "$db" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$sub'") || return 1
+			q "$c" "$db" -c "SELECT wait_for_catchup('$sub', '$SETUP_TIMEOUT s')" >/dev/null ||
+				{ record_evidence "$s" setup; return 1; }
+			;;
+		pglogical)
+			q "$c" "$db" -c "CREATE EXTENSION pglogical" || return 1
+			q "$c" "$db" -c "SELECT pglogical.create_node(node_name := 'subscriber', dsn := '$(dsn "$c" "$db")')" >/dev/null || return 1
+			q "$c" "$db" -c "SELECT pglogical.create_subscription(subscription_name := '$sub',
+				provider_dsn := '$(dsn prov "$PDB")', synchronize_structure := false,
+				synchronize_data := true, forward_origins := '{}')" >/dev/null || return 1
+			SLOT[$s]=$(q "$c" "$db" -c "SELECT sub_slot_name FROM pglogical.subscription WHERE sub_name = '$sub'") || return 1
+			ORIGIN[$s]=${SLOT[$s]}
+			poll_until "$c" "$db" "SELECT status = 'replicating' FROM pglogical.show_subscription_status('$sub')" \
+				"$SETUP_TIMEOUT" "pglogical subscription $sub to replicate" || { record_evidence "$s" setup; return 1; }
+			q "$c" "$db" -c "SELECT pglogical.wait_for_subscription_sync_complete('$sub')" >/dev/null ||
+				{ record_evidence "$s" setup; return 1; }
+			;;
+		incore)
+			q "$c" "$db" -c "CREATE SUBSCRIPTION $sub CONNECTION '$(dsn prov "$PDB")' PUBLICATION p
+				WITH (copy_data = true, synchronous_commit = '$SYNC')" || return 1
+			SLOT[$s]=$(q "$c" "$db" -c "SELECT subslotname FROM pg_subscription WHERE subname = '$sub'") || return 1
+			ORIGIN[$s]=$(q "$c" "$db" -c "SELECT 'pg_' || oid FROM pg_subscription WHERE subname = '$sub'") || return 1
+			poll_until "$c" "$db" "SELECT count(*) = ${#TABLES[@]} AND bool_and(srsubstate = 'r')
+				FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = '$sub'" \
+				"$SETUP_TIMEOUT" "in-core subscription $sub to finish its initial copy" || { record_evidence "$s" setup; return 1; }
+			;;
+	esac
+	[[ -n ${SLOT[$s]} ]] || { log "$s: no slot name"; return 1; }
+	# the copy is done; let the slot confirm the provider's current position
+	# (the content check after setup is what counts)
+	target=$(qp "SELECT pg_current_wal_lsn()") || return 1
+	poll_until prov "$PDB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
+		30 "slot ${SLOT[$s]} to confirm $target" || true
+	disable_sys "$s" || { record_evidence "$s" setup; return 1; }
+	q "$c" "$db" -c "VACUUM ANALYZE" >/dev/null || return 1
+}
+
+# evidence of a system that failed or misbehaved: its status and log lines
+record_evidence() {
+	local s=$1 tag=$2 c=$1 db=$SDB f
+	f="$EVIDENCE/${tag}_$s.txt"
+	{
+		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		case $s in
+			pa_w*)
+				echo "-- subscription_status()"
+				q "$c" "$db" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
+				echo "-- writer_status()"
+				q "$c" "$db" -c "SELECT * FROM writer_status()" 2>&1 || true
+				;;
+			pglogical)
+				q "$c" "$db" -x -c "SELECT * FROM pglogical.show_subscription_status()" 2>&1 || true
+				;;
+			incore)
+				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
+				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
+				;;
+		esac
+		echo "-- heavyweight locks not granted, and the advisory locks (parallel_apply's transaction tags)"
+		q "$c" "$db" -c "SELECT l.pid, a.backend_type, l.locktype, l.classid, l.objid, l.objsubid,
+			l.relation::regclass, l.transactionid, l.mode, l.granted
+			FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted OR l.locktype = 'advisory' ORDER BY l.granted DESC, l.objid, l.pid" 2>&1 || true
+		echo "-- pg_replication_origin_status (subscriber)"
+		q "$c" "$db" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
+		echo "-- subscriber activity"
+		q "$c" "$db" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
+			FROM pg_stat_activity WHERE datname = current_database() OR backend_type NOT LIKE 'client%'" 2>&1 || true
+		echo "-- provider slots"
+		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
+		echo "-- last 60 lines of the subscriber log $(clog "$c")"
+		tail -n 60 "$(clog "$c")" 2>/dev/null || true
+		echo "-- last 20 lines of the provider log"
+		tail -n 20 "$(clog prov)" 2>/dev/null || true
+	} >"$f"
+	PROBLEMS+=("$s ($tag): see $f")
+	FAILED=1
+}
+
+provider_checksums
+declare -A SETUP_FAILED
+for s in "${SYS_LIST[@]}"; do
+	if ! setup_sys "$s"; then
+		log "setup of $s failed: it is left out of the runs"
+		PROBLEMS+=("$s: setup (initial copy) failed; left out of the runs")
+		SETUP_FAILED[$s]=1
+		FAILED=1
+		q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null 2>&1 || true
+		continue
+	fi
+	compare_tables "$s" "$SDB"
+	if [[ $SAME != yes ]]; then
+		PROBLEMS+=("$s: initial copy differs from the provider: $DIFF")
+		FAILED=1
+	fi
+	SETUP_SAME[$s]=$SAME
+	log "setup $s: slot ${SLOT[$s]}, initial copy identical: $SAME"
+done
+
+# ---------------------------------------------------------------------------
+# One timed catch-up.  A psql co-process on the subscriber database enables
+# the subscription and then polls the applied position every 20 ms, so no
+# process is started while the clock runs.
+# ---------------------------------------------------------------------------
+mkfifo "$WORKDIR/.sleep.$$"
+exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
+rm -f "$WORKDIR/.sleep.$$"
+
+CO_REPLY=""
+co_query() {
+	# one statement; CO_REPLY is the last line it printed ("" if none)
+	local line
+	CO_REPLY=""
+	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
+	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
+		[[ $line == __co_end__ ]] && return 0
+		CO_REPLY=$line
+	done
+	return 1
+}
+
+# the poll: "done" once the applied position passed the backlog's last
+# commit, "run" once it passed the backlog's start, else "wait"; then "|"
+# and parallel_apply's last_error
+poll_sql() {
+	local s=$1 target=$2 start=$3
+	case $s in
+		pa_w*)
+			echo "SELECT CASE WHEN applied_lsn > '$target' THEN 'done' WHEN applied_lsn > '$start' THEN 'run'
+				ELSE 'wait' END || '|' || coalesce(replace(last_error, E'\n', ' '), '')
+				FROM subscription_status() WHERE subscription_name = '${SYS_SUB[$s]}'" ;;
+		*)
+			echo "SELECT CASE WHEN remote_lsn > '$target' THEN 'done' WHEN remote_lsn > '$start' THEN 'run'
+				ELSE 'wait' END || '|'
+				FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$s]}'" ;;
+	esac
+}
+
+pa_counters_sql() {
+	echo "SELECT coalesce(transactions_applied, 0) || ' ' || coalesce(dependency_waits, 0) || ' '
+		|| coalesce(commit_order_waits, 0) || ' ' || coalesce(retries, 0)
+		FROM subscription_status() WHERE subscription_name = '$1'"
+}
+
+pa_per_writer_sql() {
+	echo "SELECT string_agg(coalesce(transactions_applied, 0)::text, '/' ORDER BY writer)
+		FROM writer_status() WHERE subscription_name = '$1'"
+}
+
+# catchup SYSTEM LAST_COMMIT_LSN BACKLOG_START_LSN: sets SECS ("NA" when it
+# did not finish), FIRST (seconds until the first backlog commit was
+# applied), CPU_PCT, FINAL_LSN, STATS, SEEN_ERROR
+catchup() {
+	local s=$1 target=$2 start=$3 c=$1 db=$SDB
+	local t0 t1 tf="" busy0 total0 deadline state err before after logsize
+	SECS=NA FIRST=NA CPU_PCT=NA FINAL_LSN="" STATS="" SEEN_ERROR="" SLOT_START=""
+
+	q "$c" "$db" -c "$prewarm_sql" >/dev/null
+	q "$c" "$db" -c "CHECKPOINT"
+	local pw_before=""
+	if [[ $s == pa_w* ]]; then
+		before=$(q "$c" "$db" -c "$(pa_counters_sql "${SYS_SUB[$s]}")")
+		pw_before=$(q "$c" "$db" -c "$(pa_per_writer_sql "${SYS_SUB[$s]}")")
+	fi
+	logsize=$(stat -c %s "$(clog "$c")")
+	SLOT_START=$(qp "SELECT restart_lsn || ' ' || confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'")
+
+	coproc POLLER { exec psql -X -q -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" 2>>"$WORKDIR/poller.err"; }
+	local co_pid=$POLLER_PID co_in=${POLLER[1]}
+	co_query "SELECT 1" || die "poller did not answer"
+
+	cpu_jiffies
+	busy0=$CPU_BUSY total0=$CPU_TOTAL
+	t0=$EPOCHREALTIME
+	co_query "$(enable_sql "$s")" || die "enabling $s did not answer"
+	deadline=$(( ${t0%.*} + CATCHUP_TIMEOUT ))
+	local psql_poll
+	psql_poll=$(poll_sql "$s" "$target" "$start")
+	while :; do
+		co_query "$psql_poll" || die "poll of $s did not answer"
+		state=${CO_REPLY%%|*}
+		err=${CO_REPLY#*|}
+		if [[ $state == done ]]; then
+			t1=$EPOCHREALTIME
+			[[ -n $tf ]] || tf=$t1
+			break
+		fi
+		[[ $state != run || -n $tf ]] || tf=$EPOCHREALTIME
+		if [[ -n $err && -z $SEEN_ERROR ]]; then
+			SEEN_ERROR=$err
+			log "$s reports: $err"
+		fi
+		if (( ${EPOCHREALTIME%.*} >= deadline )); then
+			t1=""
+			break
+		fi
+		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
+	done
+	cpu_jiffies
+	printf '\\q\n' >&"$co_in" 2>/dev/null || true
+	wait "$co_pid" 2>/dev/null || true
+
+	if [[ -n $t1 ]]; then
+		SECS=$(elapsed "$t0" "$t1")
+		FIRST=$(elapsed "$t0" "$tf")
+		CPU_PCT=$(awk -v b=$(( CPU_BUSY - busy0 )) -v t=$(( CPU_TOTAL - total0 )) \
+			'BEGIN { printf "%.0f", (t > 0) ? 100 * b / t : 0 }')
+	else
+		log "$s did not catch up within ${CATCHUP_TIMEOUT}s"
+		record_evidence "$s" "run${RUN}_hung"
+	fi
+
+	case $s in
+		pa_w*)
+			after=$(q "$c" "$db" -c "$(pa_counters_sql "${SYS_SUB[$s]}")")
+			FINAL_LSN=$(q "$c" "$db" -c "SELECT applied_lsn FROM subscription_status() WHERE subscription_name = '${SYS_SUB[$s]}'")
+			err=$(q "$c" "$db" -c "SELECT coalesce(replace(last_error, E'\n', ' '), '') FROM subscription_status() WHERE subscription_name = '${SYS_SUB[$s]}'")
+			[[ -z $err || -n $SEEN_ERROR ]] || SEEN_ERROR=$err
+			# counters: after - before (0 0 0 0 if the pipeline restarted them)
+			read -r a1 a2 a3 a4 <<<"$after"
+			read -r b1 b2 b3 b4 <<<"${before:-0 0 0 0}"
+			(( a1 >= b1 )) || { b1=0 b2=0 b3=0 b4=0; }
+			STATS="xacts=$(( a1 - b1 )) dep_waits=$(( a2 - b2 )) order_waits=$(( a3 - b3 )) retries=$(( a4 - b4 ))"
+			# transactions each writer applied in this catch-up (the view's
+			# counters are cumulative)
+			STATS+=" per_writer=$(awk -v a="$(q "$c" "$db" -c "$(pa_per_writer_sql "${SYS_SUB[$s]}")")" -v b="$pw_before" '
+				BEGIN { n = split(a, x, "/"); split(b, y, "/");
+					for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = x[i]; printf "%s%d", (i > 1 ? "/" : ""), d } }')"
+			;;
+		*)
+			FINAL_LSN=$(q "$c" "$db" -c "SELECT remote_lsn FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$s]}'")
+			;;
+	esac
+	if [[ $s == incore ]]; then
+		STATS="apply_errors=$(q "$c" "$db" -c "SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = '${SYS_SUB[$s]}'")"
+	fi
+
+	# Not timed: let the provider's slot confirm the backlog before apply
+	# stops.  A slot whose confirmation lags would make the next run decode
+	# part of this backlog again (from its restart_lsn): work the next
+	# timed catch-up would be charged with.
+	if [[ -n $t1 ]]; then
+		poll_until prov "$PDB" "SELECT confirmed_flush_lsn > '$target' FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
+			30 "slot ${SLOT[$s]} of $s to confirm the backlog" ||
+			PROBLEMS+=("run $RUN $s: the provider slot did not confirm the backlog within 30 s after the catch-up")
+	fi
+	disable_sys "$s" || record_evidence "$s" "run${RUN}_disable"
+	# server log lines written during this catch-up that report a problem
+	tail -c +"$(( logsize + 1 ))" "$(clog "$c")" >"$EVIDENCE/run${RUN}_$s.log" 2>/dev/null || true
+	# (a FATAL "terminating background worker ... due to administrator
+	# command" is parallel_apply's workers stopping on disable: not a problem)
+	local bad
+	bad=$(grep -E 'ERROR|FATAL|PANIC|WARNING|deadlock' "$EVIDENCE/run${RUN}_$s.log" |
+		grep -cvE 'FATAL: +terminating background worker ".*" due to administrator command' || true)
+	if (( bad > 0 )); then
+		PROBLEMS+=("run $RUN $s: $bad server log line(s) with ERROR/FATAL/WARNING: $EVIDENCE/run${RUN}_$s.log")
+	else
+		rm -f "$EVIDENCE/run${RUN}_$s.log"
+	fi
+	if [[ -n $SEEN_ERROR ]]; then
+		PROBLEMS+=("run $RUN $s: last_error: $SEEN_ERROR")
+		FAILED=1
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# Runs.
+# ---------------------------------------------------------------------------
+PER_CLIENT=$(( NXACTS / CLIENTS ))
+XACTS=$(( PER_CLIENT * CLIENTS ))
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats" >"$CSV"
+declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
+nsys=${#SYS_LIST[@]}
+shift_by=$(( (nsys + RUNS - 1) / RUNS ))
+(( shift_by >= 1 )) || shift_by=1
+
+for (( RUN = 1; RUN <= RUNS; RUN++ )); do
+	# every subscription is disabled here; the provider is idle
+	qp "VACUUM ANALYZE"
+	qp "CHECKPOINT"
+	START_LSN=$(qp "SELECT pg_current_wal_lsn()")
+	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT ($WORKLOAD)"
+	t0=$(now)
+	pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" "${PGBENCH_SCRIPT[@]}" \
+		-h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$PDB" >>"$PGBENCH_LOG" 2>&1 ||
+		{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench load failed"; }
+	t1=$(now)
+	END_LSN=$(qp "SELECT pg_current_wal_lsn()")
+	processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$PGBENCH_LOG" | tail -n 1)
+	[[ $processed == "$XACTS" ]] || die "pgbench processed '$processed' transactions, expected $XACTS"
+	load_tps=$(sed -n 's/^tps = \([0-9]*\)\..*/\1/p' "$PGBENCH_LOG" | tail -n 1)
+
+	# The target: the last commit record of the backlog.  A subscriber's
+	# origin only moves at commits, so WAL written after that commit (a
+	# running-xacts record, say) is never "applied"; the backlog is applied
+	# once the applied position passes the start of its last commit record.
+	s_int=$(lsn2int "$START_LSN")
+	e_int=$(lsn2int "$END_LSN")
+	from=$(( e_int - 4 * 1024 * 1024 ))
+	(( from > s_int )) || from=$s_int
+	LAST_COMMIT=$(pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$(int2lsn "$from")" -e "$END_LSN" 2>/dev/null |
+		sed -n 's/.*lsn: \([0-9A-F]*\/[0-9A-F]*\), prev.*desc: COMMIT .*/\1/p' | tail -n 1)
+	if [[ -z $LAST_COMMIT ]]; then
+		LAST_COMMIT=$(pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$START_LSN" -e "$END_LSN" 2>/dev/null |
+			sed -n 's/.*lsn: \([0-9A-F]*\/[0-9A-F]*\), prev.*desc: COMMIT .*/\1/p' | tail -n 1)
+	fi
+	[[ -n $LAST_COMMIT ]] || die "no commit record between $START_LSN and $END_LSN"
+	WAL_BYTES=$(qp "SELECT pg_wal_lsn_diff('$END_LSN', '$START_LSN')::bigint")
+	LOAD_INFO[$RUN]="load $(elapsed "$t0" "$t1")s (${load_tps:-?} tps), WAL $START_LSN..$END_LSN = $(awk -v b="$WAL_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }') MiB, last commit at $LAST_COMMIT, loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+	log "run $RUN: ${LOAD_INFO[$RUN]}"
+
+	qp "CHECKPOINT"
+	qp "$prewarm_sql" >/dev/null
+	provider_checksums
+
+	for (( i = 0; i < nsys; i++ )); do
+		s=${SYS_LIST[$(( ((RUN - 1) * shift_by + i) % nsys ))]}
+		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
+		log "run $RUN/$RUNS: catch-up $s"
+		catchup "$s" "$LAST_COMMIT" "$START_LSN"
+		compare_tables "$s" "$SDB"
+		if [[ $SAME != yes ]]; then
+			PROBLEMS+=("run $RUN $s: tables differ from the provider: $DIFF")
+			FAILED=1
+		fi
+		[[ $SECS != NA ]] || FAILED=1
+		tps=NA
+		[[ $SECS == NA ]] || tps=$(awk -v x="$XACTS" -v s="$SECS" 'BEGIN { printf "%.0f", x / s }')
+		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
+		ORDER_OF[$RUN]+="$s "
+		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\"" >>"$CSV"
+		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
+		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
+	done
+done
+
+# ---------------------------------------------------------------------------
+# Report.
+# ---------------------------------------------------------------------------
+declare -A MED MEDTPS SPREAD BEST BESTTPS
+for s in "${SYS_LIST[@]}"; do
+	vals=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		v=${SECS_OF[$s,$r]:-NA}
+		[[ $v == NA ]] || vals+=("$v")
+	done
+	if (( ${#vals[@]} == 0 )); then
+		MED[$s]=NA MEDTPS[$s]=NA SPREAD[$s]=NA BEST[$s]=NA BESTTPS[$s]=NA
+		continue
+	fi
+	MED[$s]=$(median "${vals[@]}")
+	MEDTPS[$s]=$(awk -v x="$XACTS" -v s="${MED[$s]}" 'BEGIN { printf "%.0f", x / s }')
+	BEST[$s]=$(printf '%s\n' "${vals[@]}" | sort -g | head -n 1)
+	BESTTPS[$s]=$(awk -v x="$XACTS" -v s="${BEST[$s]}" 'BEGIN { printf "%.0f", x / s }')
+	SPREAD[$s]=$(printf '%s\n' "${vals[@]}" | awk -v m="${MED[$s]}" '
+		NR == 1 { lo = hi = $1 } { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 }
+		END { printf "%.0f%%", 100 * (hi - lo) / m }')
+done
+
+mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+PGL_VERSION="-"
+(( WANT_PGL )) && PGL_VERSION=$(q pglogical "$SDB" -c "SELECT extversion FROM pg_extension WHERE extname = 'pglogical'" 2>/dev/null || echo "?")
+
+echo
+echo "=== logical replication catch-up benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
+echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
+echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
+[[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
+echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS SYNC=$SYNC"
+echo "           WRITERS=\"$WRITERS\" HISTORY_PK=$HISTORY_PK PORT=$PORT..$(( PORT + ${#CLUSTERS[@]} - 1 ))"
+echo "           subscriber apply synchronous_commit=$SYNC (parallel_apply synchronous_commit := '$SYNC',"
+echo "           in-core WITH (synchronous_commit = $SYNC), pglogical.synchronous_commit = $SYNC)"
+echo "           every cluster: shared_buffers=1GB max_wal_size=4GB checkpoint_timeout=30min autovacuum=off fsync=on"
+echo "           subscribers: wal_retrieve_retry_interval=100ms; caches prewarmed (pg_prewarm) and CHECKPOINT"
+echo "           before each catch-up; VACUUM ANALYZE after it (not timed)"
+echo "workdir:   $WORKDIR (clusters ran as OS user $(id -un))"
+echo
+if [[ $WORKLOAD == tpcb ]]; then
+	echo "backlog:   $XACTS TPC-B transactions per run (pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT, scale $SCALE)"
+else
+	echo "backlog:   $XACTS single-INSERT transactions per run (pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT -f insert.sql)"
+fi
+for (( r = 1; r <= RUNS; r++ )); do
+	echo "  run $r:  ${LOAD_INFO[$r]}"
+done
+echo
+echo "catch-up per run (seconds from enabling the subscription until its applied position passes the"
+echo "backlog's last commit; apply TPS = $XACTS / seconds; first = seconds until the first backlog commit"
+echo "was applied (start-up); cpu = machine-wide busy share of $(nproc) CPUs during the catch-up):"
+printf '  %-4s %-4s %-16s %7s %9s %10s %6s %5s %-9s %s\n' run pos system writers seconds apply_tps first cpu identical notes
+for (( r = 1; r <= RUNS; r++ )); do
+	p=0
+	for s in ${ORDER_OF[$r]:-}; do
+		p=$(( p + 1 ))
+		printf '  %-4s %-4s %-16s %7s %9s %10s %6s %5s %-9s %s\n' "$r" "$p" "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" \
+			"${SECS_OF[$s,$r]}" "${TPS_OF[$s,$r]}" "${FIRST_OF[$s,$r]}" "${CPU_OF[$s,$r]}%" "${SAME_OF[$s,$r]}" "${STATS_OF[$s,$r]}"
+	done
+done
+echo "  order: run r starts $shift_by system(s) further along (${SYS_LIST[*]}) and rotates"
+echo
+echo "over $RUNS runs (median, and best = fastest run):"
+printf '  %-16s %7s %9s %10s %7s %9s %10s\n' system writers median_s median_tps spread best_s best_tps
+for s in "${SYS_LIST[@]}"; do
+	printf '  %-16s %7s %9s %10s %7s %9s %10s\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${MED[$s]:-NA}" \
+		"${MEDTPS[$s]:-NA}" "${SPREAD[$s]:-NA}" "${BEST[$s]:-NA}" "${BESTTPS[$s]:-NA}"
+done
+echo
+echo "ratios (apply TPS of parallel_apply / apply TPS of the baseline, medians; above 1.00 parallel_apply is faster):"
+ratio_or_na() {
+	[[ $1 != NA && $2 != NA && -n $1 && -n $2 ]] || { echo NA; return; }
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'
+}
+for s in "${SYS_LIST[@]}"; do
+	[[ $s == pa_w* ]] || continue
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s):"
+	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
+	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
+	line+="   (best runs:"
+	(( WANT_PGL )) && line+=" vs pglogical $(ratio_or_na "${BEST[$s]:-NA}" "${BEST[pglogical]:-NA}")"
+	(( WANT_CORE )) && line+=" vs in-core $(ratio_or_na "${BEST[$s]:-NA}" "${BEST[incore]:-NA}")"
+	echo "$line)"
+done
+if (( WANT_PGL && WANT_CORE )); then
+	echo "  (pglogical vs in-core: $(ratio_or_na "${MED[pglogical]:-NA}" "${MED[incore]:-NA}"), best runs $(ratio_or_na "${BEST[pglogical]:-NA}" "${BEST[incore]:-NA}"))"
+fi
+echo "  other work on the machine only slows a run down: when the spread is large, the best runs are"
+echo "  the less disturbed comparison (a disturbed run shows a higher cpu than the same system's other runs)"
+echo
+echo "csv:       $CSV"
+if (( ${#PROBLEMS[@]} )); then
+	echo
+	echo "problems:"
+	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
+fi
+if (( FAILED )); then
+	echo
+	echo "RESULT: FAILED (a catch-up did not finish, reported an error, or left different tables)"
+	exit 1
+fi
+echo "RESULT: ok (every catch-up finished and every subscriber matched the provider)"
+SUCCESS=1

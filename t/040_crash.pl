@@ -1,0 +1,234 @@
+# Crashes during apply: kill -9 of the receiver, of a writer (once, then
+# ten times), of the subscriber's postmaster, a provider crash and a
+# provider restart mid-stream.  After each the pipeline comes back by
+# itself and the tables are identical: no transaction lost or applied
+# twice (pgbench_history, which has no key, compared row for row).  And a
+# bad DSN leaves nothing behind.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use lib 't/lib';
+use PaTest;
+
+my $t0 = time;
+my $nwriters = 4;
+
+my $pub = provider_node('provider', extra_conf => q{
+max_connections = 60
+shared_buffers = 128MB
+log_statement = none
+});
+# the test framework turns restart_after_crash off; a subscriber needs it
+my $sub = subscriber_node('subscriber', max_writers => 8, extra_conf => q{
+restart_after_crash = on
+log_statement = none
+});
+
+my $counter_sql = 'CREATE TABLE counter (id bigint PRIMARY KEY, at timestamptz DEFAULT clock_timestamp())';
+my $counter_script = PostgreSQL::Test::Utils::tempdir() . '/counter.sql';
+PostgreSQL::Test::Utils::append_to_file($counter_script,
+	"INSERT INTO counter (id) SELECT coalesce(max(id), 0) + 1 FROM counter;\n");
+
+pgbench_init($pub, 'postgres', '-s', 2);
+pgbench_init($sub, 'postgres', '-s', 2, '-I', 'dtp');
+$pub->safe_psql('postgres', $counter_sql);
+$sub->safe_psql('postgres', $counter_sql);
+$pub->safe_psql('postgres',
+	'CREATE PUBLICATION pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, counter');
+create_sub($sub, $pub, 'k', num_writers => $nwriters);
+catch_up_or_die($sub, 'k');
+ok(wait_for_writers($sub, 'k', $nwriters), "$nwriters writers run");
+
+sub start_load
+{
+	my ($secs) = @_;
+	return (
+		pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-T', $secs),
+		pgbench_start($pub, 'postgres', '-c', 1, '-T', $secs, '-f', $counter_script));
+}
+
+# Wait for the provider's load; with $may_fail (the provider went away
+# under it) only wait.
+sub finish_load
+{
+	my ($msg, $may_fail, @h) = @_;
+	my $total = 0;
+	foreach my $h (@h)
+	{
+		my ($ok, $n, $out) = pgbench_finish($h);
+		ok($ok, "$msg: pgbench ran") or diag($out) unless $may_fail;
+		$total += $n;
+	}
+	note("$msg: $total transactions on the provider");
+	return $total;
+}
+
+sub all_equal
+{
+	my ($msg) = @_;
+	pgbench_tables_equal($pub, $sub, $msg);
+	rows_equal($pub, $sub, [ [ 'counter', 'id' ] ], $msg);
+	note("$msg: " . $sub->safe_psql('postgres',
+		"SELECT format('applied %s, retries %s, last error: %s', transactions_applied, retries, coalesce(last_error, 'none')) FROM subscription_status()"));
+}
+
+# After $pid was killed: wait (bounded) until it is gone and the pipeline
+# runs again, with new processes.
+sub pipeline_back
+{
+	my ($msg, @old) = @_;
+	my $old = join(',', @old);
+	ok( $sub->poll_query_until('postgres',
+			"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid IN ($old)"),
+		"$msg: the killed processes are gone");
+	ok(wait_for_writers($sub, 'k', $nwriters), "$msg: receiver and writers run again");
+}
+
+sub kill9
+{
+	my ($pid) = @_;
+	ok(kill('KILL', $pid), "kill -9 $pid");
+}
+
+my $writer_sql =
+  "SELECT pid FROM writer_status() WHERE subscription_name = 'k' AND pid IS NOT NULL ORDER BY random() LIMIT 1";
+
+##########################################################################
+# kill -9 of the receiver, of a writer, of the postmaster, under load
+##########################################################################
+
+{
+	my @load = start_load(8);
+	sleep 2;
+	my ($receiver) = worker_pids($sub, 'parallel_apply receiver k');
+	ok(defined $receiver, 'the receiver runs');
+	my @all = worker_pids($sub, 'parallel_apply%');
+	kill9($receiver);
+	pipeline_back('receiver killed', @all);
+	finish_load('receiver killed', 0, @load);
+	catch_up_or_die($sub, 'k');
+	all_equal('after kill -9 of the receiver');
+}
+
+{
+	my @load = start_load(8);
+	sleep 2;
+	my $writer = $sub->safe_psql('postgres', $writer_sql);
+	ok($writer =~ /^\d+$/, 'a writer runs');
+	my @all = worker_pids($sub, 'parallel_apply%');
+	kill9($writer);
+	pipeline_back('writer killed', @all);
+	finish_load('writer killed', 0, @load);
+	catch_up_or_die($sub, 'k');
+	all_equal('after kill -9 of a writer');
+}
+
+{
+	my @load = start_load(8);
+	sleep 2;
+	my @all = worker_pids($sub, 'parallel_apply%');
+	ok(kill9_postmaster_and_restart($sub), 'subscriber killed with -9 and started again');
+	pipeline_back('postmaster killed', @all);
+	finish_load('postmaster killed', 0, @load);
+	catch_up_or_die($sub, 'k');
+	all_equal('after kill -9 of the postmaster');
+}
+
+##########################################################################
+# ten times kill -9 of a random writer, each under load
+##########################################################################
+
+{
+	my $kills = 0;
+	for my $i (1 .. 10)
+	{
+		my @load = start_load(3);
+		usleep(500_000 + int(rand(1_000_000)));
+		my $writer = $sub->safe_psql('postgres', $writer_sql);
+		my @all = worker_pids($sub, 'parallel_apply%');
+		$kills++ if $writer =~ /^\d+$/ && kill('KILL', $writer);
+		finish_load("kill $i", 0, @load);
+		pipeline_back("kill $i", @all);
+	}
+	is($kills, 10, 'ten writers killed');
+	catch_up_or_die($sub, 'k');
+	all_equal('after ten kills of a writer');
+}
+
+##########################################################################
+# the provider crashes, and restarts, while the subscriber is applying
+##########################################################################
+
+# a backlog, so that the stream is busy when the provider goes away
+sub backlog
+{
+	my ($secs) = @_;
+	$sub->safe_psql('postgres', "SELECT disable_subscription('k')");
+	finish_load('backlog', 0, start_load($secs));
+	my $before = $sub->safe_psql('postgres',
+		"SELECT count(*) FROM counter");
+	$sub->safe_psql('postgres', "SELECT enable_subscription('k')");
+	# applying has started
+	ok( $sub->poll_query_until('postgres',
+			"SELECT count(*) > $before FROM counter"),
+		'the backlog is being applied');
+	return;
+}
+
+{
+	backlog(5);
+	$pub->stop('immediate');
+	$pub->start;
+	finish_load('after the provider crash', 0, start_load(3));
+	catch_up_or_die($sub, 'k');
+	all_equal('after a provider crash mid-stream');
+}
+
+{
+	my @load = start_load(6);
+	sleep 2;
+	$pub->restart;    # fast: the load's sessions are cut off
+	finish_load('provider restarted', 1, @load);
+	finish_load('after the provider restart', 0, start_load(3));
+	catch_up_or_die($sub, 'k');
+	all_equal('after a provider restart under load');
+}
+
+is( $sub->safe_psql('postgres',
+		"SELECT state || ' ' || num_writers FROM subscription_status() WHERE subscription_name = 'k'"),
+	"streaming $nwriters", 'streaming again');
+
+##########################################################################
+# a bad DSN: a clear error, nothing left behind
+##########################################################################
+
+my $origins = $sub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_origin');
+my $slots = $pub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots');
+my $bad_port = PostgreSQL::Test::Cluster::get_free_port();
+foreach my $dsn (
+	"host=" . $pub->host . " port=$bad_port dbname=postgres",
+	"host=" . $pub->host . " port=" . $pub->port . " dbname=no_such_db",
+	'this is not a dsn')
+{
+	my ($ret, $out, $err) = $sub->psql('postgres',
+		"SELECT create_subscription('bad', \$\$$dsn\$\$, ARRAY['pub'])");
+	isnt($ret, 0, "bad DSN '$dsn': create_subscription fails");
+	like($err, qr/^psql:[^\n]*ERROR:  could not connect to the provider/,
+		"bad DSN '$dsn': the error starts 'could not connect to the provider'");
+	is($sub->safe_psql('postgres',
+			"SELECT count(*) FROM subscription_status() WHERE subscription_name = 'bad'"),
+		'0', "bad DSN '$dsn': no subscription left");
+}
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_origin'),
+	$origins, 'no replication origin left');
+is($pub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
+	$slots, 'no slot created on the provider');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply%bad%'"),
+	'0', 'no worker started for it');
+
+note(sprintf('040_crash ran %.0f s', time - $t0));
+done_testing();
