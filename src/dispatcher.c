@@ -30,6 +30,10 @@
  * latest and is told to wait for the others (writer.c makes those waits
  * lock waits, visible to the deadlock detector).
  *
+ * With one writer nothing runs in parallel, so no keys are computed; when
+ * the pool grows from one writer, the receiver first lets everything in
+ * flight commit, so that no dependency goes unseen.
+ *
  * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
  * provider) run alone: the dispatcher waits until everything before them
  * has committed, and dispatches nothing after them until they have.
@@ -165,10 +169,10 @@ pa_dispatch_idle(void)
 	return !in_txn && committed_seq() >= last_seq;
 }
 
-uint64
-pa_dispatch_last_seq(void)
+bool
+pa_dispatch_in_txn(void)
 {
-	return last_seq;
+	return in_txn;
 }
 
 /* Wait until every transaction up to target has committed. */
@@ -751,7 +755,8 @@ pa_dispatch_message(const char *data, int len)
 		case PA_MSG_UPDATE:
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
-			if (!streaming)
+			/* one writer applies everything in order: no keys needed */
+			if (!streaming && pa_pool_size() > 1)
 				track_change(type, &in);
 			append_message(data, len);
 			break;

@@ -15,10 +15,8 @@
 extern void pa_dispatch_init(PaSubSlot *slot);
 extern void pa_dispatch_message(const char *data, int len);
 extern bool pa_dispatch_idle(void);
+extern bool pa_dispatch_in_txn(void);
 extern void pa_dispatch_housekeeping(void);
 extern void pa_dispatch_wait_all(void);
-
-/* Statistics, for the leader's status. */
-extern uint64 pa_dispatch_last_seq(void);
 
 #endif							/* PA_DISPATCHER_H */

@@ -161,6 +161,13 @@ maybe_resize(void)
 
 	if (want != pa_pool_size())
 	{
+		/* with one writer no keys were tracked: start the others clean */
+		if (pa_pool_size() == 1)
+		{
+			if (pa_dispatch_in_txn())
+				return;			/* at the next transaction boundary */
+			pa_dispatch_wait_all();
+		}
 		StartTransactionCommand();
 		pa_progress_ensure_origins(sub->subid, want);
 		CommitTransactionCommand();

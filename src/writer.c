@@ -72,6 +72,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "apply.h"
@@ -538,6 +539,27 @@ read_txn(const char *data, Size len)
 	memcpy(cur_msgs, data + sizeof(cur) + depbytes, cur_len);
 }
 
+/*
+ * A temporary file for a streamed transaction.  It outlives the local
+ * transactions that apply it (one per attempt), so it belongs to a
+ * resource owner of the writer's own, not to a transaction.
+ */
+static ResourceOwner spill_owner = NULL;
+
+static BufFile *
+create_spill_file(void)
+{
+	ResourceOwner saved = CurrentResourceOwner;
+	BufFile    *file;
+
+	if (spill_owner == NULL)
+		spill_owner = ResourceOwnerCreate(NULL, "parallel_apply spill files");
+	CurrentResourceOwner = spill_owner;
+	file = BufFileCreateTemp(true);
+	CurrentResourceOwner = saved;
+	return file;
+}
+
 static void
 handle_queue_message(const char *data, Size len)
 {
@@ -565,12 +587,19 @@ handle_queue_message(const char *data, Size len)
 			cur_deps = NULL;
 			if (spill != NULL)
 				BufFileClose(spill);
-			spill = BufFileCreateTemp(false);
+			spill = create_spill_file();
 			break;
 		case PA_Q_STREAM_CHUNK:
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply chunk outside a streamed transaction");
-			BufFileWrite(spill, (void *) (data + 1), len - 1);
+			{
+				/* a new 1 GB segment needs the owner too */
+				ResourceOwner saved = CurrentResourceOwner;
+
+				CurrentResourceOwner = spill_owner;
+				BufFileWrite(spill, (void *) (data + 1), len - 1);
+				CurrentResourceOwner = saved;
+			}
 			break;
 		case PA_Q_STREAM_END:
 			if (spill == NULL)
