@@ -252,11 +252,17 @@ pa_pool_check(void)
 			continue;
 		if (GetBackgroundWorkerPid(pw->handle, &pid) == BGWH_STOPPED)
 		{
+			char		why[PA_ERROR_LEN];
+
 			pw->running = false;
+			/* say why, so that subscription_status() keeps the cause */
+			SpinLockAcquire(&pool_slot->mutex);
+			strlcpy(why, pool_slot->writers[w].last_error, sizeof(why));
+			SpinLockRelease(&pool_slot->mutex);
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("writer %d of parallel_apply subscription \"%s\" exited",
-							w, pool_subname),
+					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",
+							w, pool_subname, why[0] ? ": " : "", why),
 					 errdetail("The pipeline restarts from the last committed transaction.")));
 		}
 		if (pw->retiring)
