@@ -122,7 +122,6 @@ typedef struct PaSubSlot
 	int			retry_writer;
 	XLogRecPtr	last_commit_remote_end; /* under mutex */
 	XLogRecPtr	last_commit_local_end;
-	uint64		pipeline_generation;	/* bumped at each leader start */
 
 	PaWriterSlot writers[FLEXIBLE_ARRAY_MEMBER];
 } PaSubSlot;

@@ -53,12 +53,8 @@ typedef struct PaTxnHeader
 	int32		ndeps;
 } PaTxnHeader;
 
-/* Header of PA_Q_COPY, followed by the NUL-terminated strings. */
-typedef struct PaCopyHeader
-{
-	char		kind;
-	/* then: nspname, relname, snapshot name, provider DSN */
-} PaCopyHeader;
+/* PA_Q_COPY: the kind byte, then NUL-terminated nspname, relname, relkind,
+ * snapshot name and provider DSN (sync.c). */
 
 /* Leader side. */
 typedef void (*PaPoolWaitCallback) (void);

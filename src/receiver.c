@@ -302,7 +302,6 @@ pa_leader_main(Datum arg)
 		SpinLockAcquire(&slot->mutex);
 		slot->leader_pid = MyProcPid;
 		slot->leader_latch = MyLatch;
-		slot->pipeline_generation++;
 		slot->state = sub->sync_state == PA_SYNC_READY ?
 			PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
 		slot->target_writers = sub->num_writers;

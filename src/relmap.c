@@ -303,12 +303,6 @@ pa_relmap_update(PaRelationData *remoterel)
 	entry->cxt = cxt;
 }
 
-bool
-pa_relmap_known(Oid remoteid)
-{
-	return pa_relmap_lookup(remoteid) != NULL;
-}
-
 PaRelMapEntry *
 pa_relmap_lookup(Oid remoteid)
 {

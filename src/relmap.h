@@ -108,9 +108,6 @@ extern const char *pa_relmap_subname(void);
 /* A RELATION arrived: remember it, invalidate what was derived from it. */
 extern void pa_relmap_update(PaRelationData *remoterel);
 
-/* Does the cache know this remote relation (a RELATION was seen)? */
-extern bool pa_relmap_known(Oid remoteid);
-
 /*
  * The entry of a remote relation, or NULL when no RELATION was seen.  No
  * catalog access: the derived state is whatever the last pa_relmap_open

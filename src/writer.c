@@ -320,8 +320,8 @@ apply_one(const char *data, int len)
 		goto done;
 	}
 
+	/* each pa_apply_* call takes its snapshot and ends with a CCI */
 	committed_before_change = committed_seq();
-	PushActiveSnapshot(GetTransactionSnapshot());
 	switch (type)
 	{
 		case PA_MSG_INSERT:
@@ -354,8 +354,6 @@ apply_one(const char *data, int len)
 					 errmsg("unexpected parallel_apply message type 0x%02x in a transaction",
 							(unsigned char) type)));
 	}
-	PopActiveSnapshot();
-	CommandCounterIncrement();
 
 done:
 	MemoryContextSwitchTo(oldcxt);
