@@ -8,6 +8,10 @@
 #   - parallel_apply with each writer count of WRITERS (default "1 2 4 8"),
 #   - pglogical 2.4 (one apply worker; skipped if it is not installed),
 #   - in-core logical replication (CREATE SUBSCRIPTION, pgoutput),
+#   - optionally (SYSTEMS containing "route") parallel_apply with
+#     ROUTE_WRITERS writers that discard what they receive
+#     (parallel_apply.debug_discard_changes): the receiver and dispatcher
+#     alone, the serial part of the pipeline; its tables are not compared,
 #
 # one system at a time, timed until the subscriber's applied position passes
 # the backlog's last commit.  In one invocation:
@@ -30,7 +34,8 @@
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
-#   SYSTEMS="pa pglogical incore"   which systems to run
+#   SYSTEMS="pa pglogical incore"   which systems to run (also: route)
+#   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
 #   SYNC=off              off | on: durable apply on the subscriber
 #   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
 #   HISTORY_PK=1          1: pgbench_history gets a bigserial primary key
@@ -64,6 +69,7 @@ JOBS=${JOBS:-2}
 RUNS=${RUNS:-3}
 WRITERS=${WRITERS:-"1 2 4 8"}
 SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
+ROUTE_WRITERS=${ROUTE_WRITERS:-2}
 SYNC=${SYNC:-off}
 WORKLOAD=${WORKLOAD:-tpcb}
 HISTORY_PK=${HISTORY_PK:-1}
@@ -85,7 +91,7 @@ if [[ -z ${PGBIN:-} ]]; then
 	fi
 fi
 
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT; do
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 (( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
@@ -98,7 +104,8 @@ for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
 for s in $SYSTEMS; do
-	[[ $s == pa || $s == pglogical || $s == incore ]] || die "SYSTEMS: unknown system '$s' (pa, pglogical, incore)"
+	[[ $s == pa || $s == pglogical || $s == incore || $s == route ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route)"
 done
 for b in initdb pg_ctl postgres psql pgbench pg_dump pg_waldump pg_isready; do
 	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
@@ -194,10 +201,11 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
+		route) WANT_ROUTE=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -207,7 +215,7 @@ if (( WANT_PGL && ! HAVE_PGL )); then
 	PGL_NOTE="pglogical is not installed ($PKGLIBDIR/pglogical.so missing; Debian package postgresql-15-pglogical): skipped"
 	log "NOTE: $PGL_NOTE"
 fi
-if (( WANT_PA )); then
+if (( WANT_PA || WANT_ROUTE )); then
 	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
 fi
 # A system is one subscription in database "sub" of a subscriber cluster of
@@ -223,6 +231,13 @@ if (( WANT_PA )); then
 		SYS_LIST+=("$s")
 		SYS_SUB[$s]=pa_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="parallel_apply"
 	done
+fi
+# the routing-only system is a parallel_apply one (pa_w*) with its own
+# cluster setting; its name ends in _route
+if (( WANT_ROUTE )); then
+	s=pa_w${ROUTE_WRITERS}_route
+	SYS_LIST+=("$s")
+	SYS_SUB[$s]=pa_route SYS_WRITERS[$s]=$ROUTE_WRITERS SYS_LABEL[$s]="pa routing only"
 fi
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
@@ -241,7 +256,7 @@ done
 (( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
 SDB=sub
 MAXW=8
-for w in $WRITERS; do (( w > MAXW )) && MAXW=$w; done
+for w in $WRITERS $ROUTE_WRITERS; do (( w > MAXW )) && MAXW=$w; done
 
 for c in "${CLUSTERS[@]}"; do
 	d=$(cdata "$c")
@@ -382,6 +397,7 @@ EOF
 shared_preload_libraries = 'parallel_apply'
 parallel_apply.max_writers_per_subscription = $MAXW
 EOF
+			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
 			;;
 		pglogical)
 			cat >>"$d/postgresql.conf" <<EOF
@@ -864,8 +880,12 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
-		compare_tables "$s" "$SDB"
-		if [[ $SAME != yes ]]; then
+		if [[ $s == *_route ]]; then
+			SAME=n/a DIFF="writers discard"		# nothing was applied
+		else
+			compare_tables "$s" "$SDB"
+		fi
+		if [[ $SAME == no ]]; then
 			PROBLEMS+=("run $RUN $s: tables differ from the provider: $DIFF")
 			FAILED=1
 		fi
@@ -960,7 +980,7 @@ ratio_or_na() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b / a }'
 }
 for s in "${SYS_LIST[@]}"; do
-	[[ $s == pa_w* ]] || continue
+	[[ $s == pa_w* && $s != *_route ]] || continue
 	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
@@ -968,6 +988,13 @@ for s in "${SYS_LIST[@]}"; do
 	(( WANT_PGL )) && line+=" vs pglogical $(ratio_or_na "${BEST[$s]:-NA}" "${BEST[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+=" vs in-core $(ratio_or_na "${BEST[$s]:-NA}" "${BEST[incore]:-NA}")"
 	echo "$line)"
+done
+for s in "${SYS_LIST[@]}"; do
+	[[ $s == *_route ]] || continue
+	line="  routing only (${SYS_WRITERS[$s]} discarding writers): ${MEDTPS[$s]:-NA} xacts/s"
+	[[ -z ${MED[pa_w1]:-} ]] || line+=" = $(ratio_or_na "${MED[$s]:-NA}" "${MED[pa_w1]}") x the 1-writer apply rate"
+	(( WANT_CORE )) && line+=", $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}") x in-core"
+	echo "$line"
 done
 if (( WANT_PGL && WANT_CORE )); then
 	echo "  (pglogical vs in-core: $(ratio_or_na "${MED[pglogical]:-NA}" "${MED[incore]:-NA}"), best runs $(ratio_or_na "${BEST[pglogical]:-NA}" "${BEST[incore]:-NA}"))"

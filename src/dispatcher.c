@@ -22,13 +22,16 @@
  * the keys of what is in flight.  A hash collision only adds a needless
  * dependency.
  *
- * Assignment.  A transaction with no dependency goes to an idle writer (or
- * the least loaded); one whose dependencies are all on one writer goes to
- * that writer, behind them in its queue, so a chain of dependent
+ * Assignment.  A transaction whose dependencies are all on one writer goes
+ * to that writer, behind them in its queue, so a chain of dependent
  * transactions runs back to back in one process with no waiting at all;
  * one with dependencies on several writers goes to the writer of the
  * latest and is told to wait for the others (writer.c makes those waits
- * lock waits, visible to the deadlock detector).
+ * lock waits, visible to the deadlock detector).  One with no dependency
+ * stays with the writer of the previous transaction while that one has
+ * room, so that runs of consecutive transactions form, which the writer
+ * commits as one group (writer.c); else it goes to an idle writer, or the
+ * least loaded.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the receiver first lets everything in
@@ -41,8 +44,10 @@
  * Memory.  A transaction is assembled in one buffer and sent to its writer
  * as one queue message.  One larger than PA_STREAM_THRESHOLD is sent in
  * chunks as it arrives instead; its writer spills it to a temporary file
- * and applies it alone.  Queues are bounded: a full one makes the leader
- * wait, which stops it reading from the provider.
+ * and applies it alone.  Queues are bounded, and so is what a writer has
+ * in flight: a full writer makes the leader wait, which stops it reading
+ * from the provider, until half of what that writer holds has committed,
+ * so that the leader sleeps and wakes once per several transactions.
  *
  * RELATION messages are given inline to the writer of the transaction
  * that carried them and broadcast to every other writer right after it;
@@ -74,13 +79,13 @@
 #define KEYTAB_PURGE_EVERY	4096
 
 /*
- * Transactions a writer may have been given and not yet committed.  Few
- * enough that dependencies are judged against a short window (most of a
- * new transaction's predecessors have committed by the time it is
- * dispatched, so it can go to whichever writer is free), enough to keep a
- * writer busy while the leader reads on.
+ * Transactions a writer may have been given and not yet committed: enough
+ * to keep a writer busy while the leader reads on, and for the writer to
+ * group the ones that follow each other into one local commit (writer.c).
  */
-#define MAX_INFLIGHT_PER_WRITER 8
+#define MAX_INFLIGHT_PER_WRITER 32
+StaticAssertDecl(MAX_INFLIGHT_PER_WRITER <= PA_SENT_RING,
+				 "the pool must remember every transaction in flight");
 
 typedef struct KeyEntry
 {
@@ -179,16 +184,33 @@ pa_dispatch_in_txn(void)
 static void
 wait_committed(uint64 target)
 {
-	while (committed_seq() < target)
-		pa_pool_wait(100L);
+	pa_pool_wait_committed(target);
 }
 
-/* Wait until writer w may be given one more transaction. */
+/*
+ * Wait until writer w may be given one more transaction.  A full writer
+ * is waited for until half of what it holds has committed, so that the
+ * leader wakes once per few transactions, not for each.
+ */
 static void
 wait_writer_room(int w)
 {
-	while (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
-		pa_pool_wait(100L);
+	if (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
+		wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
+}
+
+/* Ask the writers to wake the leader at their next commit, or stop. */
+void
+pa_dispatch_wake_on_commit(bool on)
+{
+	uint64		committed = committed_seq();
+
+	pg_atomic_write_u64(&slot->wake_leader_at,
+						on && last_seq > committed ? committed + 1 : 0);
+	/* a commit in between may have missed the request */
+	pg_memory_barrier();
+	if (on && committed_seq() != committed)
+		SetLatch(MyLatch);
 }
 
 void
@@ -579,6 +601,15 @@ dispatch_txn(PaCommitData *commit)
 			if (pa_pool_inflight(alt) < pa_pool_inflight(writer))
 				writer = alt;
 		}
+		/*
+		 * Nothing to follow: stay with the writer of the previous
+		 * transaction while it has room, so that runs of consecutive
+		 * transactions form, which it commits together.
+		 */
+		if ((writer < 0 || writer >= pa_pool_size()) &&
+			last_writer >= 0 && last_writer < pa_pool_size() &&
+			pa_pool_inflight(last_writer) < MAX_INFLIGHT_PER_WRITER)
+			writer = last_writer;
 		if (writer < 0 || writer >= pa_pool_size())
 			writer = pick_writer();
 
@@ -610,7 +641,7 @@ dispatch_txn(PaCommitData *commit)
 	iov[2].data = msgs.data;
 	iov[2].len = msgs.len;
 	pa_pool_sendv(writer, iov, 3);
-	pa_pool_dispatched(writer);
+	pa_pool_dispatched(writer, cur_seq);
 	broadcast_new_relations(writer);
 
 	last_writer = writer;
@@ -660,7 +691,7 @@ finish_stream(PaCommitData *commit)
 	fill_header(&h, PA_Q_STREAM_END, stream_writer, 0);
 	h.end_lsn = commit->end_lsn;
 	pa_pool_send(stream_writer, &h, sizeof(h));
-	pa_pool_dispatched(stream_writer);
+	pa_pool_dispatched(stream_writer, cur_seq);
 	broadcast_new_relations(stream_writer);
 	last_writer = stream_writer;
 	last_seq = cur_seq;

@@ -18,5 +18,6 @@ extern bool pa_dispatch_idle(void);
 extern bool pa_dispatch_in_txn(void);
 extern void pa_dispatch_housekeeping(void);
 extern void pa_dispatch_wait_all(void);
+extern void pa_dispatch_wake_on_commit(bool on);
 
 #endif							/* PA_DISPATCHER_H */

@@ -36,6 +36,8 @@ void		_PG_init(void);
 int			pa_max_writers = 8;
 int			pa_default_writers = 4;
 int			pa_max_subscriptions = 16;
+int			pa_max_group = 32;
+bool		pa_debug_discard = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -102,6 +104,16 @@ _PG_init(void)
 							"Sizes shared memory; changing it needs a restart.",
 							&pa_max_subscriptions, 16, 1, 1024,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("parallel_apply.max_transactions_per_commit",
+							"Most provider transactions a writer applies in one local transaction.",
+							"Only transactions already queued and next in commit order are grouped; 1 commits each on its own.",
+							&pa_max_group, 32, 1, PA_MAX_GROUP_LIMIT,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("parallel_apply.debug_discard_changes",
+							 "Writers discard the transactions they receive instead of applying them.",
+							 "For measuring the receiver and dispatcher alone: the data is not applied and is lost.",
+							 &pa_debug_discard, false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("parallel_apply");
 
 	prev_shmem_request_hook = shmem_request_hook;

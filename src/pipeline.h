@@ -41,6 +41,10 @@
 extern int	pa_max_writers;
 extern int	pa_default_writers;
 extern int	pa_max_subscriptions;
+extern int	pa_max_group;
+extern bool pa_debug_discard;
+
+#define PA_MAX_GROUP_LIMIT	1000
 
 /* Subscription states shown by subscription_status(). */
 typedef enum PaSubState
@@ -73,6 +77,7 @@ typedef struct PaWriterSlot
 	TransactionId remote_xid;
 	XLogRecPtr	commit_lsn;
 	uint64		applied;		/* transactions committed */
+	uint64		commits;		/* local commits (a group is one) */
 	uint64		dep_waits;
 	uint64		commit_waits;
 	uint64		retries;
@@ -116,7 +121,10 @@ typedef struct PaSubSlot
 	/* commit order, written by the writer whose turn it is */
 	pg_atomic_uint64 committed_seq;
 	ConditionVariable progress_cv;	/* broadcast on committed/locked_seq */
-	Latch	   *leader_latch;	/* set by writers after each commit */
+	Latch	   *leader_latch;
+	pg_atomic_uint64 wake_leader_at;	/* the leader sleeps until this
+										 * transaction commits; 0: it does not
+										 * wait for commits */
 	uint64		retry_seq;		/* a transaction retrying: later ones wait
 								 * for it to commit before they apply */
 	int			retry_writer;
@@ -164,6 +172,22 @@ extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 						 const char *msg);
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
 extern int	pa_effective_writers(PaSubSlot *slot);
+
+/*
+ * A writer has committed up to seq: wake the leader if it waits for that.
+ * The writer has published committed_seq before; the barrier pairs with
+ * the one in pa_pool_wait_committed().
+ */
+static inline void
+pa_wake_leader(PaSubSlot *slot, uint64 seq)
+{
+	uint64		at;
+
+	pg_memory_barrier();
+	at = pg_atomic_read_u64(&slot->wake_leader_at);
+	if (at != 0 && seq >= at && slot->leader_latch != NULL)
+		SetLatch(slot->leader_latch);
+}
 
 /* The lock a writer holds while it applies transaction seq (writer.c). */
 extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);

@@ -47,6 +47,7 @@ typedef struct PaPoolWriter
 	bool		running;
 	bool		retiring;		/* being removed: no new work */
 	uint64		dispatched;
+	uint64		sent[PA_SENT_RING]; /* seqs of the last ones dispatched */
 } PaPoolWriter;
 
 static PaSubSlot *pool_slot;
@@ -234,9 +235,48 @@ pa_pool_inflight(int w)
 }
 
 void
-pa_pool_dispatched(int w)
+pa_pool_dispatched(int w, uint64 seq)
 {
-	pool_writers[w].dispatched++;
+	PaPoolWriter *pw = &pool_writers[w];
+
+	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
+	pw->dispatched++;
+}
+
+/*
+ * The transaction whose commit leaves writer w with at most n in flight
+ * (its in-flight ones commit in order, oldest first); 0 if it has no more
+ * than n already.
+ */
+uint64
+pa_pool_inflight_seq(int w, uint64 n)
+{
+	PaPoolWriter *pw = &pool_writers[w];
+	uint64		inflight = pa_pool_inflight(w);
+
+	if (inflight <= n)
+		return 0;
+	Assert(inflight <= PA_SENT_RING);
+	return pw->sent[(pw->dispatched - n - 1) % PA_SENT_RING];
+}
+
+/*
+ * Sleep until transaction target has committed.  The writer that commits
+ * it sets our latch (pa_wake_leader), so the leader wakes once per wait,
+ * not once per commit.
+ */
+void
+pa_pool_wait_committed(uint64 target)
+{
+	while (pg_atomic_read_u64(&pool_slot->committed_seq) < target)
+	{
+		pg_atomic_write_u64(&pool_slot->wake_leader_at, target);
+		pg_memory_barrier();
+		if (pg_atomic_read_u64(&pool_slot->committed_seq) >= target)
+			break;
+		pa_pool_wait(100L);
+	}
+	pg_atomic_write_u64(&pool_slot->wake_leader_at, 0);
 }
 
 /* Error out if a writer died; finish retiring drained writers. */

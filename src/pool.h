@@ -56,7 +56,10 @@ typedef struct PaTxnHeader
 /* PA_Q_COPY: the kind byte, then NUL-terminated nspname, relname, relkind,
  * snapshot name and provider DSN (sync.c). */
 
-/* Leader side. */
+/* Leader side.  It remembers the seqs of the last PA_SENT_RING
+ * transactions given to each writer: no writer may have more in flight. */
+#define PA_SENT_RING		64
+
 typedef void (*PaPoolWaitCallback) (void);
 
 extern void pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
@@ -69,7 +72,9 @@ extern void pa_pool_set_new_writer_callback(void (*cb) (int writer));
 extern void pa_pool_broadcast(const void *data, Size len);
 extern uint64 pa_pool_inflight(int writer);
 extern void pa_pool_wait(long timeout_ms);
-extern void pa_pool_dispatched(int writer);
+extern void pa_pool_dispatched(int writer, uint64 seq);
+extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
+extern void pa_pool_wait_committed(uint64 target);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);
 

@@ -203,9 +203,6 @@ pa_progress_feedback(WalReceiverConn *conn, bool force, bool request_reply)
 		!TimestampDifferenceExceeds(last_send, now,
 									wal_receiver_status_interval * 1000))
 		return;
-	if (!force && !request_reply &&
-		!TimestampDifferenceExceeds(last_send, now, 100))
-		return;
 
 	initStringInfo(&buf);
 	pq_sendbyte(&buf, 'r');

@@ -261,9 +261,16 @@ stream_loop(void)
 			AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 			AddWaitEventToSet(wes, WL_SOCKET_READABLE, fd, NULL, NULL);
 		}
+		/*
+		 * Nothing to read: be woken by the next commit too, so that the
+		 * provider hears at once what is applied (synchronous replication
+		 * waits for it).
+		 */
+		pa_dispatch_wake_on_commit(true);
 		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
+		pa_dispatch_wake_on_commit(false);
 	}
 }
 
@@ -311,6 +318,7 @@ pa_leader_main(Datum arg)
 		slot->retry_writer = -1;
 		SpinLockRelease(&slot->mutex);
 		pg_atomic_write_u64(&slot->committed_seq, 0);
+		pg_atomic_write_u64(&slot->wake_leader_at, 0);
 
 		load_file("libpqwalreceiver", false);
 		conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);

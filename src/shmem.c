@@ -82,6 +82,7 @@ pa_shmem_startup(void)
 
 			SpinLockInit(&slot->mutex);
 			pg_atomic_init_u64(&slot->committed_seq, 0);
+			pg_atomic_init_u64(&slot->wake_leader_at, 0);
 			ConditionVariableInit(&slot->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
 			{
@@ -169,6 +170,7 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 			memset(s, 0, pa_shared->subslot_size);
 			s->mutex = mutex;
 			pg_atomic_init_u64(&s->committed_seq, 0);
+			pg_atomic_init_u64(&s->wake_leader_at, 0);
 			ConditionVariableInit(&s->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
 			{

@@ -865,8 +865,8 @@ pa_writer_status(PG_FUNCTION_ARGS)
 		for (int w = 0; w < pa_max_writers; w++)
 		{
 			PaWriterSlot ws;
-			Datum		values[12];
-			bool		nulls[12];
+			Datum		values[13];
+			bool		nulls[13];
 
 			SpinLockAcquire(&slot->mutex);
 			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
@@ -885,13 +885,14 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[5] = LSNGetDatum(ws.commit_lsn);
 			nulls[5] = ws.seq == 0;
 			values[6] = Int64GetDatum((int64) ws.applied);
-			values[7] = Int64GetDatum((int64) ws.dep_waits);
-			values[8] = Int64GetDatum((int64) ws.commit_waits);
-			values[9] = Int64GetDatum((int64) ws.retries);
-			values[10] = CStringGetTextDatum(ws.last_error);
-			nulls[10] = ws.last_error[0] == '\0';
-			values[11] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[11] = ws.last_error_time == 0;
+			values[7] = Int64GetDatum((int64) ws.commits);
+			values[8] = Int64GetDatum((int64) ws.dep_waits);
+			values[9] = Int64GetDatum((int64) ws.commit_waits);
+			values[10] = Int64GetDatum((int64) ws.retries);
+			values[11] = CStringGetTextDatum(ws.last_error);
+			nulls[11] = ws.last_error[0] == '\0';
+			values[12] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[12] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

@@ -41,6 +41,18 @@
  * pipeline with backoff; a row to update or delete that is missing then is
  * logged and skipped, as PostgreSQL's own apply does.
  *
+ * Grouping.  When the transaction that follows in the provider's commit
+ * order is already waiting in this writer's queue (it depends on nothing
+ * in flight elsewhere and is no barrier), the writer applies it in the
+ * same local transaction, up to parallel_apply.max_transactions_per_commit
+ * of them, as Oracle GoldenGate's GROUPTRANSOPS does.  Nothing waits for
+ * more work to arrive, so grouping adds no latency; a group commits once,
+ * with the origin at its last transaction, so a reader still sees only
+ * states the provider had, and a crash keeps all of a group or none.  The
+ * group holds one lock (that of its first transaction), which waiters for
+ * any transaction of the group wait on.  A group that fails with a
+ * retriable error is applied again one transaction at a time.
+ *
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
  *
@@ -84,20 +96,40 @@
 
 #define MAX_EARLIEST_RETRIES 10
 #define SPIN_BEFORE_SLEEP	2000
+#define GROUP_MAX_BYTES		(8 * 1024 * 1024)
+
+/* a transaction taken from the queue, kept until it commits */
+typedef struct GroupTxn
+{
+	PaTxnHeader hdr;
+	PaDep	   *deps;
+	char	   *msgs;
+	Size		len;
+} GroupTxn;
+
 
 static PaSubSlot *slot;
 static PaWriterSlot *me;
 static int	my_index;
 static Oid	my_subid;
 static bool flush_commits = false;
-static MemoryContext txn_cxt;	/* the transaction being applied */
+static shm_mq_handle *mqh;
+static MemoryContext txn_cxt;	/* the group being applied */
 static MemoryContext change_cxt;	/* reset after each change */
+
+/* the group of transactions being applied, see the header comment */
+static GroupTxn group[PA_MAX_GROUP_LIMIT];
+static int	group_n;
+static Size group_bytes;
+static uint64 first_seq;		/* the group's first transaction */
+static StringInfoData pending;	/* taken from the queue, not groupable */
+static bool have_pending = false;
+static int	earliest_failures;
 
 /* the transaction being applied */
 static PaTxnHeader cur;
 static uint64 committed_before_change;	/* committed_seq read before the
 										 * change being applied */
-static PaDep *cur_deps;
 static char *cur_msgs;
 static Size cur_len;
 static BufFile *spill;			/* a streamed transaction */
@@ -272,7 +304,7 @@ is_retriable(int sqlerrcode, bool earliest)
 static bool
 earliest_at_change(void)
 {
-	return committed_before_change + 1 >= cur.seq;
+	return committed_before_change + 1 >= first_seq;
 }
 
 static void
@@ -415,126 +447,273 @@ apply_spill(void)
  */
 
 static void
-after_commit(void)
+after_commit(int first, int n, XLogRecPtr local_end)
 {
-	XLogRecPtr	local_end = XactLastCommitEnd;
+	GroupTxn   *last = &group[first + n - 1];
 
-	pa_progress_committed(slot, cur.end_lsn, local_end);
-	pg_atomic_write_u64(&slot->committed_seq, cur.seq);
+	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
+	/* the count first: a leader woken by the seq sees the room too */
+	pg_atomic_fetch_add_u64(&me->committed, n);
+	pg_atomic_write_u64(&slot->committed_seq, last->hdr.seq);
 	ConditionVariableBroadcast(&slot->progress_cv);
 
-	pg_atomic_fetch_add_u64(&me->committed, 1);
 	SpinLockAcquire(&slot->mutex);
-	me->applied++;
+	me->applied += n;
+	me->commits++;
 	me->seq = 0;
 	me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
-	if (slot->leader_latch)
-		SetLatch(slot->leader_latch);
 
+	/*
+	 * Durable apply: the next writer may commit already while this one
+	 * flushes, so that their commits share WAL flushes.  The leader hears
+	 * of the commit after the flush, so its feedback says "flushed" at once.
+	 */
 	if (flush_commits)
 		XLogFlush(local_end);
+	pa_wake_leader(slot, last->hdr.seq);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/* Make group[i] the transaction being applied. */
 static void
-apply_txn(bool streamed)
+set_current(int i)
 {
-	int			attempt = 0;
-	int			earliest_failures = 0;
+	cur = group[i].hdr;
+	cur_msgs = group[i].msgs;
+	cur_len = group[i].len;
+	SpinLockAcquire(&slot->mutex);
+	me->remote_xid = cur.xid;
+	me->commit_lsn = cur.commit_lsn;
+	SpinLockRelease(&slot->mutex);
+}
 
-	for (;;)
+/* Copy a PA_Q_TXN message into group[group_n]: the queue reuses its buffer. */
+static void
+read_txn(const char *data, Size len)
+{
+	GroupTxn   *g = &group[group_n];
+	Size		depbytes;
+
+	memcpy(&g->hdr, data, sizeof(g->hdr));
+	depbytes = sizeof(PaDep) * g->hdr.ndeps;
+	if (len < sizeof(g->hdr) + depbytes)
+		elog(ERROR, "truncated transaction in parallel_apply queue");
+	g->deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
+	memcpy(g->deps, data + sizeof(g->hdr), depbytes);
+	g->len = len - sizeof(g->hdr) - depbytes;
+	g->msgs = MemoryContextAlloc(txn_cxt, Max(g->len, 1));
+	memcpy(g->msgs, data + sizeof(g->hdr) + depbytes, g->len);
+	group_n++;
+	group_bytes += len;
+}
+
+/* Start a new group with the transaction in data. */
+static void
+start_group(const char *data, Size len)
+{
+	MemoryContextReset(txn_cxt);
+	group_n = 0;
+	group_bytes = 0;
+	read_txn(data, len);
+}
+
+/*
+ * Take the next transaction from the queue into the group, if it is there
+ * already and may join: the next in commit order, no barrier, nothing to
+ * wait for.  Anything else taken from the queue is kept for the main loop.
+ */
+static bool
+take_next(void)
+{
+	shm_mq_result res;
+	Size		len;
+	void	   *data;
+	PaTxnHeader h;
+	uint64		committed;
+	uint64		rseq;
+
+	if (group_n >= pa_max_group || group_bytes >= GROUP_MAX_BYTES ||
+		have_pending)
+		return false;
+	SpinLockAcquire(&slot->mutex);
+	rseq = slot->retry_seq;
+	SpinLockRelease(&slot->mutex);
+	committed = committed_seq();
+	if (rseq > committed)
+		return false;			/* a retry is under way: stay small */
+
+	res = shm_mq_receive(mqh, &len, &data, true);
+	if (res != SHM_MQ_SUCCESS)
+		return false;			/* nothing there; a detach is seen later */
+	if (len >= sizeof(h) && ((char *) data)[0] == PA_Q_TXN)
 	{
-		MemoryContext oldcxt = CurrentMemoryContext;
-		bool		retry = false;
+		bool		joins;
 
-		/* a cancel sent for an earlier transaction is not for this one */
-		QueryCancelPending = false;
-		committed_before_change = 0;
-		SpinLockAcquire(&slot->mutex);
-		me->seq = cur.seq;
-		me->remote_xid = cur.xid;
-		me->commit_lsn = cur.commit_lsn;
-		me->state = PA_WRITER_APPLYING;
-		SpinLockRelease(&slot->mutex);
-		pg_memory_barrier();
-		pgstat_report_activity(STATE_RUNNING, "applying a remote transaction");
-
-		PG_TRY();
+		memcpy(&h, data, sizeof(h));
+		joins = !h.barrier && h.prev_writer < 0 &&
+			h.seq == group[group_n - 1].hdr.seq + 1;
+		for (int i = 0; joins && i < h.ndeps; i++)
 		{
-			LOCKTAG		tag;
+			PaDep		dep;
 
-			StartTransactionCommand();
-			/* hold this transaction's lock until its commit or abort */
-			pa_txn_locktag(&tag, my_subid, cur.seq);
-			(void) LockAcquire(&tag, ExclusiveLock, false, false);
-			pg_atomic_write_u64(&me->locked_seq, cur.seq);
-			ConditionVariableBroadcast(&slot->progress_cv);
+			memcpy(&dep, (char *) data + sizeof(h) + i * sizeof(PaDep),
+				   sizeof(dep));
+			joins = dep.seq <= committed;
+		}
+		if (joins)
+		{
+			read_txn(data, len);
+			return true;
+		}
+	}
+	resetStringInfo(&pending);
+	appendBinaryStringInfo(&pending, data, len);
+	have_pending = true;
+	return false;
+}
 
-			wait_for_retry_barrier(cur.seq);
-			for (int i = 0; i < cur.ndeps; i++)
-				wait_for_seq(cur_deps[i].seq, cur_deps[i].writer,
-							 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
-			/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
-			if ((attempt > 0 || cur.barrier) && cur.prev_writer >= 0)
-				wait_for_seq(cur.seq - 1, cur.prev_writer,
-							 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+/*
+ * Apply group[first] in one local transaction, and, when extend is set,
+ * the transactions take_next() adds after it.  Returns false after a
+ * retriable error, rolled back; rethrows any other.
+ */
+static bool
+try_apply(int first, int attempt, bool extend, bool streamed)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile int last = first;
+	bool		ok = true;
 
+	/* a cancel sent for an earlier transaction is not for this one */
+	QueryCancelPending = false;
+	committed_before_change = 0;
+	first_seq = group[first].hdr.seq;
+	SpinLockAcquire(&slot->mutex);
+	me->seq = first_seq;
+	me->state = PA_WRITER_APPLYING;
+	SpinLockRelease(&slot->mutex);
+	set_current(first);
+	pg_memory_barrier();
+	pgstat_report_activity(STATE_RUNNING, "applying a remote transaction");
+
+	PG_TRY();
+	{
+		LOCKTAG		tag;
+		PaTxnHeader *h = &group[first].hdr;
+
+		StartTransactionCommand();
+		/* hold the group's lock until its commit or abort */
+		pa_txn_locktag(&tag, my_subid, first_seq);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		pg_atomic_write_u64(&me->locked_seq, first_seq);
+		ConditionVariableBroadcast(&slot->progress_cv);
+
+		wait_for_retry_barrier(first_seq);
+		for (int i = 0; i < h->ndeps; i++)
+			wait_for_seq(group[first].deps[i].seq, group[first].deps[i].writer,
+						 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
+		/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
+		if ((attempt > 0 || h->barrier) && h->prev_writer >= 0)
+			wait_for_seq(first_seq - 1, h->prev_writer,
+						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+
+		for (int i = first;; i++)
+		{
+			if (i != first)
+				set_current(i);
 			if (streamed)
 				apply_spill();
 			else
 				apply_buffer(cur_msgs, cur_len);
-			if (cur.prev_writer >= 0)
-				wait_for_seq(cur.seq - 1, cur.prev_writer,
-							 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
-			replorigin_session_origin_lsn = cur.end_lsn;
-			replorigin_session_origin_timestamp = cur.commit_time;
-			CommitTransactionCommand();
+			last = i;
+			if (!extend || !take_next())
+				break;
 		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-			bool		earliest = earliest_at_change();
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			if (!is_retriable(edata->sqlerrcode, earliest) ||
-				(earliest && ++earliest_failures > MAX_EARLIEST_RETRIES))
-				PG_RE_THROW();
-			FlushErrorState();
-			AbortOutOfAnyTransaction();
-			ereport(DEBUG1,
-					(errmsg("parallel_apply: retrying remote transaction %u: %s",
-							cur.xid, edata->message)));
-			FreeErrorData(edata);
-			retry = true;
-		}
-		PG_END_TRY();
-
-		if (!retry)
-			break;
-		attempt++;
-		request_retry(cur.seq);
+		if (h->prev_writer >= 0)
+			wait_for_seq(first_seq - 1, h->prev_writer,
+						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+		replorigin_session_origin_lsn = group[last].hdr.end_lsn;
+		replorigin_session_origin_timestamp = group[last].hdr.commit_time;
+		CommitTransactionCommand();
 	}
-	after_commit();
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		earliest = earliest_at_change();
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (!is_retriable(edata->sqlerrcode, earliest) ||
+			(earliest && ++earliest_failures > MAX_EARLIEST_RETRIES))
+			PG_RE_THROW();
+		FlushErrorState();
+		AbortOutOfAnyTransaction();
+		ereport(DEBUG1,
+				(errmsg("parallel_apply: retrying remote transaction %u: %s",
+						cur.xid, edata->message)));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }
 
+/*
+ * Apply the group that starts with group[0] (and grows while it goes),
+ * commit it in its turn; after a retriable error, apply its transactions
+ * again one at a time, each after all earlier ones.
+ */
 static void
-read_txn(const char *data, Size len)
+apply_txns(bool streamed)
 {
-	Size		depbytes;
+	earliest_failures = 0;
+	if (try_apply(0, 0, !streamed, streamed))
+	{
+		after_commit(0, group_n, XactLastCommitEnd);
+		return;
+	}
+	request_retry(group[0].hdr.seq);
+	for (int i = 0; i < group_n; i++)
+	{
+		int			attempt = 1;
 
-	MemoryContextReset(txn_cxt);
-	memcpy(&cur, data, sizeof(cur));
-	depbytes = sizeof(PaDep) * cur.ndeps;
-	if (len < sizeof(cur) + depbytes)
-		elog(ERROR, "truncated transaction in parallel_apply queue");
-	cur_deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
-	memcpy(cur_deps, data + sizeof(cur), depbytes);
-	/* kept for retries: the queue's buffer is reused by the next receive */
-	cur_len = len - sizeof(cur) - depbytes;
-	cur_msgs = MemoryContextAlloc(txn_cxt, Max(cur_len, 1));
-	memcpy(cur_msgs, data + sizeof(cur) + depbytes, cur_len);
+		while (!try_apply(i, attempt, false, streamed))
+		{
+			attempt++;
+			request_retry(group[i].hdr.seq);
+		}
+		after_commit(i, 1, XactLastCommitEnd);
+	}
+}
+
+/*
+ * parallel_apply.debug_discard_changes: take the transaction in its commit
+ * turn and record it as applied without applying it, so that a benchmark
+ * measures what feeds the writers (receiver, dispatcher, queues) alone.
+ * The origin moves on in memory only; the data is lost.
+ */
+static void
+discard_txn(void)
+{
+	static bool warned = false;
+
+	if (!warned)
+		ereport(WARNING,
+				(errmsg("parallel_apply.debug_discard_changes is on: writer %d of subscription \"%s\" discards what it receives",
+						my_index, pa_relmap_subscription_name)));
+	warned = true;
+	set_current(0);
+	for (;;)
+	{
+		ConditionVariablePrepareToSleep(&slot->progress_cv);
+		if (committed_seq() + 1 >= cur.seq)
+			break;
+		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	replorigin_session_advance(cur.end_lsn, InvalidXLogRecPtr);
+	after_commit(0, 1, GetXLogInsertRecPtr());
 }
 
 /*
@@ -568,8 +747,11 @@ handle_queue_message(const char *data, Size len)
 	switch (data[0])
 	{
 		case PA_Q_TXN:
-			read_txn(data, len);
-			apply_txn(false);
+			start_group(data, len);
+			if (pa_debug_discard)
+				discard_txn();
+			else
+				apply_txns(false);
 			break;
 		case PA_Q_RELATION:
 			in.data = (char *) data + 1;
@@ -581,8 +763,13 @@ handle_queue_message(const char *data, Size len)
 			pa_relmap_update(&reldata);
 			break;
 		case PA_Q_STREAM_BEGIN:
-			memcpy(&cur, data, sizeof(cur));
-			cur_deps = NULL;
+			MemoryContextReset(txn_cxt);
+			memcpy(&group[0].hdr, data, sizeof(PaTxnHeader));
+			group[0].hdr.ndeps = 0;
+			group[0].deps = NULL;
+			group[0].msgs = NULL;
+			group[0].len = 0;
+			group_n = 1;
 			if (spill != NULL)
 				BufFileClose(spill);
 			spill = create_spill_file();
@@ -603,9 +790,9 @@ handle_queue_message(const char *data, Size len)
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			memcpy(&end, data, sizeof(end));
-			cur.end_lsn = end.end_lsn;
-			cur.commit_time = end.commit_time;
-			apply_txn(true);
+			group[0].hdr.end_lsn = end.end_lsn;
+			group[0].hdr.commit_time = end.commit_time;
+			apply_txns(true);
 			BufFileClose(spill);
 			spill = NULL;
 			break;
@@ -626,7 +813,6 @@ pa_writer_main(Datum arg)
 	int			slotidx = DatumGetInt32(arg);
 	uint32		extra[4];
 	dsm_segment *seg;
-	shm_mq_handle *mqh;
 	PaSubscription *sub;
 	RepOriginId originid;
 	char	   *origin_name;
@@ -656,6 +842,7 @@ pa_writer_main(Datum arg)
 									ALLOCSET_DEFAULT_SIZES);
 	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
 									   ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&pending);
 
 	PG_TRY();
 	{
@@ -696,6 +883,13 @@ pa_writer_main(Datum arg)
 			Size		len;
 			void	   *data;
 
+			if (have_pending)
+			{
+				/* taken from the queue while a group was being applied */
+				have_pending = false;
+				handle_queue_message(pending.data, pending.len);
+				continue;
+			}
 			HOLD_CANCEL_INTERRUPTS();
 			res = shm_mq_receive(mqh, &len, &data, false);
 			RESUME_CANCEL_INTERRUPTS();
