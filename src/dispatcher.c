@@ -199,18 +199,34 @@ wait_writer_room(int w)
 		wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
 }
 
-/* Ask the writers to wake the leader at their next commit, or stop. */
+/*
+ * Before the leader sleeps: ask the writers to wake it when a transaction
+ * after seen has committed (with durable apply, flushed), if one is in
+ * flight; seen is what the leader's last progress report covered.  After
+ * the sleep, stop the requests (seen = PG_UINT64_MAX).
+ */
 void
-pa_dispatch_wake_on_commit(bool on)
+pa_dispatch_request_wake(uint64 seen, bool durable)
 {
-	uint64		committed = committed_seq();
+	pg_atomic_uint64 *done = durable ? &slot->flushed_seq : &slot->committed_seq;
 
-	pg_atomic_write_u64(&slot->wake_leader_at,
-						on && last_seq > committed ? committed + 1 : 0);
-	/* a commit in between may have missed the request */
+	if (seen == PG_UINT64_MAX || last_seq <= seen)
+	{
+		pg_atomic_write_u64(&slot->wake_leader_at, 0);
+		return;
+	}
+	pg_atomic_write_u64(&slot->wake_leader_at, seen + 1);
+	/* one that ended before the request was written did not see it */
 	pg_memory_barrier();
-	if (on && committed_seq() != committed)
+	if (pg_atomic_read_u64(done) > seen)
 		SetLatch(MyLatch);
+}
+
+/* How far commits (with durable apply, flushes) have got. */
+uint64
+pa_dispatch_done_seq(bool durable)
+{
+	return pg_atomic_read_u64(durable ? &slot->flushed_seq : &slot->committed_seq);
 }
 
 void

@@ -18,6 +18,7 @@ extern bool pa_dispatch_idle(void);
 extern bool pa_dispatch_in_txn(void);
 extern void pa_dispatch_housekeeping(void);
 extern void pa_dispatch_wait_all(void);
-extern void pa_dispatch_wake_on_commit(bool on);
+extern void pa_dispatch_request_wake(uint64 seen, bool durable);
+extern uint64 pa_dispatch_done_seq(bool durable);
 
 #endif							/* PA_DISPATCHER_H */

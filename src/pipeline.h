@@ -125,6 +125,7 @@ typedef struct PaSubSlot
 	pg_atomic_uint64 wake_leader_at;	/* the leader sleeps until this
 										 * transaction commits; 0: it does not
 										 * wait for commits */
+	pg_atomic_uint64 flushed_seq;	/* durable apply: flushed up to here */
 	uint64		retry_seq;		/* a transaction retrying: later ones wait
 								 * for it to commit before they apply */
 	int			retry_writer;
@@ -174,9 +175,10 @@ extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
 extern int	pa_effective_writers(PaSubSlot *slot);
 
 /*
- * A writer has committed up to seq: wake the leader if it waits for that.
- * The writer has published committed_seq before; the barrier pairs with
- * the one in pa_pool_wait_committed().
+ * A writer has committed up to seq (with durable apply: and flushed it):
+ * wake the leader if it waits for that.  The writer has published
+ * committed_seq (flushed_seq) before; the barrier pairs with the one in
+ * pa_pool_wait_committed() and pa_dispatch_request_wake().
  */
 static inline void
 pa_wake_leader(PaSubSlot *slot, uint64 seq)

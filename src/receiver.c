@@ -62,6 +62,8 @@ static PaSubSlot *slot;
 static PaSubscription *sub;
 static WalReceiverConn *conn;
 static bool caught_up_once = false;
+static bool durable = false;	/* writers flush their commits */
+static uint64 reported_seq = 0; /* commits covered by the last report */
 
 static void
 leader_on_exit(int code, Datum arg)
@@ -187,6 +189,7 @@ housekeeping(TimestampTz *last_xact)
 	TimestampTz now = GetCurrentTimestamp();
 
 	pa_pool_check();
+	reported_seq = pa_dispatch_done_seq(durable);
 	pa_progress_update(slot, idle);
 
 	SpinLockAcquire(&slot->mutex);
@@ -262,15 +265,16 @@ stream_loop(void)
 			AddWaitEventToSet(wes, WL_SOCKET_READABLE, fd, NULL, NULL);
 		}
 		/*
-		 * Nothing to read: be woken by the next commit too, so that the
-		 * provider hears at once what is applied (synchronous replication
-		 * waits for it).
+		 * Nothing to read: be woken by the next commit too (with durable
+		 * apply: by the next flush), so that the provider hears at once
+		 * what is applied and flushed; synchronous replication waits for
+		 * it.
 		 */
-		pa_dispatch_wake_on_commit(true);
+		pa_dispatch_request_wake(reported_seq, durable);
 		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
-		pa_dispatch_wake_on_commit(false);
+		pa_dispatch_request_wake(PG_UINT64_MAX, durable);
 	}
 }
 
@@ -305,6 +309,7 @@ pa_leader_main(Datum arg)
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
 		pa_relmap_subscription_name = sub->name;
+		durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);
 		slot->leader_pid = MyProcPid;
@@ -319,6 +324,7 @@ pa_leader_main(Datum arg)
 		SpinLockRelease(&slot->mutex);
 		pg_atomic_write_u64(&slot->committed_seq, 0);
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
+		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
 		load_file("libpqwalreceiver", false);
 		conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);

@@ -83,6 +83,7 @@ pa_shmem_startup(void)
 			SpinLockInit(&slot->mutex);
 			pg_atomic_init_u64(&slot->committed_seq, 0);
 			pg_atomic_init_u64(&slot->wake_leader_at, 0);
+			pg_atomic_init_u64(&slot->flushed_seq, 0);
 			ConditionVariableInit(&slot->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
 			{
@@ -171,6 +172,7 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 			s->mutex = mutex;
 			pg_atomic_init_u64(&s->committed_seq, 0);
 			pg_atomic_init_u64(&s->wake_leader_at, 0);
+			pg_atomic_init_u64(&s->flushed_seq, 0);
 			ConditionVariableInit(&s->progress_cv);
 			for (int w = 0; w < pa_max_writers; w++)
 			{

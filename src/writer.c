@@ -470,7 +470,16 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	 * of the commit after the flush, so its feedback says "flushed" at once.
 	 */
 	if (flush_commits)
+	{
+		uint64		old = pg_atomic_read_u64(&slot->flushed_seq);
+
 		XLogFlush(local_end);
+		/* flushes of several writers end in any order: keep the highest */
+		while (old < last->hdr.seq &&
+			   !pg_atomic_compare_exchange_u64(&slot->flushed_seq, &old,
+											   last->hdr.seq))
+			;
+	}
 	pa_wake_leader(slot, last->hdr.seq);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
