@@ -78,14 +78,7 @@
 #define PA_STREAM_CHUNK		(1024 * 1024)
 #define KEYTAB_PURGE_EVERY	4096
 
-/*
- * Transactions a writer may have been given and not yet committed: enough
- * to keep a writer busy while the leader reads on, and for the writer to
- * group the ones that follow each other into one local commit (writer.c).
- */
-#define MAX_INFLIGHT_PER_WRITER 32
-StaticAssertDecl(MAX_INFLIGHT_PER_WRITER <= PA_SENT_RING,
-				 "the pool must remember every transaction in flight");
+#define MAX_INFLIGHT_PER_WRITER PA_MAX_INFLIGHT	/* see pipeline.h */
 
 typedef struct KeyEntry
 {

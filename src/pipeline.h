@@ -44,7 +44,15 @@ extern int	pa_max_subscriptions;
 extern int	pa_max_group;
 extern bool pa_debug_discard;
 
-#define PA_MAX_GROUP_LIMIT	1000
+/*
+ * Transactions a writer may have been given and not yet committed: enough
+ * to keep it busy while the leader reads on, and for it to group the ones
+ * that follow each other into one local commit (writer.c).  The leader
+ * refills a full writer once half of that has committed, so a group is at
+ * most half of it: the other half is queued behind the group meanwhile.
+ */
+#define PA_MAX_INFLIGHT		128
+#define PA_MAX_GROUP_LIMIT	(PA_MAX_INFLIGHT / 2)
 
 /* Subscription states shown by subscription_status(). */
 typedef enum PaSubState

@@ -58,7 +58,7 @@ typedef struct PaTxnHeader
 
 /* Leader side.  It remembers the seqs of the last PA_SENT_RING
  * transactions given to each writer: no writer may have more in flight. */
-#define PA_SENT_RING		64
+#define PA_SENT_RING		PA_MAX_INFLIGHT
 
 typedef void (*PaPoolWaitCallback) (void);
 
