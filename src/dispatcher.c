@@ -24,14 +24,16 @@
  *
  * Assignment.  A transaction whose dependencies are all on one writer goes
  * to that writer, behind them in its queue, so a chain of dependent
- * transactions runs back to back in one process with no waiting at all;
- * one with dependencies on several writers goes to the writer of the
- * latest and is told to wait for the others (writer.c makes those waits
- * lock waits, visible to the deadlock detector).  One with no dependency
- * stays with the writer of the previous transaction while that one has
- * room, so that runs of consecutive transactions form, which the writer
- * commits as one group (writer.c); else it goes to an idle writer, or the
- * least loaded.
+ * transactions runs back to back in one process with no waiting at all.
+ * Any other (no dependency, or dependencies on several writers) stays
+ * with the writer of the previous transaction while that one has room, so
+ * that runs of consecutive transactions form, which the writer commits as
+ * one group (writer.c) without waiting for another writer's commit; else
+ * it goes to an idle writer, or the least loaded.  Dependencies on writers
+ * other than its own are waits (writer.c makes them lock waits, visible
+ * to the deadlock detector).  Following the latest dependency instead
+ * made hot-row workloads (pgbench's ten branches) alternate between
+ * writers, one commit-order wait per transaction.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the receiver first lets everything in
@@ -495,6 +497,12 @@ broadcast_new_relations(int except)
  * ---------------------------------------------------------------------
  */
 
+static bool
+has_room(int w)
+{
+	return pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER;
+}
+
 /* An idle writer, round robin, or else the least loaded. */
 static int
 pick_writer(void)
@@ -543,6 +551,7 @@ dispatch_txn(PaCommitData *commit)
 	int			ndeps = 0;
 	int			writer = -1;
 	uint64		maxdep = 0;
+	int			ndepwriters;
 	PaTxnHeader h;
 	shm_mq_iovec iov[3];
 	KeyEntry  **entries = NULL;
@@ -599,27 +608,26 @@ dispatch_txn(PaCommitData *commit)
 			}
 		}
 		/*
-		 * Follow the latest dependency to its writer, unless that writer is
-		 * full and another is less loaded: then wait for it explicitly.
+		 * Dependencies on one writer only: follow them to that writer, so
+		 * that a chain runs back to back in one process.  Otherwise (none,
+		 * or on several writers), or when that writer is full, stay with
+		 * the writer of the previous transaction while it has room, so that
+		 * runs of consecutive transactions form, which it commits together
+		 * and without waiting for another writer's commit; else take an
+		 * idle or the least loaded writer.  Dependencies on other writers
+		 * than the one chosen are waited for explicitly.
 		 */
-		if (writer >= 0 && writer < pa_pool_size() &&
-			pa_pool_inflight(writer) >= MAX_INFLIGHT_PER_WRITER)
-		{
-			int			alt = pick_writer();
-
-			if (pa_pool_inflight(alt) < pa_pool_inflight(writer))
-				writer = alt;
-		}
-		/*
-		 * Nothing to follow: stay with the writer of the previous
-		 * transaction while it has room, so that runs of consecutive
-		 * transactions form, which it commits together.
-		 */
-		if ((writer < 0 || writer >= pa_pool_size()) &&
-			last_writer >= 0 && last_writer < pa_pool_size() &&
-			pa_pool_inflight(last_writer) < MAX_INFLIGHT_PER_WRITER)
+		ndepwriters = 0;
+		for (int w = 0; w < pa_max_writers; w++)
+			if (per_writer[w] != 0)
+				ndepwriters++;
+		if (ndepwriters != 1 || writer >= pa_pool_size() ||
+			!has_room(writer))
+			writer = -1;
+		if (writer < 0 && last_writer >= 0 && last_writer < pa_pool_size() &&
+			has_room(last_writer))
 			writer = last_writer;
-		if (writer < 0 || writer >= pa_pool_size())
+		if (writer < 0)
 			writer = pick_writer();
 
 		deps = palloc(sizeof(PaDep) * pa_max_writers);
