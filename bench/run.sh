@@ -1,29 +1,52 @@
 #!/usr/bin/env bash
 # The main job, one command on a fresh Debian 12 machine, as root: install
-# what is missing (PostgreSQL 15, pglogical for the comparison), build and
-# install parallel_apply, then run a short default of the benchmark suite:
-# a local provider and subscribers, a pgbench backlog replicated by
-# parallel_apply with several writer counts, by pglogical and by in-core
-# logical replication, and the provider-side decode speed.  It prints the
-# numbers (and writes CSV under the work directory).
+# what is missing (PostgreSQL 15, pglogical for the comparison, Python's
+# psycopg2 and matplotlib), build and install parallel_apply, then run a
+# short default of the benchmark suite (bench/suite.py, a few minutes):
 #
-# Longer runs: each script's header lists its settings, e.g.
-#   NXACTS=100000 RUNS=3 WRITERS="1 2 4 8" bash bench/catchup_bench.sh
+#   - catch-up of a 10,000-transaction pgbench backlog by parallel_apply with
+#     1 and 4 writers, pglogical and in-core (bench/catchup_bench.sh),
+#   - sustained pgbench load with 2 and 8 clients, 8 s each, with every
+#     system applying: provider TPS, catch-up after the load, sustained TPS
+#     and the largest replay lag (physical streaming as the reference),
+#   - synchronous replication: remote_write, on, remote_apply, 4 s each,
+#     against a standalone provider,
+#
+# checking after every run that the subscriber's tables are identical to
+# the provider's.  It prints the machine, the command and the results table
+# and writes CSV, markdown and PNG charts (path printed at the end).  It exits
+# non-zero if a run's tables differ or a catch-up hangs.
+#
+#   sudo bash bench/run.sh                       # the short default
+#   sudo bash bench/run.sh --duration 30         # any suite.py option overrides the default
+#   SKIP_SETUP=1 PGBIN=/path/bin bash bench/run.sh   # use what is installed, no package/build step
+#
+# The full suite (every experiment, the memory-constrained subscriber too):
+#   sudo /usr/bin/python3 bench/suite.py          # see bench/README.md, section "Suite"
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
-if [ "$(id -u)" = 0 ]; then
+if [ "$(id -u)" = 0 ] && [ "${SKIP_SETUP:-0}" != 1 ]; then
 	echo "== setting up (packages, build, install)"
-	bash "$repo/tools/setup.sh" --pglogical "$repo" "${BENCH_USER:-pa_bench}"
+	bash "$repo/tools/setup.sh" --pglogical --bench "$repo" "${BENCH_USER:-pa_bench}"
 else
-	echo "== not root: using the installed extension and packages as they are"
+	echo "== using the installed extension and packages as they are"
 fi
 
-echo "== catch-up of a pgbench backlog: parallel_apply, pglogical, in-core"
-NXACTS=${NXACTS:-20000} RUNS=${RUNS:-1} WRITERS=${WRITERS:-"1 2 4"} \
-	bash "$here/catchup_bench.sh"
+# Debian's python3 (psycopg2 and matplotlib come from Debian packages), not
+# another python3 that may come first in PATH
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
 
-echo "== decode speed: parallel_apply against pgoutput"
-NXACTS=${DECODE_NXACTS:-20000} RUNS=${RUNS:-1} bash "$here/decode_bench.sh"
+echo "== benchmark suite, short default (bench/suite.py)"
+SUITE_INVOKED_BY="bench/run.sh" exec "$py" "$here/suite.py" \
+	--experiments catchup,sustained,lag,syncrep \
+	--systems pa,pglogical,incore,physical \
+	--writers 1,4 \
+	--scale 10 \
+	--backlog 10000 --catchup-runs 1 \
+	--clients 2,8 --duration 8 \
+	--sync-clients 4 --sync-duration 4 \
+	"$@"

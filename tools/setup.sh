@@ -4,18 +4,25 @@
 # Debian, its server headers, IPC::Run; pglogical too with --pglogical),
 # build the extension from SRC with no compiler warnings, install it, and
 # create the unprivileged OS user that runs the servers (PostgreSQL refuses
-# to run as root).
+# to run as root).  --bench adds what the benchmark suite (bench/suite.py)
+# needs: Debian's python3 with psycopg2 and matplotlib.
 #
-#   tools/setup.sh [--pglogical] SRC USER
+#   tools/setup.sh [--pglogical] [--bench] SRC USER
 set -euo pipefail
 
+usage="usage: tools/setup.sh [--pglogical] [--bench] SRC USER"
 with_pglogical=0
-if [ "${1:-}" = --pglogical ]; then
-	with_pglogical=1
-	shift
-fi
-src=${1:?usage: tools/setup.sh [--pglogical] SRC USER}
-user=${2:?usage: tools/setup.sh [--pglogical] SRC USER}
+with_bench=0
+while [ $# -gt 0 ]; do
+	case $1 in
+		--pglogical) with_pglogical=1; shift ;;
+		--bench) with_bench=1; shift ;;
+		--*) echo "$usage" >&2; exit 2 ;;
+		*) break ;;
+	esac
+done
+src=${1:?$usage}
+user=${2:?$usage}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
 if [ "$(id -u)" != 0 ]; then
@@ -25,6 +32,7 @@ fi
 
 packages="postgresql-15 postgresql-server-dev-15 postgresql-contrib libipc-run-perl make gcc"
 [ $with_pglogical = 1 ] && packages="$packages postgresql-15-pglogical"
+[ $with_bench = 1 ] && packages="$packages python3 python3-psycopg2 python3-matplotlib"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
