@@ -38,6 +38,7 @@
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
 #   SYNC=off              off | on: durable apply on the subscriber
 #   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
+#   INSERT_COLUMNS=0      insert: 0 = table (id, k, v, note, ts); N = id and N int columns
 #   HISTORY_PK=1          1: pgbench_history gets a bigserial primary key
 #   PORT=5620             provider; the subscriber clusters use PORT+1, PORT+2, ...
 #   CATCHUP_TIMEOUT=900   seconds before one catch-up counts as hung
@@ -73,6 +74,7 @@ ROUTE_WRITERS=${ROUTE_WRITERS:-2}
 SYNC=${SYNC:-off}
 WORKLOAD=${WORKLOAD:-tpcb}
 HISTORY_PK=${HISTORY_PK:-1}
+INSERT_COLUMNS=${INSERT_COLUMNS:-0}
 PORT=${PORT:-5620}
 CATCHUP_TIMEOUT=${CATCHUP_TIMEOUT:-900}
 SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
@@ -100,6 +102,7 @@ done
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
 [[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
 [[ $HISTORY_PK == 0 || $HISTORY_PK == 1 ]] || die "HISTORY_PK must be 0 or 1"
+is_uint "$INSERT_COLUMNS" && (( INSERT_COLUMNS <= 100 )) || die "INSERT_COLUMNS must be 0..100"
 for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
@@ -161,6 +164,7 @@ if (( EUID == 0 )); then
 		NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" \
 		RUNS="$RUNS" WRITERS="$WRITERS" SYSTEMS="$SYSTEMS" SYNC="$SYNC" \
 		WORKLOAD="$WORKLOAD" HISTORY_PK="$HISTORY_PK" PORT="$PORT" \
+		ROUTE_WRITERS="$ROUTE_WRITERS" INSERT_COLUMNS="$INSERT_COLUMNS" \
 		CATCHUP_TIMEOUT="$CATCHUP_TIMEOUT" SETUP_TIMEOUT="$SETUP_TIMEOUT" WORKDIR="$WORKDIR" PGBIN="$PGBIN" \
 		KEEP_DATA="$KEEP_DATA" BENCH_USER="$BENCH_USER" \
 		bash "$self"
@@ -436,14 +440,27 @@ if [[ $WORKLOAD == tpcb ]]; then
 	PGBENCH_SCRIPT=(-b tpcb-like)
 else
 	TABLES=(bench_insert)
-	qp "CREATE TABLE bench_insert (id bigserial PRIMARY KEY, k int NOT NULL, v bigint NOT NULL,
-		note text, ts timestamptz NOT NULL DEFAULT now())"
-	qp "INSERT INTO bench_insert (k, v, note)
-		SELECT g % 1000, g, 'row ' || g FROM generate_series(1, $SCALE * 10000) g"
-	cat >"$WORKDIR/insert.sql" <<'EOF'
+	if (( INSERT_COLUMNS == 0 )); then
+		qp "CREATE TABLE bench_insert (id bigserial PRIMARY KEY, k int NOT NULL, v bigint NOT NULL,
+			note text, ts timestamptz NOT NULL DEFAULT now())"
+		qp "INSERT INTO bench_insert (k, v, note)
+			SELECT g % 1000, g, 'row ' || g FROM generate_series(1, $SCALE * 10000) g"
+		cat >"$WORKDIR/insert.sql" <<'EOF'
 \set v random(1, 1000000000)
 INSERT INTO bench_insert (k, v, note) VALUES (:v % 1000, :v, 'row ' || :v);
 EOF
+	else
+		# INSERT_COLUMNS int columns c1..cN, as bench/suite.py's insert workload
+		cols=$(seq -s, -f 'c%g' 1 "$INSERT_COLUMNS")
+		qp "CREATE TABLE bench_insert (id bigserial PRIMARY KEY, $(seq -s, -f 'c%g int' 1 "$INSERT_COLUMNS"))"
+		qp "INSERT INTO bench_insert ($cols)
+			SELECT $(for (( i = 1; i <= INSERT_COLUMNS; i++ )); do printf '%sg' "$( (( i > 1 )) && echo ', ')"; done)
+			FROM generate_series(1, $SCALE * 10000) g"
+		{
+			echo '\set v random(1, 1000000000)'
+			echo "INSERT INTO bench_insert ($cols) VALUES ($(for (( i = 0; i < INSERT_COLUMNS; i++ )); do printf '%s:v + %d' "$( (( i > 0 )) && echo ', ')" "$i"; done));"
+		} >"$WORKDIR/insert.sql"
+	fi
 	PGBENCH_SCRIPT=(-f "$WORKDIR/insert.sql")
 fi
 # the subscribers' schema: the published tables only, before any replication

@@ -1109,7 +1109,8 @@ class Suite:
         env = {"NXACTS": str(a.backlog), "SCALE": str(a.scale), "CLIENTS": str(a.backlog_clients),
                "JOBS": str(min(a.jobs, a.backlog_clients)), "RUNS": str(a.catchup_runs),
                "WRITERS": " ".join(map(str, a.writers)), "SYSTEMS": " ".join(systems), "SYNC": a.sub_sync,
-               "WORKLOAD": a.workload, "PORT": str(a.port + 40), "WORKDIR": wd, "PGBIN": a.pgbin,
+               "WORKLOAD": a.workload, "INSERT_COLUMNS": str(a.insert_columns),
+               "PORT": str(a.port + 40), "WORKDIR": wd, "PGBIN": a.pgbin,
                "CATCHUP_TIMEOUT": str(a.catchup_timeout), "SETUP_TIMEOUT": str(a.setup_timeout),
                "BENCH_USER": self.runner.user, "KEEP_DATA": "1" if a.keep_data else "0"}
         self.progress.step(f"catchup: bench/catchup_bench.sh ({' '.join(f'{k}={v}' for k, v in env.items() if k in ('NXACTS', 'RUNS', 'WRITERS', 'SYSTEMS', 'WORKLOAD'))})")
