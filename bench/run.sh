@@ -2,7 +2,8 @@
 # The main job, one command on a fresh Debian 12 machine, as root: install
 # what is missing (PostgreSQL 15, pglogical for the comparison, Python's
 # psycopg2 and matplotlib), build and install parallel_apply, then run a
-# short default of the benchmark suite (bench/suite.py, a few minutes):
+# short default of the benchmark suite (bench/suite.py, about 8 minutes on
+# this project's 2-CPU machine):
 #
 #   - catch-up of a 10,000-transaction pgbench backlog by parallel_apply with
 #     1 and 4 writers, pglogical and in-core (bench/catchup_bench.sh),
