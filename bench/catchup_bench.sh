@@ -61,7 +61,12 @@ umask 022
 die() { echo "catchup_bench: ERROR: $*" >&2; exit 1; }
 log() { echo "catchup_bench: $(date -u +%H:%M:%S) $*" >&2; }
 
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+# shared with decode_bench.sh; the copy run as BENCH_USER finds it beside it
+if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
+	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+else
+	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
+fi
 
 NXACTS=${NXACTS:-100000}
 SCALE=${SCALE:-10}
@@ -83,15 +88,7 @@ KEEP_DATA=${KEEP_DATA:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 
-if [[ -z ${PGBIN:-} ]]; then
-	if [[ -x /usr/lib/postgresql/15/bin/postgres ]]; then
-		PGBIN=/usr/lib/postgresql/15/bin
-	elif command -v pg_config >/dev/null 2>&1; then
-		PGBIN=$(pg_config --bindir)
-	else
-		die "cannot find the PostgreSQL binaries; set PGBIN"
-	fi
-fi
+bench_find_pgbin
 
 for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
@@ -121,53 +118,19 @@ done
 # lives in the work directory, so the repository may be anywhere).
 # ---------------------------------------------------------------------------
 if (( EUID == 0 )); then
-	[[ -z ${CATCHUP_BENCH_REEXEC:-} ]] || die "still root after re-executing as $BENCH_USER"
-	[[ $BENCH_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "bad BENCH_USER '$BENCH_USER'"
-	[[ $BENCH_USER != root ]] || die "BENCH_USER must not be root"
-	if ! id -u "$BENCH_USER" >/dev/null 2>&1; then
-		log "creating OS user $BENCH_USER"
-		nologin=/usr/sbin/nologin
-		[[ -x $nologin ]] || nologin=/bin/false
-		useradd --system --user-group --no-create-home \
-			--home-dir /nonexistent --shell "$nologin" "$BENCH_USER"
-	fi
-	mkdir -p "$WORKDIR"
-	chown "$BENCH_USER": "$WORKDIR"
-	chmod 0755 "$WORKDIR"
-	self="$WORKDIR/.catchup_bench.sh"
-	install -m 0755 -o "$BENCH_USER" "${BASH_SOURCE[0]}" "$self"
-
-	as_user=()
-	if command -v runuser >/dev/null 2>&1; then
-		as_user=(runuser -u "$BENCH_USER" --)
-	elif command -v setpriv >/dev/null 2>&1; then
-		as_user=(setpriv "--reuid=$BENCH_USER" "--regid=$BENCH_USER" --init-groups --)
-	else
-		die "need runuser or setpriv to drop root privileges"
-	fi
 	# what is being measured: the repository's revision, for the report
 	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 	if [[ -n ${PA_REV:-} ]]; then
-		rev=$PA_REV
+		REPO_REV=$PA_REV
 	else
-		rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
-		[[ $rev != *-dirty ]] || rev+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
+		REPO_REV=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+		[[ $REPO_REV != *-dirty ]] ||
+			REPO_REV+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
 	fi
-	cd "$WORKDIR"
-	"${as_user[@]}" test -w "$WORKDIR" -a -x "$WORKDIR" ||
-		die "$WORKDIR is not usable by $BENCH_USER (a parent directory is not searchable?); set WORKDIR"
-	log "running as $BENCH_USER, work directory $WORKDIR"
-	exec "${as_user[@]}" env -i \
-		PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" HOME="$WORKDIR" \
-		USER="$BENCH_USER" LOGNAME="$BENCH_USER" LC_ALL=C TERM="${TERM:-dumb}" \
-		CATCHUP_BENCH_REEXEC=1 REPO_REV="$rev" \
-		NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" \
-		RUNS="$RUNS" WRITERS="$WRITERS" SYSTEMS="$SYSTEMS" SYNC="$SYNC" \
-		WORKLOAD="$WORKLOAD" HISTORY_PK="$HISTORY_PK" PORT="$PORT" \
-		ROUTE_WRITERS="$ROUTE_WRITERS" INSERT_COLUMNS="$INSERT_COLUMNS" \
-		CATCHUP_TIMEOUT="$CATCHUP_TIMEOUT" SETUP_TIMEOUT="$SETUP_TIMEOUT" WORKDIR="$WORKDIR" PGBIN="$PGBIN" \
-		KEEP_DATA="$KEEP_DATA" BENCH_USER="$BENCH_USER" \
-		bash "$self"
+	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV \
+		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
+		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
+		KEEP_DATA BENCH_USER
 fi
 
 # ---------------------------------------------------------------------------

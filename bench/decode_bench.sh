@@ -31,7 +31,12 @@ umask 022
 die() { echo "decode_bench: ERROR: $*" >&2; exit 1; }
 log() { echo "decode_bench: $*" >&2; }
 
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+# shared with catchup_bench.sh; the copy run as BENCH_USER finds it beside it
+if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
+	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+else
+	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
+fi
 
 NXACTS=${NXACTS:-100000}
 SCALE=${SCALE:-10}
@@ -44,15 +49,7 @@ KEEP_DATA=${KEEP_DATA:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/decode}
 TARGET=1.10
 
-if [[ -z ${PGBIN:-} ]]; then
-	if [[ -x /usr/lib/postgresql/15/bin/postgres ]]; then
-		PGBIN=/usr/lib/postgresql/15/bin
-	elif command -v pg_config >/dev/null 2>&1; then
-		PGBIN=$(pg_config --bindir)
-	else
-		die "cannot find the PostgreSQL binaries; set PGBIN"
-	fi
-fi
+bench_find_pgbin
 
 for v in NXACTS SCALE CLIENTS JOBS RUNS PORT; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
@@ -71,42 +68,8 @@ done
 # lives in the work directory, so the repository may be anywhere).
 # ---------------------------------------------------------------------------
 if (( EUID == 0 )); then
-	[[ -z ${DECODE_BENCH_REEXEC:-} ]] || die "still root after re-executing as $BENCH_USER"
-	[[ $BENCH_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "bad BENCH_USER '$BENCH_USER'"
-	[[ $BENCH_USER != root ]] || die "BENCH_USER must not be root"
-	if ! id -u "$BENCH_USER" >/dev/null 2>&1; then
-		log "creating OS user $BENCH_USER"
-		nologin=/usr/sbin/nologin
-		[[ -x $nologin ]] || nologin=/bin/false
-		useradd --system --user-group --no-create-home \
-			--home-dir /nonexistent --shell "$nologin" "$BENCH_USER"
-	fi
-	mkdir -p "$WORKDIR"
-	chown "$BENCH_USER": "$WORKDIR"
-	chmod 0755 "$WORKDIR"
-	self="$WORKDIR/.decode_bench.sh"
-	install -m 0755 -o "$BENCH_USER" "${BASH_SOURCE[0]}" "$self"
-
-	as_user=()
-	if command -v runuser >/dev/null 2>&1; then
-		as_user=(runuser -u "$BENCH_USER" --)
-	elif command -v setpriv >/dev/null 2>&1; then
-		as_user=(setpriv "--reuid=$BENCH_USER" "--regid=$BENCH_USER" --init-groups --)
-	else
-		die "need runuser or setpriv to drop root privileges"
-	fi
-	cd "$WORKDIR"
-	"${as_user[@]}" test -w "$WORKDIR" -a -x "$WORKDIR" ||
-		die "$WORKDIR is not usable by $BENCH_USER (a parent directory is not searchable?); set WORKDIR"
-	log "running as $BENCH_USER, work directory $WORKDIR"
-	exec "${as_user[@]}" env -i \
-		PATH="$PGBIN:/usr/local/bin:/usr/bin:/bin" HOME="$WORKDIR" \
-		USER="$BENCH_USER" LOGNAME="$BENCH_USER" LC_ALL=C TERM="${TERM:-dumb}" \
-		DECODE_BENCH_REEXEC=1 \
-		NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" \
-		RUNS="$RUNS" PORT="$PORT" WORKDIR="$WORKDIR" PGBIN="$PGBIN" \
-		KEEP_DATA="$KEEP_DATA" BENCH_USER="$BENCH_USER" \
-		bash "$self"
+	bench_become_user decode_bench.sh DECODE_BENCH_REEXEC \
+		NXACTS SCALE CLIENTS JOBS RUNS PORT WORKDIR PGBIN KEEP_DATA BENCH_USER
 fi
 
 # ---------------------------------------------------------------------------

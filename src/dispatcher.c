@@ -175,13 +175,6 @@ pa_dispatch_in_txn(void)
 	return in_txn;
 }
 
-/* Wait until every transaction up to target has committed. */
-static void
-wait_committed(uint64 target)
-{
-	pa_pool_wait_committed(target);
-}
-
 /*
  * Wait until writer w may be given one more transaction.  A full writer
  * is waited for until half of what it holds has committed, so that the
@@ -191,7 +184,7 @@ static void
 wait_writer_room(int w)
 {
 	if (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
-		wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
+		pa_pool_wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
 }
 
 /*
@@ -203,8 +196,6 @@ wait_writer_room(int w)
 void
 pa_dispatch_request_wake(uint64 seen, bool durable)
 {
-	pg_atomic_uint64 *done = durable ? &slot->flushed_seq : &slot->committed_seq;
-
 	if (seen == PG_UINT64_MAX || last_seq <= seen)
 	{
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
@@ -213,7 +204,7 @@ pa_dispatch_request_wake(uint64 seen, bool durable)
 	pg_atomic_write_u64(&slot->wake_leader_at, seen + 1);
 	/* one that ended before the request was written did not see it */
 	pg_memory_barrier();
-	if (pg_atomic_read_u64(done) > seen)
+	if (pa_dispatch_done_seq(durable) > seen)
 		SetLatch(MyLatch);
 }
 
@@ -227,7 +218,7 @@ pa_dispatch_done_seq(bool durable)
 void
 pa_dispatch_wait_all(void)
 {
-	wait_committed(last_seq);
+	pa_pool_wait_committed(last_seq);
 }
 
 /* ---------------------------------------------------------------------
@@ -558,13 +549,13 @@ dispatch_txn(PaCommitData *commit)
 
 	if (wait_before_next > 0)
 	{
-		wait_committed(wait_before_next);
+		pa_pool_wait_committed(wait_before_next);
 		wait_before_next = 0;
 	}
 
 	if (cur_barrier)
 	{
-		wait_committed(cur_seq - 1);
+		pa_pool_wait_committed(cur_seq - 1);
 		writer = pick_writer();
 	}
 	else
@@ -682,7 +673,7 @@ flush_stream(void)
 
 		if (wait_before_next > 0)
 		{
-			wait_committed(wait_before_next);
+			pa_pool_wait_committed(wait_before_next);
 			wait_before_next = 0;
 		}
 		stream_writer = pick_writer();

@@ -57,6 +57,25 @@ pa_shmem_request(void)
 	RequestNamedLWLockTranche("parallel_apply", 1);
 }
 
+/* Everything of a slot but its spinlock, as a fresh slot has it. */
+static void
+init_subslot(PaSubSlot *s)
+{
+	slock_t		mutex = s->mutex;
+
+	memset(s, 0, pa_shared->subslot_size);
+	s->mutex = mutex;
+	pg_atomic_init_u64(&s->committed_seq, 0);
+	pg_atomic_init_u64(&s->wake_leader_at, 0);
+	pg_atomic_init_u64(&s->flushed_seq, 0);
+	ConditionVariableInit(&s->progress_cv);
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		pg_atomic_init_u64(&s->writers[w].committed, 0);
+		pg_atomic_init_u64(&s->writers[w].locked_seq, 0);
+	}
+}
+
 void
 pa_shmem_startup(void)
 {
@@ -81,15 +100,7 @@ pa_shmem_startup(void)
 			PaSubSlot  *slot = pa_subslot(i);
 
 			SpinLockInit(&slot->mutex);
-			pg_atomic_init_u64(&slot->committed_seq, 0);
-			pg_atomic_init_u64(&slot->wake_leader_at, 0);
-			pg_atomic_init_u64(&slot->flushed_seq, 0);
-			ConditionVariableInit(&slot->progress_cv);
-			for (int w = 0; w < pa_max_writers; w++)
-			{
-				pg_atomic_init_u64(&slot->writers[w].committed, 0);
-				pg_atomic_init_u64(&slot->writers[w].locked_seq, 0);
-			}
+			init_subslot(slot);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -114,8 +125,6 @@ PaSubSlot *
 pa_subslot(int i)
 {
 	Assert(i >= 0 && i < pa_max_subscriptions);
-	if (i == 0)
-		pa_check_shared();
 	return (PaSubSlot *) (pa_shared->subs + i * pa_shared->subslot_size);
 }
 
@@ -166,19 +175,7 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 
 		if (!s->in_use)
 		{
-			slock_t		mutex = s->mutex;
-
-			memset(s, 0, pa_shared->subslot_size);
-			s->mutex = mutex;
-			pg_atomic_init_u64(&s->committed_seq, 0);
-			pg_atomic_init_u64(&s->wake_leader_at, 0);
-			pg_atomic_init_u64(&s->flushed_seq, 0);
-			ConditionVariableInit(&s->progress_cv);
-			for (int w = 0; w < pa_max_writers; w++)
-			{
-				pg_atomic_init_u64(&s->writers[w].committed, 0);
-				pg_atomic_init_u64(&s->writers[w].locked_seq, 0);
-			}
+			init_subslot(s);
 			s->in_use = true;
 			s->dboid = dboid;
 			s->subid = subid;

@@ -408,11 +408,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 		check_num_writers(PG_GETARG_INT32(4));
 	check_synchronous_commit(sync_commit);
-	if (pa_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("parallel_apply is not loaded at server start"),
-				 errhint("Add parallel_apply to shared_preload_libraries on the subscriber and restart it.")));
+	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -849,6 +845,7 @@ pa_writer_status(PG_FUNCTION_ARGS)
 	init_srf(fcinfo, &rsinfo);
 	if (pa_shared == NULL)
 		return (Datum) 0;
+	pa_check_shared();
 	for (int i = 0; i < pa_max_subscriptions; i++)
 	{
 		PaSubSlot  *slot = pa_subslot(i);

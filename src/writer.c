@@ -126,12 +126,10 @@ static StringInfoData pending;	/* taken from the queue, not groupable */
 static bool have_pending = false;
 static int	earliest_failures;
 
-/* the transaction being applied */
-static PaTxnHeader cur;
+/* the transaction being applied: one of the group */
+static GroupTxn *cur;
 static uint64 committed_before_change;	/* committed_seq read before the
 										 * change being applied */
-static char *cur_msgs;
-static Size cur_len;
 static BufFile *spill;			/* a streamed transaction */
 
 static void
@@ -320,7 +318,7 @@ row_not_found(PaRelMapEntry *rel, const char *what)
 					pa_relmap_subscription_name, what,
 					rel->remoterel.nspname, rel->remoterel.relname),
 			 errdetail("Remote transaction %u committed at %X/%X.",
-					   cur.xid, LSN_FORMAT_ARGS(cur.commit_lsn))));
+					   cur->hdr.xid, LSN_FORMAT_ARGS(cur->hdr.commit_lsn))));
 }
 
 static void
@@ -488,12 +486,10 @@ after_commit(int first, int n, XLogRecPtr local_end)
 static void
 set_current(int i)
 {
-	cur = group[i].hdr;
-	cur_msgs = group[i].msgs;
-	cur_len = group[i].len;
+	cur = &group[i];
 	SpinLockAcquire(&slot->mutex);
-	me->remote_xid = cur.xid;
-	me->commit_lsn = cur.commit_lsn;
+	me->remote_xid = cur->hdr.xid;
+	me->commit_lsn = cur->hdr.commit_lsn;
 	SpinLockRelease(&slot->mutex);
 }
 
@@ -634,7 +630,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			if (streamed)
 				apply_spill();
 			else
-				apply_buffer(cur_msgs, cur_len);
+				apply_buffer(cur->msgs, cur->len);
 			last = i;
 			if (!extend || !take_next())
 				break;
@@ -660,7 +656,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		AbortOutOfAnyTransaction();
 		ereport(DEBUG1,
 				(errmsg("parallel_apply: retrying remote transaction %u: %s",
-						cur.xid, edata->message)));
+						cur->hdr.xid, edata->message)));
 		FreeErrorData(edata);
 		ok = false;
 	}
@@ -716,12 +712,12 @@ discard_txn(void)
 	for (;;)
 	{
 		ConditionVariablePrepareToSleep(&slot->progress_cv);
-		if (committed_seq() + 1 >= cur.seq)
+		if (committed_seq() + 1 >= cur->hdr.seq)
 			break;
 		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	replorigin_session_advance(cur.end_lsn, InvalidXLogRecPtr);
+	replorigin_session_advance(cur->hdr.end_lsn, InvalidXLogRecPtr);
 	after_commit(0, 1, GetXLogInsertRecPtr());
 }
 
@@ -772,12 +768,11 @@ handle_queue_message(const char *data, Size len)
 			pa_relmap_update(&reldata);
 			break;
 		case PA_Q_STREAM_BEGIN:
+			/* a group of one, its messages in the spill file */
 			MemoryContextReset(txn_cxt);
+			memset(&group[0], 0, sizeof(GroupTxn));
 			memcpy(&group[0].hdr, data, sizeof(PaTxnHeader));
 			group[0].hdr.ndeps = 0;
-			group[0].deps = NULL;
-			group[0].msgs = NULL;
-			group[0].len = 0;
 			group_n = 1;
 			if (spill != NULL)
 				BufFileClose(spill);

@@ -101,31 +101,25 @@ my $writer_sql =
 # kill -9 of the receiver, of a writer, of the postmaster, under load
 ##########################################################################
 
+# kill -9 one process of the pipeline (found by $find) under load: the
+# pipeline comes back with new processes and ends identical
+sub kill_one_under_load
 {
+	my ($what, $find) = @_;
 	my @load = start_load(8);
 	sleep 2;
-	my ($receiver) = worker_pids($sub, 'parallel_apply receiver k');
-	ok(defined $receiver, 'the receiver runs');
+	my $pid = $find->();
+	ok(defined $pid && $pid =~ /^\d+$/, "the $what runs");
 	my @all = worker_pids($sub, 'parallel_apply%');
-	kill9($receiver);
-	pipeline_back('receiver killed', @all);
-	finish_load('receiver killed', 0, @load);
+	kill9($pid);
+	pipeline_back("$what killed", @all);
+	finish_load("$what killed", 0, @load);
 	catch_up_or_die($sub, 'k');
-	all_equal('after kill -9 of the receiver');
+	all_equal("after kill -9 of the $what");
 }
 
-{
-	my @load = start_load(8);
-	sleep 2;
-	my $writer = $sub->safe_psql('postgres', $writer_sql);
-	ok($writer =~ /^\d+$/, 'a writer runs');
-	my @all = worker_pids($sub, 'parallel_apply%');
-	kill9($writer);
-	pipeline_back('writer killed', @all);
-	finish_load('writer killed', 0, @load);
-	catch_up_or_die($sub, 'k');
-	all_equal('after kill -9 of a writer');
-}
+kill_one_under_load('receiver', sub { (worker_pids($sub, 'parallel_apply receiver k'))[0] });
+kill_one_under_load('writer', sub { $sub->safe_psql('postgres', $writer_sql) });
 
 {
 	my @load = start_load(8);
