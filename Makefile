@@ -21,6 +21,7 @@ OBJS += \
 	src/dispatcher.o \
 	src/pool.o \
 	src/progress.o \
+	src/readahead.o \
 	src/receiver.o \
 	src/shmem.o \
 	src/sql_api.o \

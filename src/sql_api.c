@@ -862,8 +862,8 @@ pa_writer_status(PG_FUNCTION_ARGS)
 		for (int w = 0; w < pa_max_writers; w++)
 		{
 			PaWriterSlot ws;
-			Datum		values[13];
-			bool		nulls[13];
+			Datum		values[14];
+			bool		nulls[14];
 
 			SpinLockAcquire(&slot->mutex);
 			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
@@ -886,10 +886,11 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[8] = Int64GetDatum((int64) ws.dep_waits);
 			values[9] = Int64GetDatum((int64) ws.commit_waits);
 			values[10] = Int64GetDatum((int64) ws.retries);
-			values[11] = CStringGetTextDatum(ws.last_error);
-			nulls[11] = ws.last_error[0] == '\0';
-			values[12] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[12] = ws.last_error_time == 0;
+			values[11] = Int64GetDatum((int64) ws.read_ahead);
+			values[12] = CStringGetTextDatum(ws.last_error);
+			nulls[12] = ws.last_error[0] == '\0';
+			values[13] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[13] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

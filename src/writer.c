@@ -53,6 +53,12 @@
  * any transaction of the group wait on.  A group that fails with a
  * retriable error is applied again one transaction at a time.
  *
+ * Reading ahead.  Before blocking in a wait for a turn or a dependency,
+ * the writer reads ahead (readahead.c): it takes the next transactions
+ * from its queue into its lookahead and looks up the rows they will
+ * change, one transaction per step, looking at its wait between steps.
+ * Everything taken from the queue goes through that lookahead, in order.
+ *
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
  *
@@ -91,6 +97,7 @@
 #include "catalog.h"
 #include "pool.h"
 #include "progress.h"
+#include "readahead.h"
 #include "relmap.h"
 #include "sync.h"
 
@@ -113,7 +120,6 @@ static PaWriterSlot *me;
 static int	my_index;
 static Oid	my_subid;
 static bool flush_commits = false;
-static shm_mq_handle *mqh;
 static MemoryContext txn_cxt;	/* the group being applied */
 static MemoryContext change_cxt;	/* reset after each change */
 
@@ -122,8 +128,6 @@ static GroupTxn group[PA_MAX_GROUP_LIMIT];
 static int	group_n;
 static Size group_bytes;
 static uint64 first_seq;		/* the group's first transaction */
-static StringInfoData pending;	/* taken from the queue, not groupable */
-static bool have_pending = false;
 static int	earliest_failures;
 
 /* the transaction being applied: one of the group */
@@ -210,6 +214,8 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 			{
 				/* the visible wait: w is applying waitfor */
 				ConditionVariableCancelSleep();
+				if (pa_readahead_step())
+					continue;	/* read ahead instead; then look again */
 				(void) LockAcquire(&tag, ShareLock, false, false);
 				LockRelease(&tag, ShareLock, false);
 				continue;
@@ -458,6 +464,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	SpinLockAcquire(&slot->mutex);
 	me->applied += n;
 	me->commits++;
+	me->read_ahead = pa_readahead_txns();
 	me->seq = 0;
 	me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
@@ -538,8 +545,7 @@ take_next(void)
 	uint64		committed;
 	uint64		rseq;
 
-	if (group_n >= pa_max_group || group_bytes >= GROUP_MAX_BYTES ||
-		have_pending)
+	if (group_n >= pa_max_group || group_bytes >= GROUP_MAX_BYTES)
 		return false;
 	SpinLockAcquire(&slot->mutex);
 	rseq = slot->retry_seq;
@@ -548,7 +554,7 @@ take_next(void)
 	if (rseq > committed)
 		return false;			/* a retry is under way: stay small */
 
-	res = shm_mq_receive(mqh, &len, &data, true);
+	res = pa_readahead_peek(&len, &data, true);
 	if (res != SHM_MQ_SUCCESS)
 		return false;			/* nothing there; a detach is seen later */
 	if (len >= sizeof(h) && ((char *) data)[0] == PA_Q_TXN)
@@ -569,12 +575,11 @@ take_next(void)
 		if (joins)
 		{
 			read_txn(data, len);
+			pa_readahead_pop();
 			return true;
 		}
 	}
-	resetStringInfo(&pending);
-	appendBinaryStringInfo(&pending, data, len);
-	have_pending = true;
+	pa_readahead_keep();		/* for the main loop */
 	return false;
 }
 
@@ -614,10 +619,15 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		pg_atomic_write_u64(&me->locked_seq, first_seq);
 		ConditionVariableBroadcast(&slot->progress_cv);
 
+		/* while waiting below, read ahead: this transaction first */
+		pa_readahead_allow(true);
+		if (!streamed)
+			pa_readahead_current(group[first].msgs, group[first].len);
 		wait_for_retry_barrier(first_seq);
 		for (int i = 0; i < h->ndeps; i++)
 			wait_for_seq(group[first].deps[i].seq, group[first].deps[i].writer,
 						 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
+		pa_readahead_current(NULL, 0);
 		/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
 		if ((attempt > 0 || h->barrier) && h->prev_writer >= 0)
 			wait_for_seq(first_seq - 1, h->prev_writer,
@@ -638,6 +648,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		if (h->prev_writer >= 0)
 			wait_for_seq(first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+		pa_readahead_allow(false);
 		replorigin_session_origin_lsn = group[last].hdr.end_lsn;
 		replorigin_session_origin_timestamp = group[last].hdr.commit_time;
 		CommitTransactionCommand();
@@ -647,6 +658,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		ErrorData  *edata;
 		bool		earliest = earliest_at_change();
 
+		pa_readahead_allow(false);
 		MemoryContextSwitchTo(oldcxt);
 		edata = CopyErrorData();
 		if (!is_retriable(edata->sqlerrcode, earliest) ||
@@ -742,17 +754,23 @@ create_spill_file(void)
 	return file;
 }
 
+/*
+ * Handle the message pa_readahead_peek() returned, and pop it: as soon as
+ * it is copied where it is needed (applying may read further messages).
+ */
 static void
 handle_queue_message(const char *data, Size len)
 {
 	PaRelationData reldata;
 	StringInfoData in;
 	PaTxnHeader end;
+	char		kind = data[0];
 
-	switch (data[0])
+	switch (kind)
 	{
 		case PA_Q_TXN:
 			start_group(data, len);
+			pa_readahead_pop();
 			if (pa_debug_discard)
 				discard_txn();
 			else
@@ -794,6 +812,7 @@ handle_queue_message(const char *data, Size len)
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			memcpy(&end, data, sizeof(end));
+			pa_readahead_pop();
 			group[0].hdr.end_lsn = end.end_lsn;
 			group[0].hdr.commit_time = end.commit_time;
 			apply_txns(true);
@@ -809,6 +828,8 @@ handle_queue_message(const char *data, Size len)
 			elog(ERROR, "unknown parallel_apply queue message 0x%02x",
 				 (unsigned char) data[0]);
 	}
+	if (kind != PA_Q_TXN && kind != PA_Q_STREAM_END)
+		pa_readahead_pop();
 }
 
 void
@@ -846,7 +867,6 @@ pa_writer_main(Datum arg)
 									ALLOCSET_DEFAULT_SIZES);
 	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
 									   ALLOCSET_DEFAULT_SIZES);
-	initStringInfo(&pending);
 
 	PG_TRY();
 	{
@@ -877,7 +897,7 @@ pa_writer_main(Datum arg)
 		replorigin_session_setup(originid);
 		replorigin_session_origin = originid;
 
-		mqh = pa_pool_attach((dsm_handle) extra[1], my_index, &seg);
+		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1], my_index, &seg));
 		set_state(PA_WRITER_IDLE);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -887,15 +907,9 @@ pa_writer_main(Datum arg)
 			Size		len;
 			void	   *data;
 
-			if (have_pending)
-			{
-				/* taken from the queue while a group was being applied */
-				have_pending = false;
-				handle_queue_message(pending.data, pending.len);
-				continue;
-			}
+			/* taken ahead while a group was being applied, else waited for */
 			HOLD_CANCEL_INTERRUPTS();
-			res = shm_mq_receive(mqh, &len, &data, false);
+			res = pa_readahead_peek(&len, &data, false);
 			RESUME_CANCEL_INTERRUPTS();
 			if (res == SHM_MQ_DETACHED)
 				break;			/* the leader retired us, or is gone */

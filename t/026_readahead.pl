@@ -1,0 +1,87 @@
+# Reading ahead: a writer waiting for its commit turn or a dependency
+# looks up the rows of the transactions queued behind it, so that their
+# pages are in shared buffers when it applies them.  With a subscriber
+# whose shared_buffers hold a fraction of the table, a backlog applied by
+# four writers is read ahead (writer_status().transactions_read_ahead)
+# and ends identical to the provider, across a schema change in the middle
+# of the backlog (reading ahead stops at the RELATION message), deletes,
+# and a unique index only the subscriber has.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib 't/lib';
+use PaTest;
+
+my $pub = provider_node('provider');
+my $sub = subscriber_node('subscriber', max_writers => 4,
+	extra_conf => 'shared_buffers = 2MB');
+
+# 20,000 rows of about 400 bytes: some 8 MB, four times the buffers
+my $ddl = q{
+CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL, filler char(400) NOT NULL DEFAULT '');
+CREATE TABLE hist (id bigserial PRIMARY KEY, acct int NOT NULL, delta int NOT NULL);
+};
+$pub->safe_psql('postgres', $ddl);
+$sub->safe_psql('postgres', $ddl);
+$sub->safe_psql('postgres', 'CREATE UNIQUE INDEX hist_acct_id ON hist (acct, id)');
+$pub->safe_psql('postgres', q{
+INSERT INTO acct SELECT g, 0 FROM generate_series(1, 20000) g;
+CREATE PUBLICATION pub FOR TABLE acct, hist;
+});
+create_sub($sub, $pub, 'g', num_writers => 4);
+wait_caught_up($sub, 'g');
+
+# n transactions spread over the whole table; every tenth also deletes
+# an older history row
+sub backlog
+{
+	my ($n, $seed, $extra_col) = @_;
+	my $sql = '';
+	for my $i (1 .. $n)
+	{
+		my $acct = 1 + ($i * 7919 + $seed * 104729) % 20000;
+		my $delta = ($i % 11) - 5;
+		my $cols = $extra_col ? '(acct, delta, note)' : '(acct, delta)';
+		my $vals = $extra_col ? "($acct, $delta, 'n$i')" : "($acct, $delta)";
+		$sql .= "BEGIN; INSERT INTO hist $cols VALUES $vals; "
+		  . "UPDATE acct SET balance = balance + $delta WHERE id = $acct; ";
+		$sql .= "DELETE FROM hist WHERE id = " . ($i / 10) . "; " if $i % 10 == 0;
+		$sql .= "COMMIT;\n";
+	}
+	$pub->safe_psql('postgres', $sql);
+}
+
+sub read_ahead
+{
+	return $sub->safe_psql('postgres',
+		"SELECT sum(transactions_read_ahead) FROM writer_status() WHERE subscription_name = 'g'");
+}
+
+my $before = read_ahead();
+$sub->safe_psql('postgres', "SELECT disable_subscription('g')");
+backlog(1500, 1, 0);
+# a column added in the middle of the backlog (subscriber first)
+$sub->safe_psql('postgres', 'ALTER TABLE hist ADD COLUMN note text');
+$pub->safe_psql('postgres', 'ALTER TABLE hist ADD COLUMN note text');
+backlog(1500, 2, 1);
+$sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+wait_caught_up($sub, 'g');
+
+tables_equal($pub, $sub, [ [ 'acct', 'id' ], [ 'hist', 'id' ] ],
+	'backlog read ahead');
+is($sub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),
+	$pub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),
+	'balances equal');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM hist WHERE note IS NOT NULL"),
+	'1500', 'the rows after the schema change carry the new column');
+my $after = read_ahead();
+cmp_ok($after - $before, '>', 0,
+	"writers read ahead while waiting ($before -> $after transactions)");
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'g' AND last_error IS NOT NULL"),
+	'0', 'no writer failed');
+
+done_testing();
