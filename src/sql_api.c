@@ -39,6 +39,7 @@
 #include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -748,12 +749,27 @@ lsn_or_null(XLogRecPtr lsn, bool *isnull)
 	return LSNGetDatum(lsn);
 }
 
+/*
+ * A set-returning function of ncols columns.  The columns are declared by
+ * the extension's SQL script: a library newer or older than the script the
+ * database ran (an extension not updated after an upgrade) would write
+ * past the row, so that is an error, not a crash.
+ */
 static void
-init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo)
+init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
 {
 	InitMaterializedSRF(fcinfo, 0);
 	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if ((*rsinfo)->setDesc->natts != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s returns %d columns in this database, the parallel_apply library installed %d",
+						get_func_name(fcinfo->flinfo->fn_oid),
+						(*rsinfo)->setDesc->natts, ncols),
+				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
 }
+
+#define SUBSCRIPTION_STATUS_COLS 19
 
 Datum
 pa_subscription_status(PG_FUNCTION_ARGS)
@@ -763,13 +779,13 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
 
-	init_srf(fcinfo, &rsinfo);
+	init_srf(fcinfo, &rsinfo, SUBSCRIPTION_STATUS_COLS);
 	foreach(lc, subs)
 	{
 		PaSubscription *sub = lfirst(lc);
 		PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
-		Datum		values[19];
-		bool		nulls[19];
+		Datum		values[SUBSCRIPTION_STATUS_COLS];
+		bool		nulls[SUBSCRIPTION_STATUS_COLS];
 		PaSubSlot	snap;
 		uint64		applied = 0,
 					depw = 0,
@@ -837,12 +853,14 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+#define WRITER_STATUS_COLS 14
+
 Datum
 pa_writer_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo;
 
-	init_srf(fcinfo, &rsinfo);
+	init_srf(fcinfo, &rsinfo, WRITER_STATUS_COLS);
 	if (pa_shared == NULL)
 		return (Datum) 0;
 	pa_check_shared();
@@ -862,8 +880,8 @@ pa_writer_status(PG_FUNCTION_ARGS)
 		for (int w = 0; w < pa_max_writers; w++)
 		{
 			PaWriterSlot ws;
-			Datum		values[14];
-			bool		nulls[14];
+			Datum		values[WRITER_STATUS_COLS];
+			bool		nulls[WRITER_STATUS_COLS];
 
 			SpinLockAcquire(&slot->mutex);
 			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));

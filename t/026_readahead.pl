@@ -6,6 +6,10 @@
 # and ends identical to the provider, across a schema change in the middle
 # of the backlog (reading ahead stops at the RELATION message), deletes,
 # and a unique index only the subscriber has.
+#
+# Also: writer_status() declared with other columns than the library
+# returns (an extension not updated after installing another build) is an
+# error, not a crash.
 use strict;
 use warnings;
 
@@ -83,5 +87,19 @@ cmp_ok($after - $before, '>', 0,
 is($sub->safe_psql('postgres',
 		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'g' AND last_error IS NOT NULL"),
 	'0', 'no writer failed');
+
+# the SQL declaration and the library disagree: an error with a hint
+$sub->safe_psql('postgres', q{
+ALTER EXTENSION parallel_apply DROP FUNCTION writer_status();
+DROP FUNCTION writer_status();
+CREATE FUNCTION writer_status(OUT subscription_name text, OUT writer int)
+RETURNS SETOF record AS 'parallel_apply', 'pa_writer_status' LANGUAGE C;
+});
+my ($ret, $out, $err) = $sub->psql('postgres', 'SELECT * FROM writer_status()');
+isnt($ret, 0, 'writer_status() with two declared columns fails');
+like($err,
+	qr/ERROR:  function writer_status returns 2 columns in this database, the parallel_apply library installed 14\n.*HINT:  Run ALTER EXTENSION parallel_apply UPDATE/s,
+	'the error names the mismatch and the remedy');
+is($sub->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 
 done_testing();
