@@ -129,7 +129,6 @@ static List *new_relations;		/* Oids of RELATIONs in this transaction */
 static uint64 last_seq = 0;
 static int	last_writer = -1;
 static uint64 wait_before_next = 0; /* a barrier still to commit */
-static int	next_rr = 0;
 static uint64 dispatches_since_purge = 0;
 
 static void send_relations_to(int writer);
@@ -494,7 +493,14 @@ has_room(int w)
 	return pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER;
 }
 
-/* An idle writer, round robin, or else the least loaded. */
+/*
+ * The lowest-numbered writer holding at most half of what it may, else
+ * the least loaded.  Packing work onto the first writers keeps as few
+ * writers busy as the apply rate needs: when one writer keeps up (its
+ * transactions commit as fast as they come) the next ones stay idle and
+ * nobody waits for another writer's commit; when writers fall behind
+ * (waiting on storage, on locks) the work spreads over more of them.
+ */
 static int
 pick_writer(void)
 {
@@ -502,20 +508,18 @@ pick_writer(void)
 	int			best = -1;
 	uint64		best_load = PG_UINT64_MAX;
 
-	for (int i = 0; i < n; i++)
+	for (int w = 0; w < n; w++)
 	{
-		int			w = (next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
+		if (load <= MAX_INFLIGHT_PER_WRITER / 2)
+			return w;
 		if (load < best_load)
 		{
 			best = w;
 			best_load = load;
-			if (load == 0)
-				break;
 		}
 	}
-	next_rr = (best + 1) % n;
 	return best;
 }
 

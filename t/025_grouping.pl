@@ -93,6 +93,64 @@ SELECT alter_subscription_config('g', num_writers := 3);
 ($xacts, $commits) = apply_backlog('three writers', 1000, 3);
 cmp_ok($commits, '<', $xacts, "three writers: $xacts transactions in $commits local commits");
 
+# A group that meets a retriable error is applied again one transaction
+# at a time.  Twenty transactions, the i-th updating account i.  Local
+# sessions lock accounts 1 and 10; the writer blocks in transaction 1
+# while the other nineteen reach its queue; account 1 released, it groups
+# 1-9 and blocks in 10, nothing of the group visible; cancelled (a
+# retriable error), it applies 1-9 again, each committed on its own,
+# and waits in 10 again; account 10 released, everything arrives.
+$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
+ok(poll_until($sub, "SELECT count(*) = 1 FROM writer_status() WHERE subscription_name = 'g' AND pid IS NOT NULL"),
+	'group retry: one writer');
+$sub->safe_psql('postgres', "SELECT disable_subscription('g')");
+my $sql = '';
+for my $i (1 .. 20)
+{
+	$sql .= "BEGIN; INSERT INTO hist (acct, delta) VALUES ($i, 1000 + $i); "
+	  . "UPDATE acct SET balance = balance + 1000 + $i WHERE id = $i; COMMIT;\n";
+}
+$pub->safe_psql('postgres', $sql);
+my $end = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+my $hist0 = $sub->safe_psql('postgres', 'SELECT count(*) FROM hist');
+my ($r0, $c0) = split /\|/, $sub->safe_psql('postgres',
+	"SELECT sum(retries), sum(local_commits) FROM writer_status() WHERE subscription_name = 'g'");
+my $lock1 = session_open($sub);
+my $lock10 = session_open($sub);
+my $pid1 = session_query($lock1, 'SELECT pg_backend_pid()');
+my $pid10 = session_query($lock10, 'SELECT pg_backend_pid()');
+session_query($lock1, 'BEGIN; SELECT id FROM acct WHERE id = 1 FOR UPDATE');
+session_query($lock10, 'BEGIN; SELECT id FROM acct WHERE id = 10 FOR UPDATE');
+$sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+my $blocked_by = sub {
+	return "SELECT $_[0] = ANY (pg_blocking_pids(pid)) FROM pg_stat_activity WHERE backend_type = 'parallel_apply writer g:0'";
+};
+ok(poll_until($sub, $blocked_by->($pid1)), 'group retry: the writer waits for account 1');
+# the provider has sent all twenty; give the receiver a moment to queue them
+ok(poll_until($pub, "SELECT r.sent_lsn >= '$end' FROM pg_stat_replication r JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = 'pa_g'"),
+	'group retry: all twenty transactions sent');
+sleep(1);
+session_query($lock1, 'COMMIT');
+ok(poll_until($sub, $blocked_by->($pid10)),
+	'group retry: the writer waits again, in transaction 10');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM hist') - $hist0, 0,
+	'group retry: transactions 1-9 are applied in one group, not visible yet');
+$sub->safe_psql('postgres',
+	"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'parallel_apply writer g:0'");
+ok(poll_until($sub, "SELECT count(*) = $hist0 + 9 FROM hist"),
+	'group retry: after the cancel, transactions 1-9 committed while 10 waits');
+ok(poll_until($sub, $blocked_by->($pid10)),
+	'group retry: transaction 10 waits for account 10 again');
+session_query($lock10, 'COMMIT');
+session_close($lock1);
+session_close($lock10);
+wait_caught_up($sub, 'g');
+tables_equal($pub, $sub, [ 'acct', 'hist' ], 'group retry');
+my ($r1, $c1) = split /\|/, $sub->safe_psql('postgres',
+	"SELECT sum(retries), sum(local_commits) FROM writer_status() WHERE subscription_name = 'g'");
+cmp_ok($r1 - $r0, '>=', 1, 'group retry: the retry is counted');
+cmp_ok($c1 - $c0, '>=', 10, 'group retry: transactions 1-10 committed one by one');
+
 # debug_discard_changes: the position moves on, the rows do not come
 my $before = $sub->safe_psql('postgres', 'SELECT count(*) FROM hist');
 my $logpos = -s $sub->logfile;
