@@ -28,6 +28,10 @@
  * btree index.  What it cannot use it skips: an expression column, a
  * NULL, a value the provider did not send.
  *
+ * Reading ahead converts values as the apply will; a value that cannot
+ * be converted raises the error its own apply would raise, earlier, in
+ * the waiting transaction, which then fails like any other attempt.
+ *
  * When pages are already cached, reading ahead only costs CPU.  So a
  * writer stops reading ahead during a wait after READAHEAD_IDLE_STREAK
  * transactions in a row whose pages were all in shared buffers, and tries
