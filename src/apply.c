@@ -93,6 +93,7 @@
 
 #include "apply.h"
 #include "compat.h"
+#include "rowcache.h"
 
 /* The executor state of one change. */
 typedef struct ApplyState
@@ -670,9 +671,10 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 	{
 		notsent = index_column_not_sent(state, target, idxoid, src, srckind);
 		if (notsent == NULL)
-			return RelationFindReplTupleByIndex(trel, idxoid,
-												LockTupleExclusive,
-												searchslot, *localslot);
+			return pa_rowcache_fetch(trel, idxoid, searchslot, *localslot) ||
+				RelationFindReplTupleByIndex(trel, idxoid,
+											 LockTupleExclusive,
+											 searchslot, *localslot);
 	}
 
 	if (srckind == PA_TUPLE_OLD)
@@ -722,6 +724,7 @@ insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 	check_privileges(rri->ri_RelationDesc, ACL_INSERT);
 	open_indexes(state, rri);
 	ExecSimpleRelationInsert(rri, state->estate, slot);
+	pa_rowcache_remember(rri->ri_RelationDesc, slot);
 }
 
 static void
@@ -737,6 +740,7 @@ update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
 	ExecSimpleRelationUpdate(rri, state->estate, &epqstate, localslot,
 							 newslot);
 	EvalPlanQualEnd(&epqstate);
+	pa_rowcache_remember(rri->ri_RelationDesc, newslot);
 }
 
 static void

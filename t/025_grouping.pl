@@ -93,6 +93,31 @@ SELECT alter_subscription_config('g', num_writers := 3);
 ($xacts, $commits) = apply_backlog('three writers', 1000, 3);
 cmp_ok($commits, '<', $xacts, "three writers: $xacts transactions in $commits local commits");
 
+# A group that changes the same rows again and again (the writer fetches
+# a row it wrote in the same local transaction by its TID, rowcache.c):
+# updates of one row, its key changed and changed back, deleted and
+# inserted again, a row inserted and updated in the same group.  One
+# writer: every transaction joins the group.
+$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
+ok(poll_until($sub, "SELECT count(*) = 1 FROM writer_status() WHERE subscription_name = 'g' AND pid IS NOT NULL"),
+	'one writer');
+$sub->safe_psql('postgres', "SELECT disable_subscription('g')");
+my $same = '';
+for my $i (1 .. 30)
+{
+	$same .= "UPDATE acct SET balance = balance + $i WHERE id = 1;\n";
+	$same .= "UPDATE acct SET id = 1001 WHERE id = 1; UPDATE acct SET balance = balance - 1 WHERE id = 1001; UPDATE acct SET id = 1 WHERE id = 1001;\n"
+	  if $i % 7 == 0;
+	$same .= "BEGIN; DELETE FROM acct WHERE id = 2; INSERT INTO acct VALUES (2, $i); COMMIT;\n"
+	  if $i % 5 == 0;
+	$same .= "INSERT INTO acct VALUES (" . (2000 + $i) . ", 0); UPDATE acct SET balance = $i WHERE id = " . (2000 + $i) . ";\n"
+	  if $i % 3 == 0;
+}
+$pub->safe_psql('postgres', $same);
+$sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+wait_caught_up($sub, 'g');
+tables_equal($pub, $sub, [ [ 'acct', 'id' ] ], 'the same rows changed again and again');
+
 # A group that meets a retriable error is applied again one transaction
 # at a time.  Twenty transactions, the i-th updating account i.  Local
 # sessions lock accounts 1 and 10; the writer blocks in transaction 1
