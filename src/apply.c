@@ -35,7 +35,11 @@
  *	  compares every column, local-only ones included;
  *	- otherwise the change cannot be applied, which is an error.
  *
- * The row found is locked (LockTupleExclusive).  Not finding it is not an
+ * A row whose latest version this local transaction wrote (a group
+ * changing a hot row again) is fetched by its TID instead (rowcache.c).
+ *
+ * The row found is locked (LockTupleExclusive; one this transaction wrote
+ * needs no lock: nobody else can change it before it commits).  Not finding it is not an
  * error here: the functions return false and the caller decides.
  *
  * UPDATE starts from the local row and replaces the columns the provider
