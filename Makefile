@@ -22,7 +22,6 @@ OBJS += \
 	src/pool.o \
 	src/progress.o \
 	src/readahead.o \
-	src/rowcache.o \
 	src/receiver.o \
 	src/shmem.o \
 	src/sql_api.o \

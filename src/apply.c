@@ -35,11 +35,7 @@
  *	  compares every column, local-only ones included;
  *	- otherwise the change cannot be applied, which is an error.
  *
- * A row whose latest version this local transaction wrote (a group
- * changing a hot row again) is fetched by its TID instead (rowcache.c).
- *
- * The row found is locked (LockTupleExclusive; one this transaction wrote
- * needs no lock: nobody else can change it before it commits).  Not finding it is not an
+ * The row found is locked (LockTupleExclusive).  Not finding it is not an
  * error here: the functions return false and the caller decides.
  *
  * UPDATE starts from the local row and replaces the columns the provider
@@ -97,7 +93,6 @@
 
 #include "apply.h"
 #include "compat.h"
-#include "rowcache.h"
 
 /* The executor state of one change. */
 typedef struct ApplyState
@@ -675,10 +670,9 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 	{
 		notsent = index_column_not_sent(state, target, idxoid, src, srckind);
 		if (notsent == NULL)
-			return pa_rowcache_fetch(trel, idxoid, searchslot, *localslot) ||
-				RelationFindReplTupleByIndex(trel, idxoid,
-											 LockTupleExclusive,
-											 searchslot, *localslot);
+			return RelationFindReplTupleByIndex(trel, idxoid,
+												LockTupleExclusive,
+												searchslot, *localslot);
 	}
 
 	if (srckind == PA_TUPLE_OLD)
@@ -728,7 +722,6 @@ insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 	check_privileges(rri->ri_RelationDesc, ACL_INSERT);
 	open_indexes(state, rri);
 	ExecSimpleRelationInsert(rri, state->estate, slot);
-	pa_rowcache_remember(rri->ri_RelationDesc, slot);
 }
 
 static void
@@ -744,7 +737,6 @@ update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
 	ExecSimpleRelationUpdate(rri, state->estate, &epqstate, localslot,
 							 newslot);
 	EvalPlanQualEnd(&epqstate);
-	pa_rowcache_remember(rri->ri_RelationDesc, newslot);
 }
 
 static void

@@ -93,9 +93,9 @@ SELECT alter_subscription_config('g', num_writers := 3);
 ($xacts, $commits) = apply_backlog('three writers', 1000, 3);
 cmp_ok($commits, '<', $xacts, "three writers: $xacts transactions in $commits local commits");
 
-# A group that changes the same rows again and again (the writer fetches
-# a row it wrote in the same local transaction by its TID, rowcache.c):
-# updates of one row, its key changed and changed back, deleted and
+# A group that changes the same rows again and again (each search finds
+# the version an earlier transaction of the same group wrote): updates of
+# one row, its key changed and changed back, deleted and
 # inserted again, a row inserted and updated in the same group.  One
 # writer: every transaction joins the group.
 $sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
