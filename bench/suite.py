@@ -1142,18 +1142,26 @@ class Suite:
         a = self.args
         n = len(dep.systems)
         for run in range(1, a.runs + 1):
-            for i in range(n):
-                x = dep.systems[(i + (run - 1)) % n]    # rotate the first system per run
+            # rotate the first system per run
+            order = [dep.systems[(i + (run - 1)) % n] for i in range(n)]
+            self.sustained_sweep(dep, "sustained", run, order, a.clients, a.duration,
+                                 f"sustained/lag run {run}/{a.runs}:", a.duration * 1.3 + 8)
+
+    def sustained_sweep(self, dep, experiment, run, systems, clients, duration, step, estimate,
+                        before_load=None):
+        """Each system enabled in turn, one sustained run per client count;
+        before_load(system), when given, runs before each load."""
+        for x in systems:
+            if x.broken:
+                continue
+            x.enable()
+            for c in clients:
                 if x.broken:
-                    continue
-                x.enable()
-                for c in a.clients:
-                    if x.broken:
-                        break
-                    self.progress.step(f"sustained/lag run {run}/{a.runs}: {x.title}, {c} clients, "
-                                       f"pgbench {a.duration}s", a.duration * 1.3 + 8)
-                    self.add(dep.sustained_run("sustained", run, x, c, a.duration))
-                x.disable()
+                    break
+                self.progress.step(f"{step} {x.title}, {c} clients, pgbench {duration}s", estimate)
+                hook = (lambda x=x: before_load(x)) if before_load else None
+                self.add(dep.sustained_run(experiment, run, x, c, duration, before_load=hook))
+            x.disable()
 
     # -- experiment 4: synchronous replication
     def exp_syncrep(self, dep):
@@ -1265,18 +1273,9 @@ class Suite:
                                              before_enable=lambda x=x: evict(x)))
                     x.disable()
                 # sustained under the cap
-                for x in dep.systems:
-                    if x.broken:
-                        continue
-                    x.enable()
-                    for c in a.memory_clients:
-                        if x.broken:
-                            break
-                        self.progress.step(f"memory run {run}/{a.runs}: sustained {x.title}, {c} clients, "
-                                           f"pgbench {a.memory_duration}s", a.memory_duration * 1.5 + 20)
-                        self.add(dep.sustained_run("memory_sustained", run, x, c, a.memory_duration,
-                                                   before_load=lambda x=x: evict(x)))
-                    x.disable()
+                self.sustained_sweep(dep, "memory_sustained", run, dep.systems, a.memory_clients,
+                                     a.memory_duration, f"memory run {run}/{a.runs}: sustained",
+                                     a.memory_duration * 1.5 + 20, before_load=evict)
         finally:
             dep.teardown()
 

@@ -34,9 +34,10 @@
  * was measured: no faster with warm caches, slower when writers wait on
  * storage, where spreading gives more writers something to read ahead.)
  * Dependencies on writers other than its own are waits (writer.c makes
- * them lock waits, visible to the deadlock detector).  Following the latest dependency instead
- * made hot-row workloads (pgbench's ten branches) alternate between
- * writers, one commit-order wait per transaction.
+ * them lock waits, visible to the deadlock detector).  Following the
+ * latest dependency instead made hot-row workloads (pgbench's ten
+ * branches) alternate between writers, one commit-order wait per
+ * transaction.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the receiver first lets everything in

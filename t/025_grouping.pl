@@ -73,6 +73,15 @@ sub apply_backlog
 	return ($t1 - $t0, $c1 - $c0);
 }
 
+# the pool down to one writer: every transaction can join the group
+sub one_writer
+{
+	my ($label) = @_;
+	$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
+	ok(poll_until($sub, "SELECT count(*) = 1 FROM writer_status() WHERE subscription_name = 'g' AND pid IS NOT NULL"),
+		"$label: one writer");
+}
+
 my ($xacts, $commits) = apply_backlog('one writer', 1000, 1);
 cmp_ok($commits, '<', $xacts, "one writer: $xacts transactions in $commits local commits");
 
@@ -98,9 +107,7 @@ cmp_ok($commits, '<', $xacts, "three writers: $xacts transactions in $commits lo
 # one row, its key changed and changed back, deleted and
 # inserted again, a row inserted and updated in the same group.  One
 # writer: every transaction joins the group.
-$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
-ok(poll_until($sub, "SELECT count(*) = 1 FROM writer_status() WHERE subscription_name = 'g' AND pid IS NOT NULL"),
-	'one writer');
+one_writer('same rows');
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 my $same = '';
 for my $i (1 .. 30)
@@ -125,9 +132,7 @@ tables_equal($pub, $sub, [ [ 'acct', 'id' ] ], 'the same rows changed again and 
 # 1-9 and blocks in 10, nothing of the group visible; cancelled (a
 # retriable error), it applies 1-9 again, each committed on its own,
 # and waits in 10 again; account 10 released, everything arrives.
-$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', num_writers := 1)");
-ok(poll_until($sub, "SELECT count(*) = 1 FROM writer_status() WHERE subscription_name = 'g' AND pid IS NOT NULL"),
-	'group retry: one writer');
+one_writer('group retry');
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 my $sql = '';
 for my $i (1 .. 20)
