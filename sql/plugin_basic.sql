@@ -112,6 +112,32 @@ SELECT (SELECT max(lsn) FROM pg_logical_slot_peek_binary_changes('basic', NULL, 
          WHERE message LIKE 'COMMIT%') AS end_lsn_is_slot_lsn;
 SELECT count(*) FROM get_changes_text('basic', NULL, NULL, false, :opts);
 
+-- protocol version 2: the messages of a transaction go out as one BATCH,
+-- written at COMMIT (STARTUP alone before it); the renderer shows the
+-- messages it holds, as version 1 does
+\set opts2 '''proto_version'', ''2'', ''publication_names'', ''pub_basic'''
+BEGIN;
+INSERT INTO basic VALUES (9, 'batched');
+UPDATE basic SET val = 'batched too' WHERE id = 9;
+COMMIT;
+SELECT chr(get_byte(data, 0)) AS frame,
+       CASE WHEN get_byte(data, 0) = ascii('X')
+            THEN ('x' || encode(substring(data FROM 2 FOR 4), 'hex'))::bit(32)::int END AS messages
+  FROM pg_logical_slot_peek_binary_changes('basic', NULL, NULL, :opts2);
+SELECT * FROM get_changes_text('basic', NULL, NULL, false, :opts2);
+-- a transaction of about 200 kB comes in frames of about 64 kB, holding
+-- the same messages as version 1 sends one by one
+INSERT INTO basic SELECT g, repeat('x', 1000) FROM generate_series(100, 299) g;
+SELECT chr(get_byte(data, 0)) AS frame, count(*),
+       sum(('x' || encode(substring(data FROM 2 FOR 4), 'hex'))::bit(32)::int) AS messages,
+       max(length(data)) BETWEEN 65536 AND 65536 + 1100 AS frames_near_64kb
+  FROM pg_logical_slot_peek_binary_changes('basic', NULL, NULL, :opts2)
+ WHERE get_byte(data, 0) = ascii('X') GROUP BY 1;
+SELECT (SELECT array_agg(message ORDER BY n) FROM peek_changes_text('basic', NULL, NULL, true, :opts) WITH ORDINALITY m(message, n) WHERE message NOT LIKE 'STARTUP%') =
+       (SELECT array_agg(message ORDER BY n) FROM peek_changes_text('basic', NULL, NULL, true, :opts2) WITH ORDINALITY m(message, n) WHERE message NOT LIKE 'STARTUP%')
+       AS same_messages;
+SELECT count(*) FROM get_changes_text('basic', NULL, NULL, false, :opts2);
+
 -- upto_nchanges stops after the transaction that reaches the limit
 INSERT INTO basic VALUES (7, 'a');
 INSERT INTO basic VALUES (8, 'b');

@@ -18,10 +18,10 @@ SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '0',
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', 'one', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1 ', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '-1', 'publication_names', 'pub_errs');
-SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '2', 'max_proto_version', '5', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '3', 'max_proto_version', '5', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', ' 1', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '+1', 'publication_names', 'pub_errs');
-SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '2', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '3', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'max_proto_version', '0', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '3', 'max_proto_version', '2', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1', 'max_proto_version', '1', 'publication_names', 'pub_errs');

@@ -34,7 +34,19 @@
  * was measured: no faster with warm caches, slower when writers wait on
  * storage, where spreading gives more writers something to read ahead.)
  * Dependencies on writers other than its own are waits (writer.c makes
- * them lock waits, visible to the deadlock detector).  Following the
+ * them lock waits, visible to the deadlock detector).
+ *
+ * A full writer.  When the writer of a dependent transaction's chain (or,
+ * for dependencies on several writers, the previous transaction's writer
+ * if it is one of them, else the latest one's) is full, the transaction
+ * waits for room there, unless the writers read from storage
+ * (pa_pool_writers_read: at least one block read into shared buffers per
+ * two transactions).  Handing it to another writer would only make that
+ * one wait for the chain, at the price of a lock wait and a wakeup per
+ * hand-over: with pgbench's ten branches nearly every transaction depends
+ * on one in flight, and 2 and 8 writers were slower than one.  When
+ * writers read, the other writer reads ahead while it waits (readahead.c),
+ * which is what pays there, so it does get the transaction.  Following the
  * latest dependency instead made hot-row workloads (pgbench's ten
  * branches) alternate between writers, one commit-order wait per
  * transaction.
@@ -547,6 +559,7 @@ dispatch_txn(PaCommitData *commit)
 	int			writer = -1;
 	uint64		maxdep = 0;
 	int			ndepwriters;
+	bool		chain;
 	PaTxnHeader h;
 	shm_mq_iovec iov[3];
 	KeyEntry  **entries = NULL;
@@ -610,19 +623,27 @@ dispatch_txn(PaCommitData *commit)
 		 * runs of consecutive transactions form, which it commits together
 		 * and without waiting for another writer's commit; else take an
 		 * idle or the least loaded writer.  Dependencies on other writers
-		 * than the one chosen are waited for explicitly.
+		 * than the one chosen are waited for explicitly.  A dependent
+		 * transaction whose writer is full waits for room there instead
+		 * (chain), unless the writers read from storage; see "A full
+		 * writer" in the header comment.
 		 */
 		ndepwriters = 0;
 		for (int w = 0; w < pa_max_writers; w++)
 			if (per_writer[w] != 0)
 				ndepwriters++;
-		if (ndepwriters != 1 || writer >= pa_pool_size() ||
-			!has_room(writer))
+		chain = ndepwriters > 0 && !pa_pool_writers_read();
+		if (writer >= pa_pool_size())
 			writer = -1;
-		if (writer < 0 && last_writer >= 0 && last_writer < pa_pool_size() &&
-			has_room(last_writer))
+		if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
+		{
+			/* follow the chain */
+		}
+		else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+				 (has_room(last_writer) ||
+				  (chain && per_writer[last_writer] != 0)))
 			writer = last_writer;
-		if (writer < 0)
+		else if (!chain || writer < 0)
 			writer = pick_writer();
 
 		deps = palloc(sizeof(PaDep) * pa_max_writers);
@@ -756,11 +777,11 @@ pa_dispatch_message(const char *data, int len)
 	{
 		case PA_MSG_STARTUP:
 			pa_read_startup(&in, &startup);
-			if (startup.proto_version != 1)
+			if (startup.proto_version != PA_PROTO_VERSION_MAX)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("provider chose parallel_apply protocol version %d, expected 1",
-								startup.proto_version)));
+						 errmsg("provider chose parallel_apply protocol version %d, expected %d",
+								startup.proto_version, PA_PROTO_VERSION_MAX)));
 			if (strcmp(startup.encoding, GetDatabaseEncodingName()) != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -28,6 +28,10 @@ typedef struct PaOutputData
 	bool		messages;
 	bool		startup_sent;	/* STARTUP sent in this session */
 	bool		begin_sent;		/* BEGIN of the current txn sent */
+	/* protocol version 2: the messages of a transaction go out batched */
+	StringInfo	msg;			/* the message being formatted */
+	StringInfo	batch;			/* messages waiting: uint32 length + bytes */
+	int			batch_n;
 } PaOutputData;
 
 /*

@@ -93,6 +93,8 @@ typedef struct PaWriterSlot
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
+	pg_atomic_uint64 blocks_read;	/* shared blocks read, as of its last
+									 * commit (pool.c) */
 	pg_atomic_uint64 locked_seq;	/* the transaction it holds the lock of,
 									 * or last held */
 	uint32		copies_done;	/* initial copy tasks finished */

@@ -39,6 +39,8 @@
 #include "pool.h"
 
 #define PA_POOL_MAGIC	0x50415031
+#define READ_RATE_WINDOW	256
+#define READ_RATE_TXNS		2
 
 typedef struct PaPoolWriter
 {
@@ -127,6 +129,7 @@ start_writer(int w)
 	ws->copy_failed = false;
 	SpinLockRelease(&pool_slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
+	pg_atomic_write_u64(&ws->blocks_read, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
 
 	memset(&bgw, 0, sizeof(bgw));
@@ -241,6 +244,41 @@ pa_pool_dispatched(int w, uint64 seq)
 
 	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
 	pw->dispatched++;
+}
+
+/*
+ * Do the writers read from storage?  True when, over the last
+ * READ_RATE_WINDOW transactions committed, they read at least one block
+ * into shared buffers per READ_RATE_TXNS transactions.  Writers publish
+ * their count of blocks read at each commit; a count that went down (a
+ * writer restarted, the pool shrank) starts a new window.
+ */
+bool
+pa_pool_writers_read(void)
+{
+	static uint64 base_reads = 0;
+	static uint64 base_txns = 0;
+	static bool reading = false;
+	uint64		reads = 0;
+	uint64		txns = 0;
+
+	for (int w = 0; w < pool_nactive; w++)
+	{
+		reads += pg_atomic_read_u64(&pool_slot->writers[w].blocks_read);
+		txns += pg_atomic_read_u64(&pool_slot->writers[w].committed);
+	}
+	if (reads < base_reads || txns < base_txns)
+	{
+		base_reads = reads;
+		base_txns = txns;
+	}
+	else if (txns - base_txns >= READ_RATE_WINDOW)
+	{
+		reading = (reads - base_reads) * READ_RATE_TXNS >= txns - base_txns;
+		base_reads = reads;
+		base_txns = txns;
+	}
+	return reading;
 }
 
 /*

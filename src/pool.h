@@ -75,6 +75,7 @@ extern void pa_pool_wait(long timeout_ms);
 extern void pa_pool_dispatched(int writer, uint64 seq);
 extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
 extern void pa_pool_wait_committed(uint64 target);
+extern bool pa_pool_writers_read(void);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);
 

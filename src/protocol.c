@@ -283,6 +283,18 @@ pa_write_message(StringInfo out, const PaMessageData *msg)
 	pq_sendbytes(out, msg->content, msg->size);
 }
 
+/*
+ * BATCH: nmsgs messages, each as it would be sent alone, in msgs as
+ * uint32 length + bytes (as appended by the output plugin).
+ */
+void
+pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
+{
+	pq_sendbyte(out, PA_MSG_BATCH);
+	pq_sendint32(out, (uint32) nmsgs);
+	pq_sendbytes(out, msgs->data, msgs->len);
+}
+
 /* ---------------------------------------------------------------------
  * Reading
  * ---------------------------------------------------------------------
@@ -374,6 +386,35 @@ pa_read_end(StringInfo in)
 {
 	if (bytes_left(in) != 0)
 		malformed("The message has trailing bytes.");
+}
+
+/*
+ * After the type byte of a BATCH: the number of messages in it, each to be
+ * read with pa_read_batch_message, then pa_read_end.
+ */
+int
+pa_read_batch(StringInfo in)
+{
+	uint32		n = read_uint32(in);
+
+	/* each message takes at least its length and type byte */
+	if (n == 0 || n > (uint32) bytes_left(in) / 5)
+		malformed("A batch has an impossible number of messages.");
+	return (int) n;
+}
+
+/* The next message of a batch, in msg (pointing into in's buffer). */
+void
+pa_read_batch_message(StringInfo in, StringInfo msg)
+{
+	int			len;
+
+	msg->data = (char *) read_counted(in, &len);
+	if (len == 0)
+		malformed("A batch holds an empty message.");
+	msg->len = len;
+	msg->maxlen = len;
+	msg->cursor = 0;
 }
 
 void

@@ -27,7 +27,10 @@
 
 /* Protocol versions this build can speak. */
 #define PA_PROTO_VERSION_MIN	1
-#define PA_PROTO_VERSION_MAX	1
+#define PA_PROTO_VERSION_MAX	2
+
+/* The first version that sends BATCH. */
+#define PA_PROTO_VERSION_BATCH	2
 
 /* Message types: the first byte of every message. */
 #define PA_MSG_STARTUP		'S'
@@ -40,6 +43,7 @@
 #define PA_MSG_DELETE		'D'
 #define PA_MSG_TRUNCATE		'T'
 #define PA_MSG_MESSAGE		'M'
+#define PA_MSG_BATCH		'X'
 
 /* Tuple markers inside INSERT, UPDATE and DELETE. */
 #define PA_TUPLE_NEW		'N'
@@ -165,6 +169,7 @@ extern void pa_write_delete(StringInfo out, Oid relid, TupleDesc desc,
 extern void pa_write_truncate(StringInfo out, int nrelids, const Oid *relids,
 							  uint8 flags);
 extern void pa_write_message(StringInfo out, const PaMessageData *msg);
+extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
 
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
@@ -180,5 +185,7 @@ extern Oid	pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
 extern void pa_read_end(StringInfo in);
+extern int	pa_read_batch(StringInfo in);
+extern void pa_read_batch_message(StringInfo in, StringInfo msg);
 
 #endif							/* PA_PROTOCOL_H */

@@ -418,6 +418,20 @@ init_result(FunctionCallInfo fcinfo)
 	MemoryContextSwitchTo(oldcxt);
 }
 
+static void
+render_row(ReturnSetInfo *rsinfo, RenderState *st, StringInfo in)
+{
+	StringInfoData line;
+	Datum		out;
+	bool		outnull = false;
+
+	initStringInfo(&line);
+	render_message(&line, st, in);
+	out = CStringGetTextDatum(line.data);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &outnull);
+	pfree(line.data);
+}
+
 static Datum
 render_changes(FunctionCallInfo fcinfo, const char *fn)
 {
@@ -459,19 +473,29 @@ render_changes(FunctionCallInfo fcinfo, const char *fn)
 									  SPI_tuptable->tupdesc, 1, &isnull);
 		bytea	   *data = DatumGetByteaPP(d);
 		StringInfoData in;
-		StringInfoData line;
-		Datum		out;
-		bool		outnull = false;
 
 		in.data = VARDATA_ANY(data);
 		in.len = VARSIZE_ANY_EXHDR(data);
 		in.maxlen = in.len;
 		in.cursor = 0;
 
-		initStringInfo(&line);
-		render_message(&line, &st, &in);
-		out = CStringGetTextDatum(line.data);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &outnull);
+		/* a BATCH is rendered as the messages it holds, a row each */
+		if (in.len > 0 && in.data[0] == PA_MSG_BATCH)
+		{
+			StringInfoData msg;
+			int			n;
+
+			in.cursor++;
+			n = pa_read_batch(&in);
+			for (int i = 0; i < n; i++)
+			{
+				pa_read_batch_message(&in, &msg);
+				render_row(rsinfo, &st, &msg);
+			}
+			pa_read_end(&in);
+		}
+		else
+			render_row(rsinfo, &st, &in);
 	}
 
 	SPI_finish();

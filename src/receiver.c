@@ -132,7 +132,22 @@ handle_copydata(char *buf, int len)
 
 		(void) pq_getmsgint64(&s);	/* send time */
 		pa_progress_received(Max(start, end));
-		pa_dispatch_message(buf + s.cursor, len - s.cursor);
+		if (s.cursor < len && buf[s.cursor] == PA_MSG_BATCH)
+		{
+			StringInfoData msg;
+			int			n;
+
+			s.cursor++;
+			n = pa_read_batch(&s);
+			for (int i = 0; i < n; i++)
+			{
+				pa_read_batch_message(&s, &msg);
+				pa_dispatch_message(msg.data, msg.len);
+			}
+			pa_read_end(&s);
+		}
+		else
+			pa_dispatch_message(buf + s.cursor, len - s.cursor);
 	}
 	else if (type == 'k')
 	{
@@ -354,7 +369,7 @@ pa_leader_main(Datum arg)
 		options.logical = true;
 		options.startpoint = start;
 		options.slotname = sub->slot_name;
-		options.proto.logical.proto_version = 1;
+		options.proto.logical.proto_version = PA_PROTO_VERSION_MAX;
 		options.proto.logical.binary = true;
 		foreach(lc, sub->publications)
 			options.proto.logical.publication_names =

@@ -76,6 +76,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -458,6 +459,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
 	/* the count first: a leader woken by the seq sees the room too */
 	pg_atomic_fetch_add_u64(&me->committed, n);
+	pg_atomic_write_u64(&me->blocks_read, pgBufferUsage.shared_blks_read);
 	pg_atomic_write_u64(&slot->committed_seq, last->hdr.seq);
 	ConditionVariableBroadcast(&slot->progress_cv);
 
