@@ -259,9 +259,13 @@ pa_pool_writers_read(void)
 	static uint64 base_reads = 0;
 	static uint64 base_txns = 0;
 	static bool reading = false;
+	static uint32 calls = 0;
 	uint64		reads = 0;
 	uint64		txns = 0;
 
+	/* asked once per transaction dispatched: look every 64th time */
+	if (calls++ % 64 != 0)
+		return reading;
 	for (int w = 0; w < pool_nactive; w++)
 	{
 		reads += pg_atomic_read_u64(&pool_slot->writers[w].blocks_read);

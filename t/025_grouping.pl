@@ -3,7 +3,8 @@
 # (parallel_apply.max_transactions_per_commit).  A backlog is applied with
 # fewer local commits than transactions and ends identical; with the
 # setting at 1 every transaction commits on its own; with several writers
-# groups form too.  parallel_apply.debug_discard_changes makes writers
+# groups form too, and a chain of dependent transactions stays on one
+# writer.  parallel_apply.debug_discard_changes makes writers
 # record transactions as applied without applying them (for benchmarks).
 use strict;
 use warnings;
@@ -99,8 +100,16 @@ ALTER SYSTEM RESET parallel_apply.max_transactions_per_commit;
 SELECT pg_reload_conf();
 SELECT alter_subscription_config('g', num_writers := 3);
 });
+my $waits_sql = "SELECT sum(dependency_waits) || ' ' || sum(commit_order_waits) FROM writer_status() WHERE subscription_name = 'g'";
+my $waits_before = $sub->safe_psql('postgres', $waits_sql);
 ($xacts, $commits) = apply_backlog('three writers', 1000, 3);
 cmp_ok($commits, '<', $xacts, "three writers: $xacts transactions in $commits local commits");
+# every transaction of this backlog shares an account with one in flight,
+# and the tables are in shared buffers: the dispatcher keeps the chain on
+# one writer, waiting for room there, rather than handing transactions to
+# a writer that would only wait for it
+is($sub->safe_psql('postgres', $waits_sql), $waits_before,
+	'three writers, a chain of dependent transactions, data in memory: no dependency or commit-order waits');
 
 # A group that changes the same rows again and again (each search finds
 # the version an earlier transaction of the same group wrote): updates of
