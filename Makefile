@@ -22,6 +22,7 @@ OBJS += \
 	src/pool.o \
 	src/progress.o \
 	src/readahead.o \
+	src/coalesce.o \
 	src/receiver.o \
 	src/shmem.o \
 	src/sql_api.o \

@@ -117,7 +117,7 @@ CREATE FUNCTION writer_status(
     OUT subscription_name text, OUT writer int, OUT pid int, OUT state text,
     OUT remote_xid xid, OUT commit_lsn pg_lsn, OUT transactions_applied bigint,
     OUT local_commits bigint, OUT dependency_waits bigint, OUT commit_order_waits bigint,
-    OUT retries bigint, OUT transactions_read_ahead bigint,
+    OUT retries bigint, OUT transactions_read_ahead bigint, OUT updates_coalesced bigint,
     OUT last_error text, OUT last_error_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_writer_status'

@@ -12,6 +12,9 @@
 #     ROUTE_WRITERS writers that discard what they receive
 #     (parallel_apply.debug_discard_changes): the receiver and dispatcher
 #     alone, the serial part of the pipeline; its tables are not compared,
+#   - optionally (SYSTEMS containing "nocoalesce") parallel_apply with 1
+#     writer and parallel_apply.coalesce_updates = off: every update applied
+#     (src/coalesce.c), for comparing with pa_w1 in the same invocation,
 #
 # one system at a time, timed until the subscriber's applied position passes
 # the backlog's last commit.  In one invocation:
@@ -34,7 +37,7 @@
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
-#   SYSTEMS="pa pglogical incore"   which systems to run (also: route)
+#   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce)
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
 #   SYNC=off              off | on: durable apply on the subscriber
 #   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
@@ -168,11 +171,12 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
 		route) WANT_ROUTE=1 ;;
+		nocoalesce) WANT_NC=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -182,7 +186,7 @@ if (( WANT_PGL && ! HAVE_PGL )); then
 	PGL_NOTE="pglogical is not installed ($PKGLIBDIR/pglogical.so missing; Debian package postgresql-15-pglogical): skipped"
 	log "NOTE: $PGL_NOTE"
 fi
-if (( WANT_PA || WANT_ROUTE )); then
+if (( WANT_PA || WANT_ROUTE || WANT_NC )); then
 	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
 fi
 # A system is one subscription in database "sub" of a subscriber cluster of
@@ -205,6 +209,12 @@ if (( WANT_ROUTE )); then
 	s=pa_w${ROUTE_WRITERS}_route
 	SYS_LIST+=("$s")
 	SYS_SUB[$s]=pa_route SYS_WRITERS[$s]=$ROUTE_WRITERS SYS_LABEL[$s]="pa routing only"
+fi
+# one writer, every update applied; its name ends in _nc
+if (( WANT_NC )); then
+	s=pa_w1_nc
+	SYS_LIST+=("$s")
+	SYS_SUB[$s]=pa_nc SYS_WRITERS[$s]=1 SYS_LABEL[$s]="pa no-coalesce"
 fi
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
@@ -365,6 +375,7 @@ shared_preload_libraries = 'parallel_apply'
 parallel_apply.max_writers_per_subscription = $MAXW
 EOF
 			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
+			[[ $c != *_nc ]] || echo "parallel_apply.coalesce_updates = off" >>"$d/postgresql.conf"
 			;;
 		pglogical)
 			cat >>"$d/postgresql.conf" <<EOF
@@ -963,7 +974,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing'):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"

@@ -25,6 +25,7 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
+#include "coalesce.h"
 #include "parallel_apply.h"
 #include "pipeline.h"
 #include "progress.h"
@@ -109,6 +110,11 @@ _PG_init(void)
 							"Only transactions already queued and next in commit order are grouped; 1 commits each on its own.",
 							&pa_max_group, 32, 1, PA_MAX_GROUP_LIMIT,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("parallel_apply.coalesce_updates",
+							 "Writers apply several updates of one row in one local transaction as one.",
+							 "Only for tables whose only uniqueness is the replica identity and with no row triggers firing on the subscriber; off applies every update.",
+							 &pa_coalesce_updates, true,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("parallel_apply.debug_discard_changes",
 							 "Writers discard the transactions they receive instead of applying them.",
 							 "For measuring the receiver and dispatcher alone: the data is not applied and is lost.",

@@ -90,6 +90,7 @@ typedef struct PaWriterSlot
 	uint64		commit_waits;
 	uint64		retries;
 	uint64		read_ahead;		/* transactions read ahead while waiting */
+	uint64		coalesced;		/* updates replaced by a later one */
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */

@@ -72,7 +72,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -545,6 +547,7 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 	int			maxkeys = list_length(indexes) + 1;
 	Bitmapset **keysets = palloc0(maxkeys * sizeof(Bitmapset *));
 	ListCell   *lc;
+	bool		ri_enforced = false;
 
 	entry->nkeys = 0;
 	entry->keys = palloc0(maxkeys * sizeof(PaKeyDef));
@@ -610,8 +613,16 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 			cols[i] = entry->cols[attnum - 1].remote_col;
 		}
 		if (usable)
+		{
+			Bitmapset  *set = NULL;
+
+			for (int i = 0; i < idx->indnkeyatts; i++)
+				set = bms_add_member(set, cols[i]);
+			if (bms_equal(set, entry->remoterel.attkeys))
+				ri_enforced = true;
 			add_key(entry, keysets, indexoid, idx->indnkeyatts, cols,
 					idx->indnullsnotdistinct);
+		}
 		else
 		{
 			entry->keys_complete = false;
@@ -621,6 +632,24 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 	}
 
 	list_free(indexes);
+
+	entry->fires_triggers = false;
+	if (rel->trigdesc != NULL)
+	{
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (TRIGGER_FOR_ROW(t->tgtype) &&
+				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
+				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
+				entry->fires_triggers = true;
+		}
+	}
+	/* see coalesce.c */
+	entry->coalescable = entry->keys_complete && entry->nkeys == 1 &&
+		ri_enforced && rel->rd_rel->relkind == RELKIND_RELATION &&
+		!entry->fires_triggers;
 }
 
 /*

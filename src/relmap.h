@@ -87,6 +87,14 @@ typedef struct PaRelMapEntry
 								 * send): treat the whole table as one key */
 
 	/*
+	 * coalesce.c: updates may be kept and merged (the only uniqueness is
+	 * the replica identity, a local index enforces it, a plain table, no
+	 * row triggers firing here); fires_triggers: row triggers fire here.
+	 */
+	bool		coalescable;
+	bool		fires_triggers;
+
+	/*
 	 * Defaults of the local columns the provider does not send (not dropped,
 	 * not generated), planned, for INSERT.
 	 */

@@ -853,7 +853,7 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define WRITER_STATUS_COLS 14
+#define WRITER_STATUS_COLS 15
 
 Datum
 pa_writer_status(PG_FUNCTION_ARGS)
@@ -905,10 +905,11 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[9] = Int64GetDatum((int64) ws.commit_waits);
 			values[10] = Int64GetDatum((int64) ws.retries);
 			values[11] = Int64GetDatum((int64) ws.read_ahead);
-			values[12] = CStringGetTextDatum(ws.last_error);
-			nulls[12] = ws.last_error[0] == '\0';
-			values[13] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[13] = ws.last_error_time == 0;
+			values[12] = Int64GetDatum((int64) ws.coalesced);
+			values[13] = CStringGetTextDatum(ws.last_error);
+			nulls[13] = ws.last_error[0] == '\0';
+			values[14] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[14] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

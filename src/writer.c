@@ -96,6 +96,7 @@
 
 #include "apply.h"
 #include "catalog.h"
+#include "coalesce.h"
 #include "pool.h"
 #include "progress.h"
 #include "readahead.h"
@@ -123,6 +124,7 @@ static Oid	my_subid;
 static bool flush_commits = false;
 static MemoryContext txn_cxt;	/* the group being applied */
 static MemoryContext change_cxt;	/* reset after each change */
+static MemoryContext kept_cxt;	/* the same, for a kept update */
 
 /* the group of transactions being applied, see the header comment */
 static GroupTxn group[PA_MAX_GROUP_LIMIT];
@@ -136,6 +138,7 @@ static GroupTxn *cur;
 static uint64 committed_before_change;	/* committed_seq read before the
 										 * change being applied */
 static BufFile *spill;			/* a streamed transaction */
+static bool applying_kept = false;	/* applying what coalesce.c kept */
 
 static void
 set_state(PaWriterState state)
@@ -328,10 +331,92 @@ row_not_found(PaRelMapEntry *rel, const char *what)
 					   cur->hdr.xid, LSN_FORMAT_ARGS(cur->hdr.commit_lsn))));
 }
 
+/*
+ * May this UPDATE be kept (coalesce.c)?  If so, its key's bytes (kind,
+ * length and value of each replica identity column) are in *key.
+ */
+static bool
+can_keep(PaRelMapEntry *rel, char oldkind, PaTupleData *newtup,
+		 StringInfo key)
+{
+	PaKeyDef   *ri;
+
+	if (applying_kept || !pa_coalesce_updates || !rel->coalescable ||
+		oldkind != 0)
+		return false;
+	for (int c = 0; c < newtup->ncols; c++)
+		if (newtup->colkinds[c] == PA_DATUM_UNCHANGED)
+			return false;
+	ri = &rel->keys[0];
+	initStringInfo(key);
+	for (int i = 0; i < ri->ncols; i++)
+	{
+		int			c = ri->remote_cols[i];
+		int32		vlen;
+
+		if (c >= newtup->ncols)
+			return false;
+		vlen = newtup->colvalues[c].len;
+		appendStringInfoChar(key, newtup->colkinds[c]);
+		appendBinaryStringInfo(key, (char *) &vlen, sizeof(vlen));
+		if (newtup->colkinds[c] != PA_DATUM_NULL)
+			appendBinaryStringInfo(key, newtup->colvalues[c].data, vlen);
+	}
+	return true;
+}
+
+/*
+ * Before a change to rel (open) is applied, apply what coalesce.c kept
+ * that the change could see or be ordered against: the kept updates of
+ * the same table, all of them when rel's triggers fire here.  Returns rel
+ * opened again (a kept update of it opens it itself).
+ */
+static PaRelMapEntry *
+before_change(PaRelMapEntry *rel)
+{
+	Oid			relid = rel->remoteid;
+	Oid			which = rel->fires_triggers ? InvalidOid : relid;
+
+	if (applying_kept || !pa_coalesce_pending(which))
+		return rel;
+	pa_relmap_close(rel, NoLock);
+	pa_coalesce_flush(which);
+	return pa_relmap_open(relid, RowExclusiveLock);
+}
+
+static void apply_in(const char *data, int len, MemoryContext cxt);
+
 static void
 apply_one(const char *data, int len)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(change_cxt);
+	apply_in(data, len, change_cxt);
+}
+
+/* coalesce.c's callback: apply a kept UPDATE now, keeping nothing. */
+static void
+apply_kept(const char *data, int len)
+{
+	uint64		saved = committed_before_change;
+
+	Assert(!applying_kept);
+	applying_kept = true;
+	PG_TRY();
+	{
+		apply_in(data, len, kept_cxt);
+	}
+	PG_FINALLY();
+	{
+		applying_kept = false;
+	}
+	PG_END_TRY();
+	committed_before_change = saved;
+}
+
+/* Apply one message, parsed in cxt, which is reset afterwards. */
+static void
+apply_in(const char *data, int len, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 	StringInfoData in;
 	char		type;
 	PaRelationData reldata;
@@ -343,6 +428,7 @@ apply_one(const char *data, int len)
 	Oid		   *relids;
 	int			nrelids;
 	uint8		flags;
+	StringInfoData key;
 
 	in.data = (char *) data;
 	in.len = len;
@@ -353,6 +439,8 @@ apply_one(const char *data, int len)
 	if (type == PA_MSG_RELATION)
 	{
 		pa_read_relation(&in, &reldata);
+		/* what is kept was decoded with the old definition */
+		pa_coalesce_flush(reldata.remoteid);
 		pa_relmap_update(&reldata);
 		goto done;
 	}
@@ -363,26 +451,34 @@ apply_one(const char *data, int len)
 	{
 		case PA_MSG_INSERT:
 			relid = pa_read_insert(&in, &newtup);
-			rel = pa_relmap_open(relid, RowExclusiveLock);
+			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			pa_apply_insert(rel, &newtup);
 			pa_relmap_close(rel, NoLock);
 			break;
 		case PA_MSG_UPDATE:
 			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
 			rel = pa_relmap_open(relid, RowExclusiveLock);
+			if (can_keep(rel, oldkind, &newtup, &key))
+			{
+				pa_coalesce_keep(relid, key.data, key.len, data, len);
+				pa_relmap_close(rel, NoLock);
+				break;
+			}
+			rel = before_change(rel);
 			if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
 				row_not_found(rel, "update");
 			pa_relmap_close(rel, NoLock);
 			break;
 		case PA_MSG_DELETE:
 			relid = pa_read_delete(&in, &oldkind, &oldtup);
-			rel = pa_relmap_open(relid, RowExclusiveLock);
+			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			if (!pa_apply_delete(rel, oldkind, &oldtup))
 				row_not_found(rel, "delete");
 			pa_relmap_close(rel, NoLock);
 			break;
 		case PA_MSG_TRUNCATE:
 			relids = pa_read_truncate(&in, &nrelids, &flags);
+			pa_coalesce_flush(InvalidOid);
 			pa_apply_truncate(nrelids, relids, flags);
 			break;
 		default:
@@ -394,7 +490,7 @@ apply_one(const char *data, int len)
 
 done:
 	MemoryContextSwitchTo(oldcxt);
-	MemoryContextReset(change_cxt);
+	MemoryContextReset(cxt);
 }
 
 /* Walk length-prefixed messages in memory. */
@@ -467,6 +563,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	me->applied += n;
 	me->commits++;
 	me->read_ahead = pa_readahead_txns();
+	me->coalesced += pa_coalesce_take_count(false);
 	me->seq = 0;
 	me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
@@ -647,6 +744,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			if (!extend || !take_next())
 				break;
 		}
+		/* what coalesce.c kept, before waiting for the turn to commit */
+		pa_coalesce_flush(InvalidOid);
 		if (h->prev_writer >= 0)
 			wait_for_seq(first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
@@ -662,6 +761,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 
 		pa_readahead_allow(false);
 		MemoryContextSwitchTo(oldcxt);
+		pa_coalesce_discard();
+		(void) pa_coalesce_take_count(true);
 		edata = CopyErrorData();
 		if (!is_retriable(edata->sqlerrcode, earliest) ||
 			(earliest && ++earliest_failures > MAX_EARLIEST_RETRIES))
@@ -869,6 +970,9 @@ pa_writer_main(Datum arg)
 									ALLOCSET_DEFAULT_SIZES);
 	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
 									   ALLOCSET_DEFAULT_SIZES);
+	kept_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply kept change",
+									 ALLOCSET_DEFAULT_SIZES);
+	pa_coalesce_init(apply_kept);
 
 	PG_TRY();
 	{

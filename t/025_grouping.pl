@@ -141,6 +141,12 @@ tables_equal($pub, $sub, [ [ 'acct', 'id' ] ], 'the same rows changed again and 
 # 1-9 and blocks in 10, nothing of the group visible; cancelled (a
 # retriable error), it applies 1-9 again, each committed on its own,
 # and waits in 10 again; account 10 released, everything arrives.
+# Coalescing off, so that each update is applied (and blocks) as it comes
+# rather than at the end of the group.
+$sub->safe_psql('postgres', q{
+ALTER SYSTEM SET parallel_apply.coalesce_updates = off;
+SELECT pg_reload_conf();
+});
 one_writer('group retry');
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 my $sql = '';
@@ -189,6 +195,53 @@ my ($r1, $c1) = split /\|/, $sub->safe_psql('postgres',
 	"SELECT sum(retries), sum(local_commits) FROM writer_status() WHERE subscription_name = 'g'");
 cmp_ok($r1 - $r0, '>=', 1, 'group retry: the retry is counted');
 cmp_ok($c1 - $c0, '>=', 10, 'group retry: transactions 1-10 committed one by one');
+$sub->safe_psql('postgres', q{
+ALTER SYSTEM RESET parallel_apply.coalesce_updates;
+SELECT pg_reload_conf();
+});
+
+# Coalescing (src/coalesce.c): within a group, several updates of one
+# row are applied as the last one.  acct's only uniqueness is its primary
+# key (the replica identity), so with one writer and 20 hot accounts a
+# backlog has updates replaced, and ends identical.
+one_writer('coalescing');
+# the sections above changed balances without history: start again from 0
+$pub->safe_psql('postgres', 'BEGIN; DELETE FROM hist; UPDATE acct SET balance = 0; COMMIT;');
+wait_caught_up($sub, 'g');
+my $coalesced_sql = "SELECT sum(updates_coalesced) FROM writer_status() WHERE subscription_name = 'g'";
+my $co0 = $sub->safe_psql('postgres', $coalesced_sql);
+apply_backlog('coalescing', 300, 5);
+my $co1 = $sub->safe_psql('postgres', $coalesced_sql);
+cmp_ok($co1, '>', $co0, 'coalescing: updates of a row within a group were replaced by later ones');
+
+# a row trigger that fires on the subscriber sees every update: nothing of
+# that table is coalesced
+$sub->safe_psql('postgres', q{
+CREATE TABLE upd_log (id int, balance bigint);
+CREATE FUNCTION log_upd() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.upd_log VALUES (NEW.id, NEW.balance); RETURN NEW; END$$;
+CREATE TRIGGER acct_upd AFTER UPDATE ON acct FOR EACH ROW EXECUTE FUNCTION log_upd();
+ALTER TABLE acct ENABLE ALWAYS TRIGGER acct_upd;
+});
+apply_backlog('coalescing, trigger', 200, 6);
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM upd_log'), '200',
+	'coalescing: an ENABLE ALWAYS row trigger fired for each of the 200 updates');
+is($sub->safe_psql('postgres', $coalesced_sql), $co1,
+	'coalescing: nothing coalesced on a table with a trigger that fires here');
+$sub->safe_psql('postgres', 'DROP TRIGGER acct_upd ON acct');
+
+# parallel_apply.coalesce_updates = off applies every update
+$sub->safe_psql('postgres', q{
+ALTER SYSTEM SET parallel_apply.coalesce_updates = off;
+SELECT pg_reload_conf();
+});
+apply_backlog('coalesce_updates = off', 200, 7);
+is($sub->safe_psql('postgres', $coalesced_sql), $co1,
+	'coalesce_updates = off: nothing coalesced');
+$sub->safe_psql('postgres', q{
+ALTER SYSTEM RESET parallel_apply.coalesce_updates;
+SELECT pg_reload_conf();
+});
 
 # debug_discard_changes: the position moves on, the rows do not come
 my $before = $sub->safe_psql('postgres', 'SELECT count(*) FROM hist');

@@ -98,7 +98,7 @@ RETURNS SETOF record AS 'parallel_apply', 'pa_writer_status' LANGUAGE C;
 my ($ret, $out, $err) = $sub->psql('postgres', 'SELECT * FROM writer_status()');
 isnt($ret, 0, 'writer_status() with two declared columns fails');
 like($err,
-	qr/ERROR:  function writer_status returns 2 columns in this database, the parallel_apply library installed 14\n.*HINT:  Run ALTER EXTENSION parallel_apply UPDATE/s,
+	qr/ERROR:  function writer_status returns 2 columns in this database, the parallel_apply library installed 15\n.*HINT:  Run ALTER EXTENSION parallel_apply UPDATE/s,
 	'the error names the mismatch and the remedy');
 is($sub->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 

@@ -1,0 +1,256 @@
+/*-------------------------------------------------------------------------
+ *
+ * coalesce.c
+ *		A writer's pending updates: several UPDATEs of one row within one
+ *		local transaction are applied once, with the last one's values.
+ *
+ * A writer commits a group of consecutive remote transactions as one local
+ * transaction (writer.c); no one sees the states in between.  On a table
+ * with a few hot rows (pgbench's ten branches) a group of 32 transactions
+ * updates the same row again and again, and every update searches the
+ * index, follows the row's HOT chain, prunes its page and writes a new
+ * version.  So an UPDATE that qualifies is not applied at once: its
+ * message is kept, keyed by the remote relation and the bytes of its
+ * replica identity key, and a later qualifying UPDATE of the same row
+ * replaces it.  The kept messages are applied, in the order their rows
+ * were first kept, before the group commits, and earlier whenever
+ * something could observe them or depend on their order:
+ *
+ *	- any other change to the same relation (an INSERT, DELETE, an UPDATE
+ *	  that does not qualify), and its RELATION message (the kept messages
+ *	  were decoded with the old one);
+ *	- a TRUNCATE, and any change to a table with row triggers that fire on
+ *	  a subscriber (ENABLE REPLICA or ALWAYS), which might read other
+ *	  tables: everything kept;
+ *	- more than COALESCE_MAX_BYTES kept (a large streamed transaction).
+ *
+ * An UPDATE qualifies when its table's only uniqueness is the replica
+ * identity (relmap.c: no other local unique index, no exclusion
+ * constraint, not partitioned, no row triggers that fire here), the
+ * provider sent no old key (the key did not change) and every column has
+ * a value (no unchanged TOAST datum to be taken from the previous
+ * version).  Then updates of different rows cannot conflict with each
+ * other, so their order does not matter, and the last update of a row
+ * carries every column the provider sends: the row ends as it would have.
+ * Keys are compared by their bytes: two spellings of one value are two
+ * rows here, which only costs the saving, never correctness.
+ *
+ * What changes for an observer on the subscriber: nothing in committed
+ * states (each group was already one commit), but fewer row versions
+ * are written, so pg_stat_user_tables.n_tup_upd counts fewer updates and
+ * logical decoding of the subscriber's own WAL sees one update per row
+ * and group.  parallel_apply.coalesce_updates = off applies every update.
+ * writer_status().updates_coalesced counts the updates not applied.
+ *
+ * src/coalesce.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/hashfn.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "coalesce.h"
+
+#define COALESCE_MAX_BYTES	(4 * 1024 * 1024)
+
+typedef struct Pending
+{
+	Oid			relid;			/* remote relation */
+	char	   *key;
+	int			keylen;
+	char	   *msg;			/* the UPDATE message to apply, or NULL
+								 * once applied */
+	int			msglen;
+	int			next;			/* next Pending with the same hash, -1 */
+} Pending;
+
+typedef struct HashEntry
+{
+	uint64		hash;			/* hash key */
+	int			first;			/* first Pending with this hash */
+} HashEntry;
+
+bool		pa_coalesce_updates = true;
+
+static MemoryContext coalesce_cxt;
+static HTAB *table;
+static Pending *pending;
+static int	npending;
+static int	maxpending;
+static Size kept_bytes;
+static uint64 coalesced;
+static Oid *relids;				/* relations with something kept */
+static int	nrelids;
+static int	maxrelids;
+static PaCoalesceApplyFn apply_fn;
+
+void
+pa_coalesce_init(PaCoalesceApplyFn fn)
+{
+	apply_fn = fn;
+	coalesce_cxt = AllocSetContextCreate(TopMemoryContext,
+										 "parallel_apply pending updates",
+										 ALLOCSET_DEFAULT_SIZES);
+	pa_coalesce_discard();
+}
+
+/* Forget everything kept: after it was applied, or rolled back. */
+void
+pa_coalesce_discard(void)
+{
+	HASHCTL		ctl;
+
+	MemoryContextReset(coalesce_cxt);
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(HashEntry);
+	ctl.hcxt = coalesce_cxt;
+	table = hash_create("parallel_apply pending updates", 256, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	maxpending = 256;
+	pending = MemoryContextAlloc(coalesce_cxt, maxpending * sizeof(Pending));
+	npending = 0;
+	maxrelids = 8;
+	relids = MemoryContextAlloc(coalesce_cxt, maxrelids * sizeof(Oid));
+	nrelids = 0;
+	kept_bytes = 0;
+}
+
+/*
+ * Updates replaced since the last call (for the writer's counter, at a
+ * commit); after a rollback, forget = true drops what did not count.
+ */
+uint64
+pa_coalesce_take_count(bool forget)
+{
+	uint64		n = forget ? 0 : coalesced;
+
+	coalesced = 0;
+	return n;
+}
+
+static bool
+has_pending(Oid relid)
+{
+	for (int i = 0; i < nrelids; i++)
+		if (relids[i] == relid)
+			return true;
+	return false;
+}
+
+/* Is anything kept for remote relation relid (InvalidOid: at all)? */
+bool
+pa_coalesce_pending(Oid relid)
+{
+	return nrelids > 0 && (!OidIsValid(relid) || has_pending(relid));
+}
+
+/*
+ * Apply what is kept for remote relation relid (InvalidOid: everything),
+ * in the order the rows were first kept.
+ */
+void
+pa_coalesce_flush(Oid relid)
+{
+	if (nrelids == 0 || (OidIsValid(relid) && !has_pending(relid)))
+		return;
+
+	for (int i = 0; i < npending; i++)
+	{
+		Pending    *p = &pending[i];
+		char	   *msg = p->msg;
+
+		if (msg == NULL || (OidIsValid(relid) && p->relid != relid))
+			continue;
+		/* taken out first: applying may fail, and then all is discarded */
+		p->msg = NULL;
+		apply_fn(msg, p->msglen);
+	}
+
+	if (!OidIsValid(relid) || nrelids == 1)
+	{
+		pa_coalesce_discard();
+		return;
+	}
+	for (int i = 0; i < nrelids; i++)
+	{
+		if (relids[i] == relid)
+		{
+			relids[i] = relids[--nrelids];
+			break;
+		}
+	}
+}
+
+/*
+ * Keep an UPDATE of remote relation relid whose row has the key bytes
+ * key/keylen instead of applying it now; the caller has checked that it
+ * qualifies (see the header comment).
+ */
+void
+pa_coalesce_keep(Oid relid, const char *key, int keylen,
+				 const char *msg, int msglen)
+{
+	uint64		hash;
+	HashEntry  *he;
+	bool		found;
+	Pending    *p;
+	MemoryContext oldcxt;
+
+	if (kept_bytes + msglen > COALESCE_MAX_BYTES)
+		pa_coalesce_flush(InvalidOid);
+
+	hash = hash_bytes_extended((const unsigned char *) key, keylen, relid);
+	oldcxt = MemoryContextSwitchTo(coalesce_cxt);
+	he = hash_search(table, &hash, HASH_ENTER, &found);
+	if (!found)
+		he->first = -1;
+	for (int i = he->first; i >= 0; i = pending[i].next)
+	{
+		p = &pending[i];
+		if (p->msg != NULL && p->relid == relid && p->keylen == keylen &&
+			memcmp(p->key, key, keylen) == 0)
+		{
+			/* a later update of a row kept: it replaces the earlier one */
+			kept_bytes -= p->msglen;
+			pfree(p->msg);
+			p->msg = palloc(msglen);
+			memcpy(p->msg, msg, msglen);
+			p->msglen = msglen;
+			kept_bytes += msglen;
+			coalesced++;
+			MemoryContextSwitchTo(oldcxt);
+			return;
+		}
+	}
+
+	if (npending == maxpending)
+	{
+		maxpending *= 2;
+		pending = repalloc(pending, maxpending * sizeof(Pending));
+	}
+	p = &pending[npending];
+	p->relid = relid;
+	p->key = palloc(keylen);
+	memcpy(p->key, key, keylen);
+	p->keylen = keylen;
+	p->msg = palloc(msglen);
+	memcpy(p->msg, msg, msglen);
+	p->msglen = msglen;
+	p->next = he->first;
+	he->first = npending++;
+	kept_bytes += msglen;
+
+	if (!has_pending(relid))
+	{
+		if (nrelids == maxrelids)
+		{
+			maxrelids *= 2;
+			relids = repalloc(relids, maxrelids * sizeof(Oid));
+		}
+		relids[nrelids++] = relid;
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
