@@ -53,6 +53,12 @@
  * any transaction of the group wait on.  A group that fails with a
  * retriable error is applied again one transaction at a time.
  *
+ * Coalescing.  Within a group, several updates of one row are applied as
+ * the last one (coalesce.c): a qualifying UPDATE is kept instead of
+ * applied, and what is kept is applied before any change that could see
+ * it or be ordered against it, and before the group commits.  After an
+ * error what was kept is dropped with the rest of the local transaction.
+ *
  * Reading ahead.  Before blocking in a wait for a turn or a dependency,
  * the writer reads ahead (readahead.c): it takes the next transactions
  * from its queue into its lookahead and looks up the rows they will
