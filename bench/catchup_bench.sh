@@ -107,8 +107,8 @@ for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
 for s in $SYSTEMS; do
-	[[ $s == pa || $s == pglogical || $s == incore || $s == route ]] ||
-		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route)"
+	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce)"
 done
 for b in initdb pg_ctl postgres psql pgbench pg_dump pg_waldump pg_isready; do
 	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
@@ -974,7 +974,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing'):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"
