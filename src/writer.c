@@ -466,8 +466,9 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			rel = pa_relmap_open(relid, RowExclusiveLock);
 			if (can_keep(rel, oldkind, &newtup, &key))
 			{
-				pa_coalesce_keep(relid, key.data, key.len, data, len);
+				/* closed first: keeping may apply what was kept */
 				pa_relmap_close(rel, NoLock);
+				pa_coalesce_keep(relid, key.data, key.len, data, len);
 				break;
 			}
 			rel = before_change(rel);

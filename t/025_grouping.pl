@@ -214,6 +214,15 @@ apply_backlog('coalescing', 300, 5);
 my $co1 = $sub->safe_psql('postgres', $coalesced_sql);
 cmp_ok($co1, '>', $co0, 'coalescing: updates of a row within a group were replaced by later ones');
 
+# one transaction whose kept updates pass 4 MB: they are applied early, in
+# the middle of the transaction, and again at its end
+$pub->safe_psql('postgres', 'INSERT INTO hist (acct, delta) SELECT 1 + g % 20, 0 FROM generate_series(1, 120000) g');
+$pub->safe_psql('postgres', 'UPDATE hist SET delta = delta');
+wait_caught_up($sub, 'g');
+tables_equal($pub, $sub, [ 'hist' ], 'coalescing: one transaction keeping more than 4 MB');
+$pub->safe_psql('postgres', 'DELETE FROM hist WHERE delta = 0 AND id > 1000');
+wait_caught_up($sub, 'g');
+
 # a row trigger that fires on the subscriber sees every update: nothing of
 # that table is coalesced
 $sub->safe_psql('postgres', q{
