@@ -33,7 +33,10 @@
  * other, so their order does not matter, and the last update of a row
  * carries every column the provider sends: the row ends as it would have.
  * Keys are compared by their bytes: two spellings of one value are two
- * rows here, which only costs the saving, never correctness.
+ * rows here, which only costs the saving, never correctness.  A kept
+ * update whose row is missing is handled when it is applied, as any
+ * update is (writer.c), and reported with the remote transaction being
+ * applied at that moment, which may be a later one of the group.
  *
  * What changes for an observer on the subscriber: nothing in committed
  * states (each group was already one commit), but fewer row versions
