@@ -157,7 +157,7 @@ pa_coalesce_pending(Oid relid)
 void
 pa_coalesce_flush(Oid relid)
 {
-	if (nrelids == 0 || (OidIsValid(relid) && !has_pending(relid)))
+	if (!pa_coalesce_pending(relid))
 		return;
 
 	for (int i = 0; i < npending; i++)
@@ -169,6 +169,7 @@ pa_coalesce_flush(Oid relid)
 			continue;
 		/* taken out first: applying may fail, and then all is discarded */
 		p->msg = NULL;
+		kept_bytes -= p->msglen;
 		apply_fn(msg, p->msglen);
 	}
 

@@ -389,32 +389,45 @@ pa_read_end(StringInfo in)
 }
 
 /*
- * After the type byte of a BATCH: the number of messages in it, each to be
- * read with pa_read_batch_message, then pa_read_end.
+ * The messages of one CopyData payload (in, at its first byte): the
+ * message itself, or, for a BATCH, each message it holds, in order.
+ * each() gets a StringInfo over one message, pointing into in's buffer.
  */
-int
-pa_read_batch(StringInfo in)
+void
+pa_read_frame(StringInfo in, PaMessageFn each, void *arg)
 {
-	uint32		n = read_uint32(in);
+	StringInfoData msg;
+	uint32		n;
 
+	if (bytes_left(in) < 1 || in->data[in->cursor] != PA_MSG_BATCH)
+	{
+		msg.data = in->data + in->cursor;
+		msg.len = bytes_left(in);
+		msg.maxlen = msg.len;
+		msg.cursor = 0;
+		in->cursor = in->len;
+		each(&msg, arg);
+		return;
+	}
+
+	in->cursor++;
+	n = read_uint32(in);
 	/* each message takes at least its length and type byte */
 	if (n == 0 || n > (uint32) bytes_left(in) / 5)
 		malformed("A batch has an impossible number of messages.");
-	return (int) n;
-}
+	for (uint32 i = 0; i < n; i++)
+	{
+		int			len;
 
-/* The next message of a batch, in msg (pointing into in's buffer). */
-void
-pa_read_batch_message(StringInfo in, StringInfo msg)
-{
-	int			len;
-
-	msg->data = (char *) read_counted(in, &len);
-	if (len == 0)
-		malformed("A batch holds an empty message.");
-	msg->len = len;
-	msg->maxlen = len;
-	msg->cursor = 0;
+		msg.data = (char *) read_counted(in, &len);
+		if (len == 0)
+			malformed("A batch holds an empty message.");
+		msg.len = len;
+		msg.maxlen = len;
+		msg.cursor = 0;
+		each(&msg, arg);
+	}
+	pa_read_end(in);
 }
 
 void

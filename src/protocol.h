@@ -185,7 +185,7 @@ extern Oid	pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
 extern void pa_read_end(StringInfo in);
-extern int	pa_read_batch(StringInfo in);
-extern void pa_read_batch_message(StringInfo in, StringInfo msg);
+typedef void (*PaMessageFn) (StringInfo msg, void *arg);
+extern void pa_read_frame(StringInfo in, PaMessageFn each, void *arg);
 
 #endif							/* PA_PROTOCOL_H */

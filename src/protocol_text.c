@@ -50,6 +50,7 @@ typedef struct RenderState
 	bool		in_txn;
 	PaBeginData begin;
 	List	   *relations;		/* PaRelationData * received so far */
+	ReturnSetInfo *rsinfo;		/* where the rows go */
 } RenderState;
 
 static PaRelationData *
@@ -418,9 +419,11 @@ init_result(FunctionCallInfo fcinfo)
 	MemoryContextSwitchTo(oldcxt);
 }
 
+/* pa_read_frame's callback: one output row per message */
 static void
-render_row(ReturnSetInfo *rsinfo, RenderState *st, StringInfo in)
+render_row(StringInfo in, void *arg)
 {
+	RenderState *st = arg;
 	StringInfoData line;
 	Datum		out;
 	bool		outnull = false;
@@ -428,7 +431,7 @@ render_row(ReturnSetInfo *rsinfo, RenderState *st, StringInfo in)
 	initStringInfo(&line);
 	render_message(&line, st, in);
 	out = CStringGetTextDatum(line.data);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &out, &outnull);
+	tuplestore_putvalues(st->rsinfo->setResult, st->rsinfo->setDesc, &out, &outnull);
 	pfree(line.data);
 }
 
@@ -450,6 +453,7 @@ render_changes(FunctionCallInfo fcinfo, const char *fn)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("slot name and verbose must not be null")));
 	st.verbose = PG_GETARG_BOOL(3);
+	st.rsinfo = rsinfo;
 	for (int i = 0; i < 4; i++)
 	{
 		nulls[i] = PG_ARGISNULL(argmap[i]) ? 'n' : ' ';
@@ -480,22 +484,7 @@ render_changes(FunctionCallInfo fcinfo, const char *fn)
 		in.cursor = 0;
 
 		/* a BATCH is rendered as the messages it holds, a row each */
-		if (in.len > 0 && in.data[0] == PA_MSG_BATCH)
-		{
-			StringInfoData msg;
-			int			n;
-
-			in.cursor++;
-			n = pa_read_batch(&in);
-			for (int i = 0; i < n; i++)
-			{
-				pa_read_batch_message(&in, &msg);
-				render_row(rsinfo, &st, &msg);
-			}
-			pa_read_end(&in);
-		}
-		else
-			render_row(rsinfo, &st, &in);
+		pa_read_frame(&in, render_row, &st);
 	}
 
 	SPI_finish();

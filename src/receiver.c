@@ -114,6 +114,12 @@ read_subscription(Oid subid)
 }
 
 static void
+dispatch_one(StringInfo msg, void *arg)
+{
+	pa_dispatch_message(msg->data, msg->len);
+}
+
+static void
 handle_copydata(char *buf, int len)
 {
 	StringInfoData s;
@@ -132,22 +138,7 @@ handle_copydata(char *buf, int len)
 
 		(void) pq_getmsgint64(&s);	/* send time */
 		pa_progress_received(Max(start, end));
-		if (s.cursor < len && buf[s.cursor] == PA_MSG_BATCH)
-		{
-			StringInfoData msg;
-			int			n;
-
-			s.cursor++;
-			n = pa_read_batch(&s);
-			for (int i = 0; i < n; i++)
-			{
-				pa_read_batch_message(&s, &msg);
-				pa_dispatch_message(msg.data, msg.len);
-			}
-			pa_read_end(&s);
-		}
-		else
-			pa_dispatch_message(buf + s.cursor, len - s.cursor);
+		pa_read_frame(&s, dispatch_one, NULL);
 	}
 	else if (type == 'k')
 	{
