@@ -30,7 +30,10 @@
 #      enabled, timed to catch up, disabled, and its tables compared with the
 #      provider's (ordered checksum per table),
 #   5. medians and best runs, apply TPS and the ratios parallel_apply /
-#      pglogical and parallel_apply / in-core, plus a CSV.
+#      pglogical and parallel_apply / in-core, the CPU each system's apply
+#      processes and the provider's walsender used per transaction (for
+#      "route": the leader's, and the routing rate it gives with a CPU of
+#      its own), plus a CSV.
 #
 # See bench/README.md, section "Catch-up (bench/catchup_bench.sh)".
 #
@@ -312,6 +315,47 @@ cpu_jiffies() {
 	read -r _cpu user nice sys idle iow irq soft steal _rest </proc/stat
 	CPU_BUSY=$(( user + nice + sys + irq + soft + steal ))
 	CPU_TOTAL=$(( CPU_BUSY + idle + iow ))
+}
+
+# CPU seconds a process has used since it started: the run time the
+# scheduler accounts in /proc/PID/schedstat (nanoseconds), or utime + stime
+# from /proc/PID/stat (clock ticks) where schedstat is missing; "" if the
+# process is gone
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+proc_cpu_secs() {
+	local ns _r f
+	if read -r ns _r 2>/dev/null </proc/"$1"/schedstat; then
+		awk -v n="$ns" 'BEGIN { printf "%.3f", n / 1e9 }'
+	elif f=$(cat /proc/"$1"/stat 2>/dev/null); then
+		f=${f##*) }
+		# fields after the command: state is 1st, utime 12th, stime 13th
+		awk -v t="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / t }' <<<"$f"
+	fi
+}
+
+# apply_cpu SYSTEM: CPU seconds of the processes that applied the catch-up,
+# read when it finished.  They all start when the subscription is enabled
+# and stop when it is disabled, so a process's lifetime CPU is what it used
+# for this catch-up (plus its start-up).  Sets APPLY_CPU (all of the
+# subscriber's apply processes), LEADER_CPU (parallel_apply's receiver and
+# dispatcher, one process; NA for the others) and WALSENDER_CPU (the
+# provider's walsender of the system's slot: decoding and sending).
+apply_cpu() {
+	local s=$1 pid kind v
+	APPLY_CPU=0 LEADER_CPU=NA WALSENDER_CPU=NA
+	[[ $s != pa_w* ]] || LEADER_CPU=0
+	while IFS='|' read -r pid kind; do
+		[[ -n $pid ]] || continue
+		v=$(proc_cpu_secs "$pid")
+		[[ -n $v ]] || continue
+		APPLY_CPU=$(awk -v a="$APPLY_CPU" -v b="$v" 'BEGIN { printf "%.3f", a + b }')
+		[[ $kind != "parallel_apply receiver"* ]] || LEADER_CPU=$v
+	done < <(q "$s" "$SDB" -c "SELECT pid || '|' || backend_type FROM pg_stat_activity
+		WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
+			OR backend_type = 'logical replication worker' OR backend_type LIKE 'pglogical apply%'" 2>/dev/null || true)
+	pid=$(qp "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" 2>/dev/null || true)
+	[[ -z $pid ]] || WALSENDER_CPU=$(proc_cpu_secs "$pid")
+	[[ -n $WALSENDER_CPU ]] || WALSENDER_CPU=NA
 }
 
 # ---------------------------------------------------------------------------
@@ -702,7 +746,8 @@ pa_per_writer_sql() {
 
 # catchup SYSTEM LAST_COMMIT_LSN BACKLOG_START_LSN: sets SECS ("NA" when it
 # did not finish), FIRST (seconds until the first backlog commit was
-# applied), CPU_PCT, FINAL_LSN, STATS, SEEN_ERROR
+# applied), CPU_PCT, FINAL_LSN, STATS, SEEN_ERROR and (see apply_cpu)
+# APPLY_CPU, LEADER_CPU, WALSENDER_CPU
 catchup() {
 	local s=$1 target=$2 start=$3 c=$1 db=$SDB
 	local t0 t1 tf="" busy0 total0 deadline state err before after logsize
@@ -750,6 +795,8 @@ catchup() {
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
 	done
 	cpu_jiffies
+	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA
+	[[ -z $t1 ]] || apply_cpu "$s"
 	printf '\\q\n' >&"$co_in" 2>/dev/null || true
 	wait "$co_pid" 2>/dev/null || true
 
@@ -823,8 +870,9 @@ catchup() {
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats" >"$CSV"
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s" >"$CSV"
 declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
+declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF
 nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
@@ -888,8 +936,9 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
 		ORDER_OF[$RUN]+="$s "
 		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
-		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\"" >>"$CSV"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU" >>"$CSV"
 		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
+		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
 		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
 	done
 done
@@ -966,6 +1015,31 @@ for s in "${SYS_LIST[@]}"; do
 	printf '  %-16s %7s %9s %10s %7s %9s %10s\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${MED[$s]:-NA}" \
 		"${MEDTPS[$s]:-NA}" "${SPREAD[$s]:-NA}" "${BEST[$s]:-NA}" "${BESTTPS[$s]:-NA}"
 done
+# us_per_xact ARRAY SYSTEM: median over the runs of ARRAY[SYSTEM,run] (CPU
+# seconds) in microseconds per backlog transaction, NA if none
+us_per_xact() {
+	local -n arr=$1
+	local r v vals=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		v=${arr[$2,$r]:-NA}
+		[[ $v == NA ]] || vals+=("$v")
+	done
+	(( ${#vals[@]} )) || { echo NA; return; }
+	awk -v m="$(median "${vals[@]}")" -v x="$XACTS" 'BEGIN { printf "%.2f", 1e6 * m / x }'
+}
+declare -A LEADER_US WALSENDER_US
+echo
+echo "CPU per transaction (median over the runs, microseconds of CPU per backlog transaction; a process's"
+echo "CPU since it started, read when the catch-up finished): apply = all the subscriber's apply processes"
+echo "(parallel_apply: receiver/dispatcher and writers), leader = parallel_apply's receiver/dispatcher,"
+echo "walsender = the provider's walsender of the system's slot (decoding and sending):"
+printf '  %-16s %7s %10s %10s %13s\n' system writers apply_us leader_us walsender_us
+for s in "${SYS_LIST[@]}"; do
+	LEADER_US[$s]=$(us_per_xact LEADER_CPU_OF "$s")
+	WALSENDER_US[$s]=$(us_per_xact WALSENDER_CPU_OF "$s")
+	printf '  %-16s %7s %10s %10s %13s\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "$(us_per_xact APPLY_CPU_OF "$s")" \
+		"${LEADER_US[$s]}" "${WALSENDER_US[$s]}"
+done
 echo
 echo "ratios (apply TPS of parallel_apply / apply TPS of the baseline, medians; above 1.00 parallel_apply is faster):"
 ratio_or_na() {
@@ -988,6 +1062,17 @@ for s in "${SYS_LIST[@]}"; do
 	[[ -z ${MED[pa_w1]:-} ]] || line+=" = $(ratio_or_na "${MED[$s]:-NA}" "${MED[pa_w1]}") x the 1-writer apply rate"
 	(( WANT_CORE )) && line+=", $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}") x in-core"
 	echo "$line"
+	# what the leader could route with a CPU to itself, from its CPU time
+	# (derived, not a measured rate)
+	[[ ${LEADER_US[$s]} != NA && ${WALSENDER_US[$s]} != NA ]] || continue
+	line="    its leader (receiver + dispatcher) used ${LEADER_US[$s]} us of CPU per transaction:"
+	line+=" with a CPU of its own that is $(awk -v u="${LEADER_US[$s]}" 'BEGIN { printf "%.0f", 1e6 / u }') xacts/s"
+	[[ ${MEDTPS[pa_w1]:-NA} == NA ]] ||
+		line+=" = $(awk -v u="${LEADER_US[$s]}" -v t="${MEDTPS[pa_w1]}" 'BEGIN { printf "%.2f", 1e6 / u / t }') x the 1-writer apply rate"
+	echo "$line"
+	echo "    (derived from CPU time, not measured as a rate); the provider's walsender used ${WALSENDER_US[$s]} us"
+	echo "    per transaction = $(awk -v u="${WALSENDER_US[$s]}" 'BEGIN { printf "%.0f", 1e6 / u }') xacts/s of decoding with a CPU of its own;" \
+		"the leader needs $(awk -v a="${LEADER_US[$s]}" -v b="${WALSENDER_US[$s]}" 'BEGIN { printf "%.2f", a / b }') x the walsender's CPU"
 done
 if (( WANT_PGL && WANT_CORE )); then
 	echo "  (pglogical vs in-core: $(ratio_or_na "${MED[pglogical]:-NA}" "${MED[incore]:-NA}"), best runs $(ratio_or_na "${BEST[pglogical]:-NA}" "${BEST[incore]:-NA}"))"
