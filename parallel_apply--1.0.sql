@@ -4,7 +4,8 @@
 \echo Use "CREATE EXTENSION parallel_apply" to load this file. \quit
 
 -- Render the parallel_apply stream of a logical slot as text, one line per
--- message; peek leaves the slot where it is, get consumes what it read.
+-- message; peek leaves the slot where it is, get consumes what it read;
+-- render_frames does it for frames taken from a slot before.
 CREATE FUNCTION peek_changes_text(slot_name name, upto_lsn pg_lsn,
                                   upto_nchanges int, verbose boolean,
                                   VARIADIC options text[] DEFAULT '{}')
@@ -19,13 +20,21 @@ RETURNS TABLE (message text)
 AS 'MODULE_PATHNAME', 'pa_get_changes_text'
 LANGUAGE C VOLATILE;
 
+CREATE FUNCTION render_frames(frames bytea[], verbose boolean DEFAULT false)
+RETURNS TABLE (message text)
+AS 'MODULE_PATHNAME', 'pa_render_frames'
+LANGUAGE C VOLATILE;
+
 COMMENT ON FUNCTION peek_changes_text(name, pg_lsn, int, boolean, text[]) IS
   'the parallel_apply stream of a slot as text, without consuming it';
 COMMENT ON FUNCTION get_changes_text(name, pg_lsn, int, boolean, text[]) IS
   'the parallel_apply stream of a slot as text, consuming it';
+COMMENT ON FUNCTION render_frames(bytea[], boolean) IS
+  'parallel_apply frames (the data of pg_logical_slot_peek_binary_changes) as text';
 
 REVOKE ALL ON FUNCTION peek_changes_text(name, pg_lsn, int, boolean, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION get_changes_text(name, pg_lsn, int, boolean, text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION render_frames(bytea[], boolean) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------
 -- Subscriber side

@@ -59,3 +59,50 @@ DROP ROLE regress_pa_unprivileged;
 SELECT pg_drop_replication_slot('errs');
 DROP PUBLICATION pub_errs;
 DROP TABLE errs;
+
+-- render_frames(): frames taken from a slot (the data column of
+-- pg_logical_slot_peek_binary_changes, in order) render as the slot does
+CREATE TABLE frames_t (id int PRIMARY KEY, v text);
+CREATE PUBLICATION pub_frames FOR TABLE frames_t;
+SELECT 'init' FROM pg_create_logical_replication_slot('frames', 'parallel_apply');
+INSERT INTO frames_t VALUES (1, 'one'), (2, 'two');
+UPDATE frames_t SET v = 'deux' WHERE id = 2;
+CREATE TEMP TABLE fr AS
+  SELECT n, data FROM pg_logical_slot_peek_binary_changes('frames', NULL, NULL,
+      'proto_version', '2', 'publication_names', 'pub_frames')
+    WITH ORDINALITY AS t(lsn, xid, data, n);
+-- version 2: STARTUP alone, then one BATCH per transaction
+SELECT n, get_byte(data, 0) = ascii('X') AS batch FROM fr ORDER BY n;
+SELECT * FROM render_frames((SELECT array_agg(data ORDER BY n) FROM fr));
+SELECT array(SELECT message FROM render_frames((SELECT array_agg(data ORDER BY n) FROM fr)))
+     = array(SELECT message FROM peek_changes_text('frames', NULL, NULL, false,
+                 'proto_version', '2', 'publication_names', 'pub_frames')) AS same_as_slot;
+-- the state carries from frame to frame: a transaction without its STARTUP
+-- and RELATION frames before it is refused
+-- (the relation's OID differs from run to run: shown as N)
+DO $$
+BEGIN
+  PERFORM * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 3)]);
+EXCEPTION WHEN OTHERS THEN
+  RAISE NOTICE '% %', SQLSTATE, regexp_replace(SQLERRM, '[0-9]+', 'N');
+END $$;
+-- malformed frames: the subscriber's receiver reads them with the same code
+SELECT * FROM render_frames(ARRAY['\x5800000000'::bytea]);             -- BATCH of 0 messages
+SELECT * FROM render_frames(ARRAY['\x58000000050000000142'::bytea]);   -- more messages than bytes
+SELECT * FROM render_frames(ARRAY['\x5800000001000000000042'::bytea]); -- an empty message
+SELECT * FROM render_frames(ARRAY['\x58000000010000000a42'::bytea]);   -- a length past the end
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                  (SELECT data FROM fr WHERE n = 2) || '\x00'::bytea]); -- trailing bytes
+SELECT * FROM render_frames(ARRAY['\x58000000010000000158'::bytea]);   -- a BATCH inside a BATCH
+SELECT * FROM render_frames(ARRAY[NULL::bytea]);
+SELECT * FROM render_frames(NULL);
+SELECT * FROM render_frames('{}');
+-- for superusers unless granted, as the other renderers
+CREATE ROLE regress_pa_unprivileged;
+SET ROLE regress_pa_unprivileged;
+SELECT * FROM render_frames('{}');
+RESET ROLE;
+DROP ROLE regress_pa_unprivileged;
+SELECT pg_drop_replication_slot('frames');
+DROP PUBLICATION pub_frames;
+DROP TABLE frames_t;

@@ -6,15 +6,19 @@
  *
  *	  peek_changes_text(slot, upto_lsn, upto_nchanges, verbose, VARIADIC options)
  *	  get_changes_text(...)
+ *	  render_frames(frames bytea[], verbose)
  *
- * run pg_logical_slot_peek_binary_changes (or _get_, which consumes) over
- * the slot and turn each message into one line.  They go through the same
- * readers as the subscriber (protocol.c), so a malformed message fails
- * here as it would there, and they keep the state a subscriber keeps: a
- * change must follow BEGIN and the RELATION of its relation, COMMIT must
- * match its BEGIN.  Binary datums are decoded with the type's receive
- * function and shown through its output function, so a test sees the
- * value, and which of the two forms carried it.
+ * The first two run pg_logical_slot_peek_binary_changes (or _get_, which
+ * consumes) over the slot and turn each message into one line;
+ * render_frames does the same for frames already taken (the data column
+ * of those functions, in order), e.g. saved from a slot that has moved
+ * on.  They go through the same readers as the subscriber (protocol.c),
+ * so a malformed message or frame fails here as it would there, and they
+ * keep the state a subscriber keeps: a change must follow BEGIN and the
+ * RELATION of its relation, COMMIT must match its BEGIN.  Binary datums
+ * are decoded with the type's receive function and shown through its
+ * output function, so a test sees the value, and which of the two forms
+ * carried it.
  *
  * LSNs, transaction ids, timestamps and the server version differ from run
  * to run; they are shown only when verbose is true.  Without it COMMIT
@@ -33,6 +37,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
@@ -41,6 +46,7 @@
 
 PG_FUNCTION_INFO_V1(pa_peek_changes_text);
 PG_FUNCTION_INFO_V1(pa_get_changes_text);
+PG_FUNCTION_INFO_V1(pa_render_frames);
 
 #define SHOW_FULL_VALUE_MAX 64
 
@@ -435,6 +441,19 @@ render_row(StringInfo in, void *arg)
 	pfree(line.data);
 }
 
+/* One frame (a CopyData payload); a BATCH gives a row per message. */
+static void
+render_frame(RenderState *st, bytea *data)
+{
+	StringInfoData in;
+
+	in.data = VARDATA_ANY(data);
+	in.len = VARSIZE_ANY_EXHDR(data);
+	in.maxlen = in.len;
+	in.cursor = 0;
+	pa_read_frame(&in, render_row, st);
+}
+
 static Datum
 render_changes(FunctionCallInfo fcinfo, const char *fn)
 {
@@ -476,15 +495,8 @@ render_changes(FunctionCallInfo fcinfo, const char *fn)
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[row],
 									  SPI_tuptable->tupdesc, 1, &isnull);
 		bytea	   *data = DatumGetByteaPP(d);
-		StringInfoData in;
 
-		in.data = VARDATA_ANY(data);
-		in.len = VARSIZE_ANY_EXHDR(data);
-		in.maxlen = in.len;
-		in.cursor = 0;
-
-		/* a BATCH is rendered as the messages it holds, a row each */
-		pa_read_frame(&in, render_row, &st);
+		render_frame(&st, data);
 	}
 
 	SPI_finish();
@@ -501,4 +513,38 @@ Datum
 pa_get_changes_text(PG_FUNCTION_ARGS)
 {
 	return render_changes(fcinfo, "pg_logical_slot_get_binary_changes");
+}
+
+/*
+ * render_frames(frames bytea[], verbose boolean): the frames in array
+ * order, with the state a subscriber keeps carried from one to the next.
+ */
+Datum
+pa_render_frames(PG_FUNCTION_ARGS)
+{
+	RenderState st;
+	ArrayIterator it;
+	Datum		d;
+	bool		isnull;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("frames and verbose must not be null")));
+	memset(&st, 0, sizeof(st));
+	st.verbose = PG_GETARG_BOOL(1);
+	st.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	init_result(fcinfo);
+
+	it = array_create_iterator(PG_GETARG_ARRAYTYPE_P(0), 0, NULL);
+	while (array_iterate(it, &d, &isnull))
+	{
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a frame must not be null")));
+		render_frame(&st, DatumGetByteaPP(d));
+	}
+	array_free_iterator(it);
+	return (Datum) 0;
 }
