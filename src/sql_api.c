@@ -9,11 +9,11 @@
  * takes effect within a second of its commit.  The functions check
  * everything they can before writing anything: a bad DSN, an unreachable
  * provider, a missing publication, a provider that does not allow the
- * plugin or lacks wal_level = logical all end in an error that leaves
- * nothing behind.  Stopping workers (disable, drop, a changed
- * synchronous_commit) marks the subscription paused by this backend until
- * its transaction ends, so that the supervisor does not restart what it
- * just stopped from a catalog that has not changed yet.
+ * plugin, lacks wal_level = logical or has another database encoding all
+ * end in an error that leaves nothing behind.  Stopping workers (disable,
+ * drop, a changed synchronous_commit) marks the subscription paused by
+ * this backend until its transaction ends, so that the supervisor does not
+ * restart what it just stopped from a catalog that has not changed yet.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and
@@ -31,6 +31,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "libpq-fe.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/walreceiver.h"
@@ -217,6 +218,15 @@ check_provider(WalReceiverConn *conn, List *pubs)
 				 errmsg("the provider does not allow the parallel_apply output plugin"),
 				 errdetail("Its output_plugin_libraries is \"%s\".", v),
 				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
+
+	/* the receiver checks it again in the provider's STARTUP message */
+	v = provider_value(conn, "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()");
+	if (v != NULL && strcmp(v, GetDatabaseEncodingName()) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's database encoding %s differs from this database's, %s",
+						v, GetDatabaseEncodingName()),
+				 errhint("Subscribe from a database with the provider's encoding.")));
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[");
