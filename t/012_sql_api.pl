@@ -1,0 +1,179 @@
+# The SQL API's refusals: every error a DBA can get from managing
+# subscriptions, with its message, detail and hint, and that a refused
+# call leaves nothing behind (no subscription, no slot on the provider).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib 't/lib';
+use PaTest;
+
+my $pub = provider_node('provider');
+my $sub = subscriber_node('subscriber', max_writers => 4);
+
+$pub->safe_psql('postgres', q{
+CREATE TABLE t (id int PRIMARY KEY, v text);
+CREATE PUBLICATION pub FOR TABLE t;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text)');
+my $dsn = $pub->connstr('postgres');
+
+# Run one statement that must fail; its stderr must match $re.
+sub refused
+{
+	my ($node, $sql, $re, $name) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql);
+	isnt($ret, 0, "$name: refused");
+	like($err, $re, "$name: message");
+	return $err;
+}
+
+# Nothing left behind by a refused create_subscription.
+sub nothing_left
+{
+	my ($name) = @_;
+	is( $sub->safe_psql('postgres',
+			"SELECT count(*) FROM subscription_status() WHERE subscription_name = '$name'"),
+		'0', "$name: no subscription left behind");
+	is( $pub->safe_psql('postgres',
+			"SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_$name'"),
+		'0', "$name: no slot left behind");
+}
+
+# --- arguments -------------------------------------------------------------
+refused($sub, "SELECT create_subscription(NULL, \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  subscription_name, provider_dsn and publications must not be null/,
+	'null name');
+refused($sub, "SELECT create_subscription('', \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  invalid subscription name ""\nDETAIL:  A name has 1 to 59 characters\./,
+	'empty name');
+refused($sub, "SELECT create_subscription(repeat('x', 60), \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  invalid subscription name "x{60}"\nDETAIL:  A name has 1 to 59 characters\./,
+	'name too long');
+refused($sub, "SELECT create_subscription('nullpub', \$d\$$dsn\$d\$, ARRAY['pub', NULL])",
+	qr/ERROR:  publication names must not be null/, 'null publication');
+nothing_left('nullpub');
+refused($sub, "SELECT create_subscription('nopub', \$d\$$dsn\$d\$, '{}')",
+	qr/ERROR:  a subscription needs at least one publication/, 'no publication');
+nothing_left('nopub');
+refused($sub,
+	"SELECT create_subscription('badsync', \$d\$$dsn\$d\$, ARRAY['pub'], synchronous_commit := 'sometimes')",
+	qr/ERROR:  invalid synchronous_commit value "sometimes"\nHINT:  Use off, local, on, remote_write or remote_apply\./,
+	'bad synchronous_commit');
+nothing_left('badsync');
+refused($sub,
+	"SELECT create_subscription('badwriters', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 5)",
+	qr/ERROR:  num_writers must be between 1 and 4, not 5\nHINT:  The maximum is parallel_apply\.max_writers_per_subscription; raising it needs a server restart\./,
+	'num_writers above the maximum');
+nothing_left('badwriters');
+
+# --- the provider ----------------------------------------------------------
+refused($sub, "SELECT create_subscription('baddsn', 'this is not a dsn', ARRAY['pub'])",
+	qr/ERROR:  could not connect to the provider: invalid connection string\nDETAIL:  .+\nHINT:  Give provider_dsn as key=value pairs or a postgresql:\/\/ URI\./,
+	'malformed DSN');
+nothing_left('baddsn');
+
+# a port where nothing listens: the provider's port once it is stopped
+my $gone = PostgreSQL::Test::Cluster->new('gone');
+$gone->init;
+my $gone_dsn = $gone->connstr('postgres');
+refused($sub, "SELECT create_subscription('unreachable', \$d\$$gone_dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  could not connect to the provider: .+\nHINT:  Check provider_dsn, and that the provider accepts replication connections from here \(pg_hba\.conf\)\./s,
+	'unreachable provider');
+nothing_left('unreachable');
+
+# a provider without wal_level = logical, then one that does not list the
+# plugin in output_plugin_libraries
+$gone->append_conf('postgresql.conf', "wal_level = replica\nmax_wal_senders = 5");
+$gone->start;
+$gone->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text); CREATE PUBLICATION pub FOR TABLE t');
+refused($sub, "SELECT create_subscription('replica', \$d\$$gone_dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  the provider's wal_level is "replica", not "logical"\nHINT:  Set wal_level = logical on the provider and restart it\./,
+	'provider without logical decoding');
+nothing_left('replica');
+$gone->append_conf('postgresql.conf',
+	"wal_level = logical\noutput_plugin_libraries = 'pgoutput, test_decoding'");
+$gone->restart;
+refused($sub, "SELECT create_subscription('noplugin', \$d\$$gone_dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  the provider does not allow the parallel_apply output plugin\nDETAIL:  Its output_plugin_libraries is "pgoutput, test_decoding"\.\nHINT:  Add parallel_apply to output_plugin_libraries on the provider and reload it\./,
+	'provider that does not allow the plugin');
+is($gone->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
+	'0', 'noplugin: no slot left behind');
+nothing_left('noplugin');
+$gone->stop;
+
+refused($sub, "SELECT create_subscription('missingpub', \$d\$$dsn\$d\$, ARRAY['pub', 'nope', 'nope2'])",
+	qr/ERROR:  publication\(s\) not found on the provider: nope, nope2\nHINT:  Create them on the provider with CREATE PUBLICATION\./,
+	'missing publications');
+nothing_left('missingpub');
+
+# --- names that exist, or not ----------------------------------------------
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('dup', \$d\$$dsn\$d\$, ARRAY['pub'], enabled := false, group_name := 'g1')");
+refused($sub, "SELECT create_subscription('dup', \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  parallel_apply subscription "dup" already exists/, 'duplicate name');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'dup'"),
+	'1', 'duplicate name: the first subscription is still there, alone');
+
+for my $call ("drop_subscription('nosuch')", "enable_subscription('nosuch')",
+	"disable_subscription('nosuch')", "alter_subscription_config('nosuch', num_writers := 2)",
+	"wait_for_catchup('nosuch')")
+{
+	refused($sub, "SELECT $call",
+		qr/ERROR:  parallel_apply subscription "nosuch" does not exist/,
+		"$call on a missing subscription");
+}
+my ($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('nosuch', if_exists := true)");
+is($ret, 0, 'drop_subscription(if_exists) of a missing subscription succeeds');
+is($out, 'f', '... and returns false');
+like($err, qr/NOTICE:  parallel_apply subscription "nosuch" does not exist, skipping/, '... with a notice');
+
+refused($sub, "SELECT alter_subscription_config(NULL, num_writers := 2)",
+	qr/ERROR:  subscription_name must not be null/, 'alter_subscription_config(NULL)');
+refused($sub, "SELECT alter_subscription_config('dup', synchronous_commit := 'never')",
+	qr/ERROR:  invalid synchronous_commit value "never"/, 'alter with a bad synchronous_commit');
+refused($sub, "SELECT alter_group_config(num_writers := 2, group_name := 'nogroup')",
+	qr/ERROR:  no parallel_apply subscription is in group "nogroup"/, 'alter_group_config of an unknown group');
+is($sub->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3, group_name := 'g1')"),
+	'1', 'alter_group_config of a known group counts its subscriptions');
+refused($sub, "SELECT wait_for_catchup('dup')",
+	qr/ERROR:  parallel_apply subscription "dup" is disabled/, 'wait_for_catchup of a disabled subscription');
+
+# a subscription that cannot apply (its table is missing here): the wait
+# times out, says where apply stands, and why
+$sub->safe_psql('postgres', 'DROP TABLE t');
+$sub->safe_psql('postgres', "SELECT drop_subscription('dup')");
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('stuck', \$d\$$dsn\$d\$, ARRAY['pub'], synchronize_data := false)");
+$pub->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_stuck' AND active")
+  or die 'the slot of "stuck" did not become active';
+$pub->safe_psql('postgres', "INSERT INTO t VALUES (1, 'cannot apply')");
+$sub->poll_query_until('postgres',
+	"SELECT last_error IS NOT NULL FROM subscription_status() WHERE subscription_name = 'stuck'")
+  or die 'no error reported for "stuck"';
+refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
+	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.t".*does not exist/s,
+	'wait_for_catchup times out with the position and the last error');
+$sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
+
+# --- privileges ------------------------------------------------------------
+$sub->safe_psql('postgres', 'CREATE ROLE regress_pa_user LOGIN');
+refused($sub,
+	"SET ROLE regress_pa_user; SELECT create_subscription('priv', \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  permission denied for function create_subscription/,
+	'create_subscription is not for PUBLIC');
+$sub->safe_psql('postgres',
+	'GRANT EXECUTE ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text) TO regress_pa_user');
+refused($sub,
+	"SET ROLE regress_pa_user; SELECT create_subscription('priv', \$d\$$dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  must be superuser to create a parallel_apply subscription/,
+	'even when granted, creating needs superuser');
+nothing_left('priv');
+is( $sub->safe_psql('postgres',
+		"SET ROLE regress_pa_user; SELECT count(*) FROM subscription_status()"),
+	'0', 'subscription_status() is for everyone');
+
+done_testing();
