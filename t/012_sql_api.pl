@@ -1,6 +1,9 @@
 # The SQL API's refusals: every error a DBA can get from managing
 # subscriptions, with its message, detail and hint, and that a refused
 # call leaves nothing behind (no subscription, no slot on the provider).
+# Then errors found while applying (a view as the target, a target without
+# a key), reported in subscription_status() with nothing skipped, and a
+# drop while the provider is down.
 use strict;
 use warnings;
 
@@ -158,6 +161,76 @@ refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
 	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.t".*does not exist/s,
 	'wait_for_catchup times out with the position and the last error');
 $sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
+
+# --- errors found while applying: reported, nothing skipped ----------------
+# Each subscription below has its own publication and starts streaming
+# without an initial copy; the change waits until its slot is active.
+sub start_streaming
+{
+	my ($name, $publication) = @_;
+	$sub->safe_psql('postgres',
+		"SELECT create_subscription('$name', \$d\$$dsn\$d\$, ARRAY['$publication'], synchronize_data := false)");
+	$pub->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_$name' AND active")
+	  or die "the slot of $name did not become active";
+}
+
+sub last_error_like
+{
+	my ($name, $pattern, $label) = @_;
+	ok( $sub->poll_query_until('postgres',
+			"SELECT last_error LIKE \$p\$$pattern\$p\$ FROM subscription_status() WHERE subscription_name = '$name'"),
+		$label)
+	  or diag($sub->safe_psql('postgres',
+		"SELECT last_error FROM subscription_status() WHERE subscription_name = '$name'"));
+}
+
+# the target is a view
+$pub->safe_psql('postgres',
+	'CREATE TABLE tv (id int PRIMARY KEY, v text); CREATE PUBLICATION pub_view FOR TABLE tv');
+$sub->safe_psql('postgres', "CREATE VIEW tv AS SELECT 1 AS id, 'x'::text AS v");
+start_streaming('viewsub', 'pub_view');
+$pub->safe_psql('postgres', "INSERT INTO tv VALUES (1, 'a')");
+last_error_like('viewsub',
+	'%target table "public.tv" of parallel_apply subscription "viewsub" is not a table%',
+	'a view as the target table is reported');
+$sub->safe_psql('postgres', "SELECT drop_subscription('viewsub')");
+
+# the subscriber's table has no key to find the rows the provider updates:
+# the insert is applied, the update is not (nothing skipped), and once the
+# key exists the pipeline resumes and applies it
+$pub->safe_psql('postgres',
+	'CREATE TABLE tnk (id int PRIMARY KEY, v text); CREATE PUBLICATION pub_nk FOR TABLE tnk');
+$sub->safe_psql('postgres', 'CREATE TABLE tnk (id int, v text)');
+start_streaming('nksub', 'pub_nk');
+$pub->safe_psql('postgres', "INSERT INTO tnk VALUES (1, 'a'); UPDATE tnk SET v = 'b' WHERE id = 1");
+last_error_like('nksub',
+	'%target table "public.tnk" of parallel_apply subscription "nksub" has no replica identity index or primary key%',
+	'a target table without a key is reported when a row must be found');
+is($sub->safe_psql('postgres', 'SELECT id, v FROM tnk'), '1|a',
+	'the insert was applied, the update was not skipped');
+$sub->safe_psql('postgres', 'ALTER TABLE tnk ADD PRIMARY KEY (id)');
+$sub->safe_psql('postgres', "SELECT wait_for_catchup('nksub')");
+is($sub->safe_psql('postgres', 'SELECT id, v FROM tnk'), '1|b',
+	'with the key added, apply resumed and applied the update');
+$sub->safe_psql('postgres', "SELECT drop_subscription('nksub')");
+
+# drop_subscription with the provider down: the subscription goes, and a
+# warning names the slot left on the provider
+$gone->append_conf('postgresql.conf',
+	"output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'");
+$gone->start;
+$gone->safe_psql('postgres', 'SELECT pg_create_logical_replication_slot(\'pa_orphan\', \'parallel_apply\')');
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('orphan', \$d\$$gone_dsn\$d\$, ARRAY['pub'], enabled := false)");
+$gone->stop;
+($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('orphan')");
+is($ret, 0, 'drop_subscription with the provider down succeeds');
+like($err,
+	qr/WARNING:  could not connect to the provider to drop replication slot "pa_orphan"\nHINT:  Drop it on the provider with SELECT pg_drop_replication_slot\('pa_orphan'\); until then it keeps WAL there\./,
+	'... and warns about the slot left on the provider, with the command to drop it');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
+	'0', '... the subscription is gone');
 
 # --- privileges ------------------------------------------------------------
 $sub->safe_psql('postgres', 'CREATE ROLE regress_pa_user LOGIN');
