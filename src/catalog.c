@@ -18,6 +18,7 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "libpq-fe.h"
+#include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -176,4 +177,20 @@ pa_mask_dsn(const char *dsn)
 	}
 	PQconninfoFree(opts);
 	return buf.data;
+}
+
+/*
+ * Text comes from the provider in its database's encoding and is stored
+ * here unconverted, so the two must agree.  create_subscription checks it
+ * against the provider's catalog, the dispatcher again in STARTUP.
+ */
+void
+pa_check_provider_encoding(const char *encoding)
+{
+	if (strcmp(encoding, GetDatabaseEncodingName()) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's database encoding %s differs from this database's, %s",
+						encoding, GetDatabaseEncodingName()),
+				 errhint("Subscribe from a database with the provider's encoding.")));
 }

@@ -40,4 +40,7 @@ extern bool pa_extension_installed(void);
 /* The DSN with any password replaced by ********. */
 extern char *pa_mask_dsn(const char *dsn);
 
+/* Error out unless the provider's database encoding is this database's. */
+extern void pa_check_provider_encoding(const char *encoding);
+
 #endif							/* PA_CATALOG_H */

@@ -80,13 +80,13 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
+#include "catalog.h"
 #include "dispatcher.h"
 #include "pool.h"
 #include "protocol.h"
@@ -782,12 +782,7 @@ pa_dispatch_message(const char *data, int len)
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
 						 errmsg("provider chose parallel_apply protocol version %d, expected %d",
 								startup.proto_version, PA_PROTO_VERSION_MAX)));
-			if (strcmp(startup.encoding, GetDatabaseEncodingName()) != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the provider's database encoding %s differs from this database's, %s",
-								startup.encoding, GetDatabaseEncodingName()),
-						 errhint("Subscribe from a database with the provider's encoding.")));
+			pa_check_provider_encoding(startup.encoding);
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);

@@ -31,7 +31,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "libpq-fe.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "replication/walreceiver.h"
@@ -219,14 +218,9 @@ check_provider(WalReceiverConn *conn, List *pubs)
 				 errdetail("Its output_plugin_libraries is \"%s\".", v),
 				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
 
-	/* the receiver checks it again in the provider's STARTUP message */
 	v = provider_value(conn, "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()");
-	if (v != NULL && strcmp(v, GetDatabaseEncodingName()) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the provider's database encoding %s differs from this database's, %s",
-						v, GetDatabaseEncodingName()),
-				 errhint("Subscribe from a database with the provider's encoding.")));
+	if (v != NULL)
+		pa_check_provider_encoding(v);
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[");

@@ -127,29 +127,6 @@ tables_equal($pub, $sub, [ 'late' ], 'after the table was created');
 is($sub->safe_psql('postgres', 'SELECT v FROM plain WHERE id = 1000'),
 	'after late', 'apply resumed after the missing table appeared');
 
-# a provider database of another encoding: refused by create_subscription,
-# which leaves nothing behind
-my $sub_enc = $sub->safe_psql('postgres',
-	'SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = current_database()');
-my $other_enc = $sub_enc eq 'LATIN1' ? 'UTF8' : 'LATIN1';
-$pub->safe_psql('postgres',
-	"CREATE DATABASE other_enc ENCODING '$other_enc' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
-$pub->safe_psql('other_enc', q{
-CREATE TABLE plain (id int PRIMARY KEY, v text);
-CREATE PUBLICATION pub FOR TABLE plain;
-});
-my $enc_dsn = $pub->connstr('other_enc');
-my ($enc_ret, $enc_out, $enc_err) = $sub->psql('postgres',
-	"SELECT create_subscription('other_enc', \$d\$$enc_dsn\$d\$, ARRAY['pub'])");
-isnt($enc_ret, 0, 'create_subscription refuses a provider of another encoding');
-like( $enc_err,
-	qr/ERROR:  the provider's database encoding $other_enc differs from this database's, $sub_enc\n.*HINT:  Subscribe from a database with the provider's encoding\./s,
-	'... with the encodings named and a hint');
-is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'other_enc'"),
-	'0', '... and no subscription left behind');
-is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_other_enc'"),
-	'0', '... nor a slot');
-
 # drop_subscription removes the slot and the origins
 $sub->safe_psql('postgres', "SELECT drop_subscription('basic')");
 is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_basic'"),

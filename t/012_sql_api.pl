@@ -1,9 +1,9 @@
 # The SQL API's refusals: every error a DBA can get from managing
 # subscriptions, with its message, detail and hint, and that a refused
 # call leaves nothing behind (no subscription, no slot on the provider).
-# Then errors found while applying (a view as the target, a target without
-# a key), reported in subscription_status() with nothing skipped, and a
-# drop while the provider is down.
+# Then errors found while applying (a missing target, a view as the
+# target, a target without a key), reported in subscription_status() with
+# nothing skipped, and a drop while the provider is down.
 use strict;
 use warnings;
 
@@ -107,6 +107,20 @@ is($gone->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
 nothing_left('noplugin');
 $gone->stop;
 
+# a provider database of another encoding
+my $sub_enc = $sub->safe_psql('postgres',
+	'SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = current_database()');
+my $other_enc = $sub_enc eq 'LATIN1' ? 'UTF8' : 'LATIN1';
+$pub->safe_psql('postgres',
+	"CREATE DATABASE other_enc ENCODING '$other_enc' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+$pub->safe_psql('other_enc',
+	'CREATE TABLE t (id int PRIMARY KEY, v text); CREATE PUBLICATION pub FOR TABLE t');
+my $enc_dsn = $pub->connstr('other_enc');
+refused($sub, "SELECT create_subscription('other_enc', \$d\$$enc_dsn\$d\$, ARRAY['pub'])",
+	qr/ERROR:  the provider's database encoding $other_enc differs from this database's, $sub_enc\nHINT:  Subscribe from a database with the provider's encoding\./,
+	'provider database of another encoding');
+nothing_left('other_enc');
+
 refused($sub, "SELECT create_subscription('missingpub', \$d\$$dsn\$d\$, ARRAY['pub', 'nope', 'nope2'])",
 	qr/ERROR:  publication\(s\) not found on the provider: nope, nope2\nHINT:  Create them on the provider with CREATE PUBLICATION\./,
 	'missing publications');
@@ -144,40 +158,24 @@ is($sub->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3, grou
 refused($sub, "SELECT wait_for_catchup('dup')",
 	qr/ERROR:  parallel_apply subscription "dup" is disabled/, 'wait_for_catchup of a disabled subscription');
 
-# a subscription that cannot apply (its table is missing here): the wait
-# times out, says where apply stands, and why
-$sub->safe_psql('postgres', 'DROP TABLE t');
 $sub->safe_psql('postgres', "SELECT drop_subscription('dup')");
-$sub->safe_psql('postgres',
-	"SELECT create_subscription('stuck', \$d\$$dsn\$d\$, ARRAY['pub'], synchronize_data := false)");
-$pub->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_stuck' AND active")
-  or die 'the slot of "stuck" did not become active';
-$pub->safe_psql('postgres', "INSERT INTO t VALUES (1, 'cannot apply')");
-$sub->poll_query_until('postgres',
-	"SELECT last_error IS NOT NULL FROM subscription_status() WHERE subscription_name = 'stuck'")
-  or die 'no error reported for "stuck"';
-refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
-	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.t".*does not exist/s,
-	'wait_for_catchup times out with the position and the last error');
-$sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
 
 # --- errors found while applying: reported, nothing skipped ----------------
-# Each subscription below has its own publication and starts streaming
-# without an initial copy; the change waits until its slot is active.
-sub start_streaming
+# Each case: a table published alone, its subscriber side as given, a
+# subscription streaming it without an initial copy (the change is made
+# once its slot is active), and the error expected in last_error.
+sub apply_error
 {
-	my ($name, $publication) = @_;
+	my ($name, $table, $sub_ddl, $change, $pattern, $label) = @_;
+	$pub->safe_psql('postgres',
+		"CREATE TABLE $table (id int PRIMARY KEY, v text); CREATE PUBLICATION pub_$table FOR TABLE $table");
+	$sub->safe_psql('postgres', $sub_ddl) if defined $sub_ddl;
 	$sub->safe_psql('postgres',
-		"SELECT create_subscription('$name', \$d\$$dsn\$d\$, ARRAY['$publication'], synchronize_data := false)");
+		"SELECT create_subscription('$name', \$d\$$dsn\$d\$, ARRAY['pub_$table'], synchronize_data := false)");
 	$pub->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_$name' AND active")
 	  or die "the slot of $name did not become active";
-}
-
-sub last_error_like
-{
-	my ($name, $pattern, $label) = @_;
+	$pub->safe_psql('postgres', $change);
 	ok( $sub->poll_query_until('postgres',
 			"SELECT last_error LIKE \$p\$$pattern\$p\$ FROM subscription_status() WHERE subscription_name = '$name'"),
 		$label)
@@ -186,27 +184,28 @@ sub last_error_like
 }
 
 # the target is a view
-$pub->safe_psql('postgres',
-	'CREATE TABLE tv (id int PRIMARY KEY, v text); CREATE PUBLICATION pub_view FOR TABLE tv');
-$sub->safe_psql('postgres', "CREATE VIEW tv AS SELECT 1 AS id, 'x'::text AS v");
-start_streaming('viewsub', 'pub_view');
-$pub->safe_psql('postgres', "INSERT INTO tv VALUES (1, 'a')");
-last_error_like('viewsub',
+apply_error('viewsub', 'tv', "CREATE VIEW tv AS SELECT 1 AS id, 'x'::text AS v",
+	"INSERT INTO tv VALUES (1, 'a')",
 	'%target table "public.tv" of parallel_apply subscription "viewsub" is not a table%',
 	'a view as the target table is reported');
 $sub->safe_psql('postgres', "SELECT drop_subscription('viewsub')");
+
+# the target is missing here: the error is reported, and a wait for the
+# subscription times out saying where apply stands, and why
+apply_error('stuck', 'ts', undef, "INSERT INTO ts VALUES (1, 'cannot apply')",
+	'%target table "public.ts"%does not exist%', 'a missing target table is reported');
+refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
+	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.ts".*does not exist/s,
+	'wait_for_catchup times out with the position and the last error');
+$sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
 
 # the subscriber's table has no key to find the rows the provider updates:
 # the update is not applied (nor skipped), and once the key exists the
 # pipeline resumes and applies it.  (Whether the insert before it is
 # applied meanwhile depends on whether the writer took both into one local
 # commit, which then fails as a whole: either is correct.)
-$pub->safe_psql('postgres',
-	'CREATE TABLE tnk (id int PRIMARY KEY, v text); CREATE PUBLICATION pub_nk FOR TABLE tnk');
-$sub->safe_psql('postgres', 'CREATE TABLE tnk (id int, v text)');
-start_streaming('nksub', 'pub_nk');
-$pub->safe_psql('postgres', "INSERT INTO tnk VALUES (1, 'a'); UPDATE tnk SET v = 'b' WHERE id = 1");
-last_error_like('nksub',
+apply_error('nksub', 'tnk', 'CREATE TABLE tnk (id int, v text)',
+	"INSERT INTO tnk VALUES (1, 'a'); UPDATE tnk SET v = 'b' WHERE id = 1",
 	'%target table "public.tnk" of parallel_apply subscription "nksub" has no replica identity index or primary key%',
 	'a target table without a key is reported when a row must be found');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM tnk WHERE v = 'b'"), '0',
