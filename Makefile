@@ -24,6 +24,7 @@ OBJS += \
 	src/readahead.o \
 	src/coalesce.o \
 	src/receiver.o \
+	src/replay.o \
 	src/shmem.o \
 	src/sql_api.o \
 	src/supervisor.o \

@@ -11,7 +11,11 @@
 #   - optionally (SYSTEMS containing "route") parallel_apply with
 #     ROUTE_WRITERS writers that discard what they receive
 #     (parallel_apply.debug_discard_changes): the receiver and dispatcher
-#     alone, the serial part of the pipeline; its tables are not compared,
+#     alone, the serial part of the pipeline; its tables are not compared;
+#     before each of its catch-ups, the same backlog recorded from its slot
+#     is also replayed into a throwaway subscription of that cluster
+#     (parallel_apply.debug_replay_file): the routing rate with nothing
+#     decoding meanwhile,
 #   - optionally (SYSTEMS containing "nocoalesce") parallel_apply with 1
 #     writer and parallel_apply.coalesce_updates = off: every update applied
 #     (src/coalesce.c), for comparing with pa_w1 in the same invocation,
@@ -748,6 +752,41 @@ pa_per_writer_sql() {
 # did not finish), FIRST (seconds until the first backlog commit was
 # applied), CPU_PCT, FINAL_LSN, STATS, SEEN_ERROR and (see apply_cpu)
 # APPLY_CPU, LEADER_CPU, WALSENDER_CPU
+# replay_route SYSTEM: record the backlog from the route system's slot
+# (not consuming it) and route it in a throwaway subscription "pa_replay"
+# of the same cluster, with the provider idle; sets REPLAY_TPS, REPLAY_N
+replay_route() {
+	local s=$1 c=$1 db=$SDB file="$WORKDIR/replay.copy" logf line t0=$SECONDS
+	REPLAY_TPS=NA REPLAY_N=NA
+	qp "COPY (SELECT lsn, data FROM pg_logical_slot_peek_binary_changes('${SLOT[$s]}', NULL, NULL,
+		'proto_version', '2', 'publication_names', 'p', 'binary', 'true'))
+		TO '$file' WITH (FORMAT binary)" || { PROBLEMS+=("run $RUN: recording the backlog for replay failed"); return 0; }
+	logf=$(clog "$c")
+	local logsize
+	logsize=$(stat -c %s "$logf")
+	q "$c" "$db" -c "ALTER SYSTEM SET parallel_apply.debug_replay_file = '$file'" -c "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.2
+	q "$c" "$db" -c "SELECT create_subscription('pa_replay', '$(dsn prov "$PDB")', ARRAY['p'],
+		synchronize_data := false, num_writers := ${SYS_WRITERS[$s]})" >/dev/null
+	while :; do
+		line=$(tail -c +$(( logsize + 1 )) "$logf" | grep -m 1 'subscription "pa_replay" replayed' || true)
+		[[ -z $line ]] || break
+		(( SECONDS - t0 < CATCHUP_TIMEOUT )) || { PROBLEMS+=("run $RUN: the replay did not finish within ${CATCHUP_TIMEOUT}s"); break; }
+		sleep 0.2
+	done
+	q "$c" "$db" -c "SELECT drop_subscription('pa_replay')" \
+		-c "ALTER SYSTEM RESET parallel_apply.debug_replay_file" -c "SELECT pg_reload_conf()" >/dev/null
+	poll_until "$c" "$db" "SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply % pa_replay%'" \
+		60 "the replay's processes to exit" || true
+	rm -f "$file"
+	[[ -n $line ]] || return 0
+	REPLAY_N=$(sed -n 's/.* replayed \([0-9]*\) transactions.*/\1/p' <<<"$line")
+	REPLAY_TPS=$(sed -n 's/.*: \([0-9]*\) transactions per second.*/\1/p' <<<"$line")
+	[[ $REPLAY_N == "$XACTS" ]] ||
+		PROBLEMS+=("run $RUN: the replay routed $REPLAY_N transactions, the backlog has $XACTS")
+	log "run $RUN/$RUNS: replay of the recorded backlog: $REPLAY_N transactions, $REPLAY_TPS xacts/s"
+}
+
 catchup() {
 	local s=$1 target=$2 start=$3 c=$1 db=$SDB
 	local t0 t1 tf="" busy0 total0 deadline state err before after logsize
@@ -870,9 +909,9 @@ catchup() {
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s" >"$CSV"
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps" >"$CSV"
 declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
-declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF
+declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF REPLAY_OF
 nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
@@ -919,6 +958,8 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 	for (( i = 0; i < nsys; i++ )); do
 		s=${SYS_LIST[$(( ((RUN - 1) * shift_by + i) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
+		REPLAY_TPS=NA
+		[[ $s != *_route ]] || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
 		if [[ $s == *_route ]]; then
@@ -936,8 +977,9 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
 		ORDER_OF[$RUN]+="$s "
 		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
-		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU" >>"$CSV"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS" >>"$CSV"
 		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
+		REPLAY_OF[$s,$RUN]=$REPLAY_TPS
 		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
 		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
 	done
@@ -1062,6 +1104,20 @@ for s in "${SYS_LIST[@]}"; do
 	[[ -z ${MED[pa_w1]:-} ]] || line+=" = $(ratio_or_na "${MED[$s]:-NA}" "${MED[pa_w1]}") x the 1-writer apply rate"
 	(( WANT_CORE )) && line+=", $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}") x in-core"
 	echo "$line"
+	# the same backlog replayed from a recording: measured, no decoding meanwhile
+	vals=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		v=${REPLAY_OF[$s,$r]:-NA}
+		[[ $v == NA ]] || vals+=("$v")
+	done
+	if (( ${#vals[@]} )); then
+		rep=$(median "${vals[@]}")
+		line="    replayed from a recording of the backlog (the leader routes, ${SYS_WRITERS[$s]} writers discard, nothing decodes):"
+		line+=" $(printf '%.0f' "$rep") xacts/s (runs: ${vals[*]})"
+		[[ ${MEDTPS[pa_w1]:-NA} == NA ]] ||
+			line+=" = $(awk -v r="$rep" -v t="${MEDTPS[pa_w1]}" 'BEGIN { printf "%.2f", r / t }') x the 1-writer apply rate"
+		echo "$line"
+	fi
 	# what the leader could route with a CPU to itself, from its CPU time
 	# (derived, not a measured rate)
 	[[ ${LEADER_US[$s]} != NA && ${WALSENDER_US[$s]} != NA ]] || continue

@@ -29,6 +29,7 @@
 #include "parallel_apply.h"
 #include "pipeline.h"
 #include "progress.h"
+#include "replay.h"
 
 PG_MODULE_MAGIC;
 
@@ -91,7 +92,12 @@ _PG_init(void)
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 	{
-		MarkGUCPrefixReserved("parallel_apply");
+		DefineCustomStringVariable("parallel_apply.debug_replay_file",
+							   "A leader that starts routes the recorded stream in this file to its writers before it streams.",
+							   "For measuring the receiver and dispatcher alone; only with debug_discard_changes. The file is a binary COPY of pg_logical_slot_peek_binary_changes() rows.",
+							   &pa_debug_replay_file, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("parallel_apply");
 		return;
 	}
 
@@ -120,6 +126,11 @@ _PG_init(void)
 							 "For measuring the receiver and dispatcher alone: the data is not applied and is lost.",
 							 &pa_debug_discard, false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomStringVariable("parallel_apply.debug_replay_file",
+							   "A leader that starts routes the recorded stream in this file to its writers before it streams.",
+							   "For measuring the receiver and dispatcher alone; only with debug_discard_changes. The file is a binary COPY of pg_logical_slot_peek_binary_changes() rows.",
+							   &pa_debug_replay_file, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("parallel_apply");
 
 	prev_shmem_request_hook = shmem_request_hook;

@@ -12,7 +12,9 @@
  *	   synchronous_standby_names can name it;
  *	2. starts its writers (pool.c) and, for a new subscription, creates the
  *	   slot and copies the initial data (sync.c);
- *	3. starts streaming from the restart point (progress.c) and loops:
+ *	3. (benchmarks only, parallel_apply.debug_replay_file: routes a
+ *	   recorded stream first, replay.c)
+ *	4. starts streaming from the restart point (progress.c) and loops:
  *	   read every message that is there without blocking, hand it to the
  *	   dispatcher, then wait on the socket and the latch together.  The
  *	   latch is set by writers when they commit, by the supervisor and by
@@ -56,11 +58,13 @@
 #include "pool.h"
 #include "progress.h"
 #include "relmap.h"
+#include "replay.h"
 #include "sync.h"
 
 static PaSubSlot *slot;
 static PaSubscription *sub;
 static WalReceiverConn *conn;
+static bool streaming = false; /* START_REPLICATION sent */
 static bool caught_up_once = false;
 static bool durable = false;	/* writers flush their commits */
 static uint64 reported_seq = 0; /* commits covered by the last report */
@@ -93,6 +97,8 @@ set_state(PaSubState state)
 static void
 keepalive_while_blocked(void)
 {
+	if (!streaming)
+		return;					/* replaying: not in COPY mode yet */
 	pa_progress_update(slot, false);
 	pa_progress_feedback(conn, false, false);
 }
@@ -356,6 +362,9 @@ pa_leader_main(Datum arg)
 			set_state(PA_SUB_CATCHING_UP);
 		}
 
+		if (pa_debug_replay_file[0] != '\0')
+			pa_replay_run(sub->name);
+
 		memset(&options, 0, sizeof(options));
 		options.logical = true;
 		options.startpoint = start;
@@ -367,6 +376,7 @@ pa_leader_main(Datum arg)
 			lappend(options.proto.logical.publication_names,
 					makeString(lfirst(lc)));
 		walrcv_startstreaming(conn, &options);
+		streaming = true;
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
 						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));

@@ -5,13 +5,16 @@
 # setting at 1 every transaction commits on its own; with several writers
 # groups form too, and a chain of dependent transactions stays on one
 # writer.  parallel_apply.debug_discard_changes makes writers
-# record transactions as applied without applying them (for benchmarks).
+# record transactions as applied without applying them (for benchmarks);
+# parallel_apply.debug_replay_file makes a starting leader route a
+# recorded stream to such writers and log the rate.
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use lib 't/lib';
 use PaTest;
 
@@ -274,5 +277,85 @@ $pub->safe_psql('postgres', "INSERT INTO hist (acct, delta) VALUES (1, 1000)");
 wait_caught_up($sub, 'g');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM hist WHERE delta = 1000'), '1',
 	'debug_discard_changes off again: changes are applied');
+
+# debug_replay_file: a backlog recorded from a slot of its own (peeked, as
+# bench/catchup_bench.sh does) is routed by the leader of a subscription in
+# a database of its own, whose settings make its writers discard; nothing
+# is applied there, and the log gives the count and the rate
+my $file = $sub->basedir . '/replay.copy';
+my $record_sql = "COPY (SELECT lsn, data FROM pg_logical_slot_peek_binary_changes('rec', NULL, NULL, "
+  . "'proto_version', '2', 'publication_names', 'pub', 'binary', 'true')) TO '$file' WITH (FORMAT binary)";
+$pub->safe_psql('postgres',
+	"SELECT pg_create_logical_replication_slot('rec', 'parallel_apply')");
+backlog(120, 5);
+$pub->safe_psql('postgres', $record_sql);
+wait_caught_up($sub, 'g');
+
+$sub->safe_psql('postgres', 'CREATE DATABASE replaydb');
+$sub->safe_psql('replaydb', $ddl . 'CREATE EXTENSION parallel_apply;');
+$sub->safe_psql('replaydb', qq{
+ALTER DATABASE replaydb SET parallel_apply.debug_discard_changes = on;
+ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file';
+});
+
+# run a subscription "name" in replaydb until its leader logs $re or
+# reports an error; returns the log written meanwhile
+sub replay_run
+{
+	my ($name, $re) = @_;
+	my $pos = -s $sub->logfile;
+	my $dsn = $pub->connstr('postgres');
+	$sub->safe_psql('replaydb',
+		"SELECT create_subscription('$name', \$dsn\$$dsn\$dsn\$, ARRAY['pub'], synchronize_data := false)");
+	my $log = '';
+	foreach (1 .. 1800)
+	{
+		$log = slurp_file($sub->logfile, $pos);
+		last if $log =~ $re;
+		usleep(100_000);
+	}
+	$sub->safe_psql('replaydb', "SELECT drop_subscription('$name')");
+	return $log;
+}
+
+my $log = replay_run('r1', qr/subscription "r1" replayed/);
+like($log,
+	qr/LOG:  parallel_apply subscription "r1" replayed 120 transactions \(121 frames\) from "\Q$file\E" in [0-9.]+ s: [0-9]+ transactions per second/,
+	'debug_replay_file: every recorded transaction routed, count and rate logged');
+is($sub->safe_psql('replaydb', 'SELECT count(*) FROM hist'), '0',
+	'debug_replay_file: nothing applied (the writers discard)');
+
+# with writers that apply, the file is ignored, with a warning
+$sub->safe_psql('replaydb',
+	'ALTER DATABASE replaydb RESET parallel_apply.debug_discard_changes');
+$log = replay_run('r2', qr/debug_replay_file is ignored/);
+like($log,
+	qr/WARNING:  parallel_apply\.debug_replay_file is ignored: parallel_apply\.debug_discard_changes is off\n.*HINT:  Replayed transactions must not be applied/s,
+	'debug_replay_file without debug_discard_changes: ignored, with a warning and a hint');
+unlike($log, qr/replayed \d+ transactions/, 'debug_replay_file without debug_discard_changes: nothing replayed');
+is($sub->safe_psql('replaydb', 'SELECT count(*) FROM hist'), '0',
+	'debug_replay_file without debug_discard_changes: nothing applied');
+
+# a file that is not such a COPY: the leader stops with an error
+$sub->safe_psql('replaydb',
+	'ALTER DATABASE replaydb SET parallel_apply.debug_discard_changes = on');
+append_to_file($file . '.bad', "not a copy\n");
+$sub->safe_psql('replaydb',
+	"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file.bad'");
+$log = replay_run('r3', qr/ERROR:  "[^"]*" is not a binary COPY/);
+like($log,
+	qr/ERROR:  "\Q$file.bad\E" is not a binary COPY of \(lsn, data\) rows\n.*DETAIL:  The COPY signature is missing\./s,
+	'debug_replay_file: a file that is not a binary COPY is an error, with a detail');
+
+# a file cut short: an error too, nothing routed beyond it
+my $whole = slurp_file($file);
+append_to_file($file . '.cut', substr($whole, 0, length($whole) - 100));
+$sub->safe_psql('replaydb',
+	"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file.cut'");
+$log = replay_run('r4', qr/ERROR:  "[^"]*" is not a binary COPY/);
+like($log,
+	qr/DETAIL:  A frame is NULL or runs past the end of the file\./,
+	'debug_replay_file: a file cut short is an error');
+$pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('rec')");
 
 done_testing();
