@@ -167,7 +167,8 @@ pa_replay_run(const char *subname)
 		pos += 2;
 		if (nfields == -1)
 			break;
-		if (nfields != 2 || pos + 12 > size || get32(buf + pos) != 8)
+		/* the lsn's length and value, the frame's length */
+		if (nfields != 2 || pos + 16 > size || get32(buf + pos) != 8)
 			bad_file(path, "A row is not (pg_lsn, bytea).");
 		pos += 12;				/* the lsn: the frame says what it needs */
 		len = get32(buf + pos);

@@ -356,6 +356,15 @@ $log = replay_run('r4', qr/ERROR:  "[^"]*" is not a binary COPY/);
 like($log,
 	qr/DETAIL:  A frame is NULL or runs past the end of the file\./,
 	'debug_replay_file: a file cut short is an error');
+
+# cut inside the first row, before its frame's length: the row is refused
+append_to_file($file . '.row', substr($whole, 0, 35));
+$sub->safe_psql('replaydb',
+	"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file.row'");
+$log = replay_run('r5', qr/ERROR:  "[^"]*" is not a binary COPY/);
+like($log,
+	qr/DETAIL:  A row is not \(pg_lsn, bytea\)\./,
+	'debug_replay_file: a row cut before its frame is an error');
 $pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('rec')");
 
 done_testing();
