@@ -7,7 +7,9 @@
 # writer.  parallel_apply.debug_discard_changes makes writers
 # record transactions as applied without applying them (for benchmarks);
 # parallel_apply.debug_replay_file makes a starting leader route a
-# recorded stream to such writers and log the rate.
+# recorded stream to such writers and log the rate; a recording also
+# feeds the leader what no correct provider sends (another protocol
+# version than negotiated).
 use strict;
 use warnings;
 
@@ -365,6 +367,18 @@ $log = replay_run('r5', qr/ERROR:  "[^"]*" is not a binary COPY/);
 like($log,
 	qr/DETAIL:  A row is not \(pg_lsn, bytea\)\./,
 	'debug_replay_file: a row cut before its frame is an error');
+
+# a recording of protocol version 1 (what a provider that ignored the
+# version asked for would send): the leader refuses its STARTUP
+(my $record_v1 = $record_sql) =~ s/'proto_version', '2'/'proto_version', '1'/;
+$record_v1 =~ s/\Q$file\E/$file.v1/;
+$pub->safe_psql('postgres', $record_v1);
+$sub->safe_psql('replaydb',
+	"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file.v1'");
+$log = replay_run('r6', qr/ERROR:  provider chose/);
+like($log,
+	qr/ERROR:  provider chose parallel_apply protocol version 1, expected 2/,
+	'a stream of another protocol version than negotiated is refused at its STARTUP');
 $pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('rec')");
 
 done_testing();
