@@ -173,7 +173,7 @@ pa_replay_run(const char *subname)
 		pos += 12;				/* the lsn: the frame says what it needs */
 		len = get32(buf + pos);
 		pos += 4;
-		if (len == (uint32) -1 || pos + len > size)
+		if (len == (uint32) -1 || len > MaxAllocSize || pos + len > size)
 			bad_file(path, "A frame is NULL or runs past the end of the file.");
 
 		s.data = buf + pos;
