@@ -32,7 +32,7 @@ OBJS += \
 	src/writer.o
 
 EXTENSION = parallel_apply
-DATA = parallel_apply--1.0.sql
+DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.0--1.1.sql
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 
 REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \

@@ -78,7 +78,28 @@ SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 
 INSERT INTO listed VALUES (21);
 SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_filter');
 
+-- the extension's own tables are never published, whatever the
+-- publication: FOR ALL TABLES, FOR TABLES IN SCHEMA parallel_apply, or
+-- naming the table; the user table next to it is
+CREATE PUBLICATION pub_ext_schema FOR TABLES IN SCHEMA parallel_apply, pubs;
+CREATE PUBLICATION pub_ext_table FOR TABLE parallel_apply.subscription, listed;
+CREATE PUBLICATION pub_ext_all FOR ALL TABLES;
+BEGIN;
+INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
+    publications, slot_name, enabled, synchronize_data, synchronous_commit, sub_owner)
+  VALUES (1, 'not_published', 'default', '', '{p}', 's', false, false, 'off', 10);
+UPDATE parallel_apply.subscription SET enabled = true;
+INSERT INTO listed VALUES (30);
+INSERT INTO pubs.s1 VALUES (30);
+DELETE FROM parallel_apply.subscription;
+TRUNCATE parallel_apply.subscription;
+COMMIT;
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ext_schema');
+SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ext_table');
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ext_all');
+
 SELECT pg_drop_replication_slot('pubs');
+DROP PUBLICATION pub_ext_schema, pub_ext_table, pub_ext_all;
 DROP PUBLICATION pub_listed, pub_schema, pub_ins, pub_trunc, pub_all, pub_late, pub_filter, pub_cols;
 DROP TABLE listed, unlisted, ins_only, trunc_only;
 DROP SCHEMA pubs CASCADE;

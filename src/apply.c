@@ -52,10 +52,17 @@
  * apply_handle_tuple_routing.  Rows are searched in the leaf with the
  * leaf's own replica identity index or primary key.
  *
- * Privileges are checked as the logical replication worker checks them:
- * the current user needs the privilege on the table actually modified
- * (the leaf partition), SELECT where rows are searched, and row-level
- * security must not apply to it.
+ * A change is applied as the local table's owner (the target, not its
+ * partitions), as PostgreSQL 16's apply worker does with run_as_owner
+ * off: the workers themselves run as the bootstrap superuser, but the
+ * table's triggers, defaults, constraints and index expressions only get
+ * its owner's rights, under SECURITY_RESTRICTED_OPERATION.  With the
+ * subscription's run_as_owner, changes are applied as the subscription's
+ * owner instead.  A TRUNCATE of tables of several owners runs as the
+ * subscription's owner.  Privileges are checked for that user as the
+ * logical replication worker checks them: it needs the privilege on the
+ * table actually modified (the leaf partition), SELECT where rows are
+ * searched, and row-level security must not apply to it.
  *
  * src/apply.c
  *
@@ -108,6 +115,7 @@ typedef struct ApplyState
 	int			column;			/* local attno being converted, or -1 */
 	ErrorContextCallback errcallback;
 	MemoryContext oldcxt;
+	PaUserSwitch user;			/* the user before apply_begin */
 } ApplyState;
 
 /* The table a row goes to: the local table, or one of its partitions. */
@@ -184,6 +192,9 @@ apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 		lappend(estate->es_opened_result_relations, state->rootinfo);
 	estate->es_output_cid = GetCurrentCommandId(true);
 
+	/* from here, the table's triggers, defaults and checks run as its user */
+	pa_apply_switch_user(rel->localrel->rd_rel->relowner, &state->user);
+
 	AfterTriggerBeginQuery();
 }
 
@@ -204,6 +215,7 @@ apply_end(ApplyState *state)
 	MemoryContextSwitchTo(state->oldcxt);
 	FreeExecutorState(estate);
 
+	pa_apply_restore_user(&state->user);
 	PopActiveSnapshot();
 	error_context_stack = state->errcallback.previous;
 
@@ -232,6 +244,42 @@ check_privileges(Relation rel, AclMode mode)
 				 errmsg("user \"%s\" cannot apply replicated changes to table \"%s\", which has row-level security enabled",
 						GetUserNameFromId(GetUserId(), true),
 						RelationGetRelationName(rel))));
+}
+
+/* ---------------------------------------------------------------------
+ * The user a change is applied as
+ * ---------------------------------------------------------------------
+ */
+
+Oid			pa_apply_as_role = InvalidOid;
+
+void
+pa_apply_switch_user(Oid relowner, PaUserSwitch *save)
+{
+	Oid			role = OidIsValid(pa_apply_as_role) ? pa_apply_as_role : relowner;
+
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	save->switched = role != save->userid;
+	if (!save->switched)
+		return;
+
+	/*
+	 * As a table's owner, what the table runs (triggers, defaults, index
+	 * expressions) must not be able to act as anyone else: restricted, as
+	 * PostgreSQL runs maintenance commands for a table's owner.
+	 */
+	SetUserIdAndSecContext(role, save->sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   (OidIsValid(pa_apply_as_role) ? 0 :
+							SECURITY_RESTRICTED_OPERATION));
+}
+
+void
+pa_apply_restore_user(PaUserSwitch *save)
+{
+	if (save->switched)
+		SetUserIdAndSecContext(save->userid, save->sec_context);
+	save->switched = false;
 }
 
 /* ---------------------------------------------------------------------
@@ -762,6 +810,8 @@ pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 	ApplyTarget target;
 	TupleTableSlot *slot;
 
+	if (rel->ours)
+		return;
 	check_tuple(rel, newtup, false);
 	apply_begin(&state, rel, CMD_INSERT, "INSERT");
 
@@ -790,6 +840,9 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	TupleTableSlot *newslot;
 	Bitmapset  *updated = NULL;
 	bool		found;
+
+	if (rel->ours)
+		return true;			/* skipped, not missing */
 
 	if (oldkind != 0 && oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
 		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
@@ -865,6 +918,8 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 	TupleTableSlot *localslot;
 	bool		found;
 
+	if (rel->ours)
+		return true;			/* skipped, not missing */
 	if (oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
 		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
 	check_tuple(rel, oldtup, false);
@@ -924,6 +979,8 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 
 		entry = pa_relmap_open(remote_relids[i], AccessExclusiveLock);
 		entries = lappend(entries, entry);
+		if (entry->ours)
+			continue;
 		rel = entry->localrel;
 		relid = RelationGetRelid(rel);
 
@@ -969,8 +1026,28 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 		}
 	}
 
-	PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, DROP_RESTRICT,
-							 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
+	/*
+	 * One command for all of them (foreign keys between them are checked
+	 * together), run as their owner when they have one; tables of several
+	 * owners are truncated as the subscription's owner.
+	 */
+	if (rels != NIL)
+	{
+		Relation	first = linitial(rels);
+		bool		one_owner = true;
+		PaUserSwitch save;
+
+		foreach(lc, rels)
+			one_owner &= ((Relation) lfirst(lc))->rd_rel->relowner ==
+				first->rd_rel->relowner;
+		if (one_owner)
+			pa_apply_switch_user(first->rd_rel->relowner, &save);
+		else
+			save.switched = false;
+		PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, DROP_RESTRICT,
+								 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
+		pa_apply_restore_user(&save);
+	}
 
 	/* the locks are kept until the end of the transaction */
 	foreach(lc, entries)

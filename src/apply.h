@@ -11,8 +11,8 @@
  * Each call pushes its own active snapshot, allocates only in an executor
  * state of its own (freed before it returns; the tuples are only read),
  * and ends with CommandCounterIncrement, so that the next change of the
- * transaction sees this one.  Privileges are checked for the current
- * user, as PostgreSQL's apply worker checks them.
+ * transaction sees this one.  Privileges are checked for the user the
+ * change is applied as (below), as PostgreSQL's apply worker checks them.
  *
  * src/apply.h
  *
@@ -22,6 +22,27 @@
 #define PA_APPLY_H
 
 #include "relmap.h"
+
+/*
+ * The user changes are applied as.  InvalidOid (the default): each table's
+ * owner, with SECURITY_RESTRICTED_OPERATION, so that a table's triggers,
+ * defaults and index expressions have its owner's rights and no more, as
+ * PostgreSQL 16 applies; a role: that role (run_as_owner: the
+ * subscription's owner).  pa_apply_switch_user() switches for a table of that owner,
+ * pa_apply_restore_user() switches back; an error switches back with the
+ * transaction's abort.
+ */
+extern PGDLLIMPORT Oid pa_apply_as_role;
+
+typedef struct PaUserSwitch
+{
+	Oid			userid;
+	int			sec_context;
+	bool		switched;
+} PaUserSwitch;
+
+extern void pa_apply_switch_user(Oid relowner, PaUserSwitch *save);
+extern void pa_apply_restore_user(PaUserSwitch *save);
 
 /* INSERT a row (routed into a partition when the target is partitioned). */
 extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);

@@ -14,6 +14,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -28,7 +30,7 @@
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
-	"synchronous_commit, sync_state"
+	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -70,6 +72,9 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->num_writers = DatumGetInt32(getdatum(tup, desc, 9, &isnull));
 	sub->synchronous_commit = getstr(tup, desc, 10);
 	sub->sync_state = DatumGetChar(getdatum(tup, desc, 11, &isnull));
+	sub->origin_none = strcmp(getstr(tup, desc, 12), "none") == 0;
+	sub->owner = DatumGetObjectId(getdatum(tup, desc, 13, &isnull));
+	sub->run_as_owner = DatumGetBool(getdatum(tup, desc, 14, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }
@@ -138,6 +143,15 @@ bool
 pa_extension_installed(void)
 {
 	return OidIsValid(get_extension_oid("parallel_apply", true));
+}
+
+bool
+pa_relation_is_ours(Oid relid)
+{
+	Oid			extoid = getExtensionOfObject(RelationRelationId, relid);
+
+	return OidIsValid(extoid) &&
+		extoid == get_extension_oid("parallel_apply", true);
 }
 
 /* Rebuild the DSN from its parsed options, the password masked. */

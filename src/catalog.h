@@ -28,6 +28,9 @@ typedef struct PaSubscription
 	int			num_writers;	/* 0 when NULL: the GUC decides */
 	char	   *synchronous_commit;
 	char		sync_state;
+	bool		origin_none;	/* origin = 'none': the provider's own changes */
+	Oid			owner;			/* the role that created it */
+	bool		run_as_owner;	/* apply as owner, not as each table's owner */
 } PaSubscription;
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */
@@ -36,6 +39,13 @@ extern PaSubscription *pa_catalog_get(Oid subid);
 extern PaSubscription *pa_catalog_get_by_name(const char *name);
 extern void pa_catalog_set_sync_state(Oid subid, char state);
 extern bool pa_extension_installed(void);
+
+/*
+ * Is the relation one of this extension's own (pg_depend membership)?  It
+ * is then never published, copied or applied.  Catalog lookups only: safe
+ * in a decoding context, with its historic snapshot.
+ */
+extern bool pa_relation_is_ours(Oid relid);
 
 /* The DSN with any password replaced by ********. */
 extern char *pa_mask_dsn(const char *dsn);

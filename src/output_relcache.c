@@ -28,6 +28,12 @@
  * every requested publication exists now, so a missing one is history, not
  * a typo, and erroring would stop the stream at the same place forever.
  *
+ * The extension's own tables (its catalog, parallel_apply.subscription)
+ * are never published, whatever the publication: a FOR ALL TABLES
+ * publication on a node that is also a subscriber would otherwise send its
+ * catalog to the next node and overwrite that node's subscriptions.  They
+ * are recognised by extension membership in pg_depend, not by name.
+ *
  * Row filters and column lists (PostgreSQL 15) are not supported: a
  * publication that uses one for a decoded relation ends the stream with an
  * error instead of silently replicating rows or columns the publication
@@ -51,6 +57,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "catalog.h"
 #include "compat.h"
 #include "output_plugin.h"
 
@@ -285,6 +292,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	List	   *ancestors = am_partition ? get_partition_ancestors(relid) : NIL;
 	Oid			publish_as_relid = relid;
 	int			publish_level = 0;
+	List	   *pubs;
 	ListCell   *lc;
 
 	if (!PublicationsValid)
@@ -300,7 +308,15 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 											 "parallel_apply relation",
 											 ALLOCSET_SMALL_SIZES);
 
-	foreach(lc, Publications)
+	/*
+	 * The extension's own tables (the subscriber's catalog) are node-local
+	 * state: published, they would overwrite the catalog of whoever
+	 * subscribes, whatever the publication says (FOR ALL TABLES, FOR TABLES
+	 * IN SCHEMA parallel_apply, or even naming one).
+	 */
+	pubs = pa_relation_is_ours(relid) ? NIL : Publications;
+
+	foreach(lc, pubs)
 	{
 		Publication *pub = lfirst(lc);
 		Oid			pub_relid = relid;

@@ -47,6 +47,7 @@
 #include "replication/walreceiver.h"
 #include "storage/ipc.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -290,15 +291,48 @@ stream_loop(void)
 	}
 }
 
+/*
+ * START_REPLICATION with this subscription's options.  Built here rather
+ * than by walrcv_startstreaming(), which knows only pgoutput's options:
+ * our plugin also takes forward_origins (the subscription's origin).
+ */
+static void
+start_streaming(XLogRecPtr start)
+{
+	StringInfoData cmd;
+	StringInfoData names;
+	WalRcvExecResult *res;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, sub->publications)
+		appendStringInfo(&names, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
+						 quote_identifier(lfirst(lc)));
+	initStringInfo(&cmd);
+	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
+					 " (proto_version '%d', publication_names %s, binary 'true',"
+					 " forward_origins '%s')",
+					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
+					 PA_PROTO_VERSION_MAX, quote_literal_cstr(names.data),
+					 sub->origin_none ? "false" : "true");
+	res = walrcv_exec(conn, cmd.data, 0, NULL);
+	if (res->status != WALRCV_OK_COPY_BOTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not start streaming from the provider of parallel_apply subscription \"%s\": %s",
+						sub->name, res->err ? res->err : "unexpected result")));
+	walrcv_clear_result(res);
+	pfree(cmd.data);
+	pfree(names.data);
+}
+
 void
 pa_leader_main(Datum arg)
 {
 	int			slotidx = DatumGetInt32(arg);
 	Oid			extra[2];
 	char	   *err = NULL;
-	WalRcvStreamOptions options;
 	XLogRecPtr	start;
-	ListCell   *lc;
 
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -320,6 +354,7 @@ pa_leader_main(Datum arg)
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
+		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 		pa_relmap_subscription_name = sub->name;
 		durable = strcmp(sub->synchronous_commit, "off") != 0;
 
@@ -365,17 +400,7 @@ pa_leader_main(Datum arg)
 		if (pa_debug_replay_file[0] != '\0')
 			pa_replay_run(sub->name);
 
-		memset(&options, 0, sizeof(options));
-		options.logical = true;
-		options.startpoint = start;
-		options.slotname = sub->slot_name;
-		options.proto.logical.proto_version = PA_PROTO_VERSION_MAX;
-		options.proto.logical.binary = true;
-		foreach(lc, sub->publications)
-			options.proto.logical.publication_names =
-			lappend(options.proto.logical.publication_names,
-					makeString(lfirst(lc)));
-		walrcv_startstreaming(conn, &options);
+		start_streaming(start);
 		streaming = true;
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",

@@ -17,7 +17,8 @@
  *
  *	- the local table, found by schema and name (never by OID: OIDs differ
  *	  between servers), locked as it is looked up so that a concurrent
- *	  rename or drop is noticed;
+ *	  rename or drop is noticed; one of the extension's own tables is
+ *	  marked "ours" and its changes are skipped (apply.c);
  *	- per local attribute, the remote column of the same name (or none)
  *	  and how to turn a remote datum into a local Datum: the local input
  *	  function for text, the local receive function for binary of the
@@ -87,6 +88,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "catalog.h"
 #include "relmap.h"
 
 char	   *pa_relmap_subscription_name = NULL;
@@ -663,6 +665,7 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 	Oid			relid;
 	Relation	rel;
 	char		relkind;
+	bool		ours;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	PaRelMapEntry built;
@@ -688,6 +691,20 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 						pa_relmap_subname()),
 				 errdetail_relkind_not_supported(relkind)));
 
+	/*
+	 * The extension's own catalog is this node's state: a provider that
+	 * publishes its copy (FOR ALL TABLES on a node that is a subscriber
+	 * too, with a provider that does not leave it out) must not overwrite
+	 * it.  apply.c skips the changes.
+	 */
+	ours = pa_relation_is_ours(relid);
+	if (ours)
+		ereport(WARNING,
+				(errmsg("changes to table \"%s.%s\" received by parallel_apply subscription \"%s\" are not applied",
+						remoterel->nspname, remoterel->relname,
+						pa_relmap_subname()),
+				 errdetail("The table belongs to extension parallel_apply.")));
+
 	/* from here on, an invalidation of the table makes the result stale */
 	building_relid = relid;
 	building_invalidated = false;
@@ -702,6 +719,7 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 	memcpy(&built, entry, sizeof(PaRelMapEntry));
 	copy_remoterel(&built.remoterel, remoterel);
 	built.localreloid = relid;
+	built.ours = ours;
 	build_columns(&built, rel, cxt);
 	build_defaults(&built, rel);
 	build_keys(&built, rel);

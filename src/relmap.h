@@ -73,6 +73,8 @@ typedef struct PaRelMapEntry
 	/* resolved against the local catalogs; rebuilt after invalidation */
 	bool		localrelvalid;
 	Oid			localreloid;	/* the local table */
+	bool		ours;			/* it belongs to extension parallel_apply:
+								 * its changes are never applied */
 	Relation	localrel;		/* open between pa_relmap_open and _close */
 	int			nlocalatts;
 	PaColumnInput *cols;		/* per local attribute (attnum - 1) */

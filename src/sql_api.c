@@ -15,6 +15,12 @@
  * this backend until its transaction ends, so that the supervisor does not
  * restart what it just stopped from a catalog that has not changed yet.
  *
+ * create_subscription() and drop_subscription() refuse to run inside a
+ * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
+ * provider's slot cannot be rolled back, and a subscription created in a
+ * transaction that is rolled back would leave its workers' start to a
+ * catalog row that never was.
+ *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and
  * never show a password.
@@ -374,15 +380,19 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	char	   *group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	bool		enabled = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
 	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
+	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
+	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
 	WalReceiverConn *conn;
-	Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
-	BOOLOID, BOOLOID, INT4OID, TEXTOID};
-	Datum		values[9];
-	char		nulls[9] = "         ";
+	Oid			types[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID};
+	Datum		values[12];
+	char		nulls[12] = "            ";
 	Oid			subid;
 	bool		isnull;
 
 	require_superuser("create");
+	/* like CREATE SUBSCRIPTION: what it starts on the provider is not undone */
+	PreventInTransactionBlock(true, "create_subscription()");
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -413,6 +423,11 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4))
 		check_num_writers(PG_GETARG_INT32(4));
 	check_synchronous_commit(sync_commit);
+	if (strcmp(origin, "any") != 0 && strcmp(origin, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for origin: \"%s\"", origin),
+				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -434,16 +449,20 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
 	nulls[7] = PG_ARGISNULL(4) ? 'n' : ' ';
 	values[8] = CStringGetTextDatum(sync_commit);
+	values[9] = CStringGetTextDatum(origin);
+	values[10] = ObjectIdGetDatum(GetUserId());
+	values[11] = BoolGetDatum(run_as_owner);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription"
 							  " (sub_id, sub_name, group_name, provider_dsn, publications,"
 							  "  slot_name, enabled, synchronize_data, num_writers,"
-							  "  synchronous_commit, sync_state)"
-							  " VALUES (nextval('parallel_apply.subscription_id_seq')::oid,"
-							  "  $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i') RETURNING sub_id",
-							  9, types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+							  "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
+							  " VALUES (pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid,"
+							  "  $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)"
+							  " RETURNING sub_id",
+							  12, types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert into parallel_apply.subscription");
 	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
@@ -464,6 +483,8 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	Datum		values[1];
 
 	require_superuser("drop");
+	/* the slot it drops on the provider would not come back on ROLLBACK */
+	PreventInTransactionBlock(true, "drop_subscription()");
 	sub = get_sub(name, if_exists);
 	if (sub == NULL)
 	{
@@ -773,7 +794,7 @@ init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
 				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
 }
 
-#define SUBSCRIPTION_STATUS_COLS 19
+#define SUBSCRIPTION_STATUS_COLS 22
 
 Datum
 pa_subscription_status(PG_FUNCTION_ARGS)
@@ -852,6 +873,15 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 		values[16] = Int64GetDatum((int64) depw);
 		values[17] = Int64GetDatum((int64) commw);
 		values[18] = Int64GetDatum((int64) retries);
+		values[19] = CStringGetTextDatum(sub->origin_none ? "none" : "any");
+		{
+			char	   *owner = GetUserNameFromId(sub->owner, true);
+
+			if (owner != NULL)
+				values[20] = DirectFunctionCall1(namein, CStringGetDatum(owner));
+			nulls[20] = owner == NULL;
+		}
+		values[21] = BoolGetDatum(sub->run_as_owner);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -18,6 +18,11 @@
  * exactly those after it, so nothing is missing and nothing comes twice,
  * whatever the provider was doing meanwhile.
  *
+ * The provider's parallel_apply tables (its own subscriptions, when it is
+ * a subscriber too) are left out of the list, whatever the publication
+ * says, as the output plugin leaves them out of the stream; a writer also
+ * refuses to copy into this node's own (pa_relation_is_ours).
+ *
  * The copy is idempotent: if anything fails or the server crashes before
  * the subscription is marked ready, the next leader drops the slot,
  * creates a new one with a new snapshot and copies every table again; the
@@ -49,6 +54,8 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "apply.h"
+#include "catalog.h"
 #include "compat.h"
 #include "pool.h"
 #include "sync.h"
@@ -122,7 +129,13 @@ list_tables(PaSubscription *sub, const char *snapshot)
 						   " FROM pg_catalog.pg_publication_tables t"
 						   " JOIN pg_catalog.pg_namespace n ON n.nspname = t.schemaname"
 						   " JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
-						   " WHERE t.pubname IN (");
+						   " WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
+						   "   JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid"
+						   "   WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+						   "   AND d.objid = c.oid AND d.deptype = 'e'"
+						   "   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
+						   "   AND e.extname = 'parallel_apply')"
+						   " AND t.pubname IN (");
 	foreach(lc, sub->publications)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
 						 quote_literal_cstr(lfirst(lc)));
@@ -353,6 +366,59 @@ remote_columns(const char *qualified)
 	return cols;
 }
 
+/*
+ * Copy the provider's rows of a table into the local one (relid, locked),
+ * replacing what is there, as the user pa_apply_switch_user() picks for it:
+ * the table's triggers, defaults and index expressions run with that
+ * user's rights.  The provider's COPY runs under the imported snapshot.
+ */
+static void
+copy_into(Oid relid, char relkind, const char *qualified, List *cols)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	Relation	rel;
+	ParseState *pstate;
+	CopyFromState cstate;
+	WalRcvExecResult *res;
+	PaUserSwitch save;
+
+	/* the caller holds the lock; TRUNCATE needs the table not open here */
+	rel = table_open(relid, NoLock);
+	pa_apply_switch_user(rel->rd_rel->relowner, &save);
+	table_close(rel, NoLock);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(psprintf("TRUNCATE %s", qualified), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not truncate %s", qualified);
+	SPI_finish();
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "COPY (SELECT ");
+	foreach(lc, cols)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_identifier(strVal(lfirst(lc))));
+	appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
+					 relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+					 qualified);
+	res = exec_or_error(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
+						"start copying a table");
+	walrcv_clear_result(res);
+
+	rel = table_open(relid, RowExclusiveLock);
+	pstate = make_parsestate(NULL);
+	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
+										 NULL, false, false);
+	initStringInfo(&copybuf);
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
+						   cols, NIL);
+	(void) CopyFrom(cstate);
+	EndCopyFrom(cstate);
+	pa_apply_restore_user(&save);
+	table_close(rel, NoLock);
+}
+
 void
 pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 				   Size len)
@@ -367,13 +433,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	PG_TRY();
 	{
 		List	   *cols;
-		StringInfoData sql;
-		ListCell   *lc;
-		Relation	rel;
 		Oid			relid;
-		ParseState *pstate;
-		CopyFromState cstate;
-		WalRcvExecResult *res;
 
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
@@ -390,41 +450,24 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 							nspname, relname),
 					 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
 
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute(psprintf("TRUNCATE %s", qualified), false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not truncate %s", qualified);
-		SPI_finish();
-
-		initStringInfo(&sql);
-		appendStringInfoString(&sql, "COPY (SELECT ");
-		foreach(lc, cols)
-			appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-							 quote_identifier(strVal(lfirst(lc))));
-		appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
-						 relkind[0] == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
-						 qualified);
-		res = exec_or_error(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
-							"start copying a table");
-		walrcv_clear_result(res);
-
-		rel = table_open(relid, RowExclusiveLock);
-		pstate = make_parsestate(NULL);
-		(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
-											 NULL, false, false);
-		initStringInfo(&copybuf);
-		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
-							   cols, NIL);
-		(void) CopyFrom(cstate);
-		EndCopyFrom(cstate);
-		table_close(rel, NoLock);
-
-		exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
+		if (pa_relation_is_ours(relid))
+		{
+			/* a provider that sent it anyway: this node's state, keep it */
+			ereport(WARNING,
+					(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
+							nspname, relname)));
+		}
+		else
+		{
+			copy_into(relid, relkind[0], qualified, cols);
+			exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
+						  "end a transaction");
+			ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+		}
 		walrcv_disconnect(copy_conn);
 		copy_conn = NULL;
 		PopActiveSnapshot();
 		CommitTransactionCommand();
-		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
 	}
 	PG_CATCH();
 	{

@@ -98,6 +98,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/syscache.h"
 #include "utils/snapmgr.h"
 
 #include "apply.h"
@@ -991,6 +992,8 @@ pa_writer_main(Datum arg)
 						PGC_SUSET, PGC_S_OVERRIDE);
 		SetConfigOption("synchronous_commit", "off",
 						PGC_SUSET, PGC_S_OVERRIDE);
+		/* nothing a table runs here resolves names through public */
+		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
@@ -1000,11 +1003,19 @@ pa_writer_main(Datum arg)
 		PopActiveSnapshot();
 		if (sub == NULL)
 			proc_exit(0);
+		if (sub->run_as_owner && !SearchSysCacheExists1(AUTHOID,
+														ObjectIdGetDatum(sub->owner)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("the owner of parallel_apply subscription \"%s\" (role OID %u) does not exist",
+							sub->name, sub->owner),
+					 errhint("Recreate the subscription, or make it apply as each table's owner: run_as_owner := false.")));
 		origin_name = pa_writer_origin_name(my_subid, my_index);
 		originid = replorigin_by_name(origin_name, false);
 		CommitTransactionCommand();
 
 		pa_relmap_subscription_name = sub->name;
+		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 
 		replorigin_session_setup(originid);

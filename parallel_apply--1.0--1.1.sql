@@ -1,0 +1,44 @@
+/* parallel_apply--1.0--1.1.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION parallel_apply UPDATE TO '1.1'" to load this file. \quit
+
+-- 1.1: the origin filter (origin := 'none'), the subscription's owner and
+-- run_as_owner.  Subscriptions made with 1.0 were created by a superuser;
+-- they are recorded as owned by the bootstrap superuser and apply, from
+-- now on, as each table's owner, like new ones.
+ALTER TABLE parallel_apply.subscription
+    ADD COLUMN origin text NOT NULL DEFAULT 'any' CHECK (origin IN ('any', 'none')),
+    ADD COLUMN sub_owner oid NOT NULL DEFAULT 10,
+    ADD COLUMN run_as_owner boolean NOT NULL DEFAULT false;
+ALTER TABLE parallel_apply.subscription ALTER COLUMN sub_owner DROP DEFAULT;
+
+DROP FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text);
+CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
+                                    publications text[],
+                                    synchronize_data boolean DEFAULT true,
+                                    num_writers int DEFAULT NULL,
+                                    group_name text DEFAULT 'default',
+                                    enabled boolean DEFAULT true,
+                                    synchronous_commit text DEFAULT 'off',
+                                    origin text DEFAULT 'any',
+                                    run_as_owner boolean DEFAULT false)
+RETURNS oid
+AS 'MODULE_PATHNAME', 'pa_create_subscription'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean) FROM PUBLIC;
+
+DROP FUNCTION subscription_status();
+CREATE FUNCTION subscription_status(
+    OUT subscription_name text, OUT group_name text, OUT enabled boolean,
+    OUT state text, OUT provider_dsn text, OUT slot_name name,
+    OUT received_lsn pg_lsn, OUT applied_lsn pg_lsn, OUT flushed_lsn pg_lsn,
+    OUT lag_bytes bigint, OUT last_remote_commit_time timestamptz,
+    OUT apply_lag interval, OUT num_writers int, OUT last_error text,
+    OUT last_error_time timestamptz, OUT transactions_applied bigint,
+    OUT dependency_waits bigint, OUT commit_order_waits bigint,
+    OUT retries bigint, OUT origin text, OUT owner name,
+    OUT run_as_owner boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pa_subscription_status'
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
