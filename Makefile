@@ -36,7 +36,7 @@ DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.0--1.1.
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 
 REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
-	plugin_partition plugin_errors
+	plugin_partition plugin_errors extension_upgrade
 TAP_TESTS = 1
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)

@@ -160,6 +160,31 @@ refused($sub, "SELECT wait_for_catchup('dup')",
 
 $sub->safe_psql('postgres', "SELECT drop_subscription('dup')");
 
+refused($sub, "SELECT create_subscription('badorigin', \$d\$$dsn\$d\$, ARRAY['pub'], origin := 'local')",
+	qr/ERROR:  invalid value for origin: "local"\nDETAIL:  Valid values are "none" \(only changes that originated on the provider\) and "any" \(every change\)\./,
+	'bad origin');
+nothing_left('badorigin');
+
+# --- transaction blocks: what changes the provider cannot be rolled back --
+refused($sub, "BEGIN; SELECT create_subscription('intxn', \$d\$$dsn\$d\$, ARRAY['pub']); COMMIT;",
+	qr/ERROR:  create_subscription\(\) cannot run inside a transaction block/,
+	'create_subscription in a transaction block');
+nothing_left('intxn');
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('txn', \$d\$$dsn\$d\$, ARRAY['pub'], synchronize_data := false)");
+$pub->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_txn'")
+  or die 'the slot of txn was not created';
+refused($sub, "BEGIN; SELECT drop_subscription('txn'); ROLLBACK;",
+	qr/ERROR:  drop_subscription\(\) cannot run inside a transaction block/,
+	'drop_subscription in a transaction block');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'txn'") .
+	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_txn'"),
+	'11', 'drop_subscription refused in a transaction block: subscription and slot both kept');
+$sub->safe_psql('postgres', "SELECT drop_subscription('txn')");
+is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_txn'"),
+	'0', 'drop_subscription outside a transaction block drops the slot');
+
 # --- errors found while applying: reported, nothing skipped ----------------
 # Each case: a table published alone, its subscriber side as given, a
 # subscription streaming it without an initial copy (the change is made
@@ -240,7 +265,7 @@ refused($sub,
 	qr/ERROR:  permission denied for function create_subscription/,
 	'create_subscription is not for PUBLIC');
 $sub->safe_psql('postgres',
-	'GRANT EXECUTE ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text) TO regress_pa_user');
+	'GRANT EXECUTE ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean) TO regress_pa_user');
 refused($sub,
 	"SET ROLE regress_pa_user; SELECT create_subscription('priv', \$d\$$dsn\$d\$, ARRAY['pub'])",
 	qr/ERROR:  must be superuser to create a parallel_apply subscription/,

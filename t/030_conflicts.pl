@@ -30,7 +30,7 @@ CREATE TABLE g (id int PRIMARY KEY, v int NOT NULL);
 CREATE TABLE totals (grp int PRIMARY KEY, n bigint NOT NULL, s bigint NOT NULL);
 CREATE FUNCTION g_total() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE totals SET n = n + 1, s = s + NEW.v - OLD.v WHERE grp = NEW.id % 3;
+  UPDATE public.totals SET n = n + 1, s = s + NEW.v - OLD.v WHERE grp = NEW.id % 3;
   RETURN NEW;
 END $$;
 CREATE TRIGGER g_total AFTER UPDATE ON g FOR EACH ROW EXECUTE FUNCTION g_total();
