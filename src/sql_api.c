@@ -39,6 +39,8 @@
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
 #include "replication/walreceiver.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -53,6 +55,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "pipeline.h"
+#include "pool.h"
 #include "progress.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
@@ -361,6 +364,91 @@ stop_pipeline(PaSubscription *sub)
 	}
 }
 
+/*
+ * Replication origins.  Each writer keeps one (progress.c), and a node
+ * tracks the progress of at most max_replication_slots origins, all
+ * databases and in-core subscriptions included: a writer beyond that
+ * fails with "could not find free replication state slot".  Refuse a
+ * configuration that needs more origins than the node can track.
+ */
+static int
+writers_of(int num_writers)
+{
+	return Min(num_writers > 0 ? num_writers : pa_default_writers,
+			   pa_max_writers);
+}
+
+static int
+missing_origins(Oid subid, int nwriters)
+{
+	int			missing = 0;
+
+	for (int w = 0; w < nwriters; w++)
+	{
+		char	   *name;
+
+		if (!OidIsValid(subid))
+		{
+			missing++;
+			continue;
+		}
+		name = pa_writer_origin_name(subid, w);
+		if (replorigin_by_name(name, true) == InvalidRepOriginId)
+			missing++;
+		pfree(name);
+	}
+	return missing;
+}
+
+/*
+ * The origins this database's subscriptions still need (those of writers
+ * that never ran) once a change gives num_writers (0: the GUC's) to
+ * subscription subid (InvalidOid: a new one), or, when by_group, to every
+ * subscription of group (NULL: all), must fit beside every origin the node
+ * already has.  The catalog is read as it was before the change.
+ */
+static void
+check_origin_capacity(Oid subid, const char *group, bool by_group,
+					  int num_writers, const char *what)
+{
+	int64		existing;
+	int			missing = 0;
+	bool		isnull;
+	ListCell   *lc;
+
+	if (!by_group && !OidIsValid(subid))
+		missing += missing_origins(InvalidOid, writers_of(num_writers));
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *other = lfirst(lc);
+		bool		changed = by_group ?
+			(group == NULL || strcmp(other->group_name, group) == 0) :
+			other->subid == subid;
+
+		missing += missing_origins(other->subid,
+								   writers_of(changed ? num_writers :
+											  other->num_writers));
+	}
+	if (missing == 0)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT count(*) FROM pg_catalog.pg_replication_origin",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not count replication origins");
+	existing = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	if (existing + missing > max_replication_slots)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("%s would need more replication origins than this node can track", what),
+				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most max_replication_slots = %d.",
+						   missing, (long long) existing, max_replication_slots),
+				 errhint("Raise max_replication_slots to at least %lld (it takes a restart), or use fewer writers.",
+						 (long long) (existing + missing))));
+}
+
 /* ---------------------------------------------------------------------
  * Managing subscriptions
  * ---------------------------------------------------------------------
@@ -433,6 +521,9 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
+	check_origin_capacity(InvalidOid, NULL, false,
+						  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+						  psprintf("parallel_apply subscription \"%s\"", name));
 
 	/* the provider: reachable, configured, with the publications */
 	conn = connect_provider(dsn, name, false);
@@ -599,6 +690,8 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		check_num_writers(PG_GETARG_INT32(1));
+		check_origin_capacity(sub->subid, NULL, false, PG_GETARG_INT32(1),
+							  psprintf("parallel_apply subscription \"%s\"", sub->name));
 		values[1] = PG_GETARG_DATUM(1);
 		spi_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
 				 2, types, values, nulls, SPI_OK_UPDATE);
@@ -632,6 +725,10 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 		check_num_writers(PG_GETARG_INT32(0));
 	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
 	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
+	check_origin_capacity(InvalidOid,
+						  PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						  true, PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0),
+						  "alter_group_config()");
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 
@@ -643,6 +740,7 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not update parallel_apply.subscription");
 	n = SPI_processed;
 	SPI_finish();
+
 
 	if (n == 0 && !PG_ARGISNULL(1))
 		ereport(ERROR,

@@ -258,6 +258,35 @@ like($err,
 is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
 	'0', '... the subscription is gone');
 
+# --- replication origins: one per writer, max_replication_slots per node --
+my $small = subscriber_node('small', max_writers => 4,
+	extra_conf => 'max_replication_slots = 6');
+$small->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text)');
+$small->safe_psql('postgres',
+	"SELECT create_subscription('o1', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4, enabled := false)");
+my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply writer keeps a replication origin\. The writers of this database's subscriptions need (\d+) they do not have yet, the node has 0 \(every database, in-core subscriptions included\), and it tracks at most max_replication_slots = 6\.\nHINT:  Raise max_replication_slots to at least (\d+) \(it takes a restart\), or use fewer writers\./;
+my $err2 = refused($small, "SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4)",
+	$origins, 'origins: a subscription whose writers would not all get one');
+like($err2, qr/parallel_apply subscription "o2" would need.*need 8 they.*at least 8 /s,
+	'origins: counts the writers of every subscription of the database');
+is($small->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'o2'") .
+	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_o2'"),
+	'00', 'origins: nothing left behind');
+$small->safe_psql('postgres',
+	"SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 2, enabled := false)");
+refused($small, "SELECT alter_subscription_config('o2', num_writers := 3)",
+	qr/parallel_apply subscription "o2" would need more replication origins.*need 7 they.*at least 7 /s,
+	'origins: alter_subscription_config');
+refused($small, "SELECT alter_group_config(num_writers := 4)",
+	qr/alter_group_config\(\) would need more replication origins.*need 8 they.*at least 8 /s,
+	'origins: alter_group_config');
+is($small->safe_psql('postgres',
+		"SELECT string_agg(subscription_name || ':' || num_writers, ',' ORDER BY 1) FROM subscription_status()"),
+	'o1:4,o2:2', 'origins: refused changes left the writer counts as they were');
+is($small->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3)"), '2',
+	'origins: a change that fits is made');
+$small->stop;
+
 # --- privileges ------------------------------------------------------------
 $sub->safe_psql('postgres', 'CREATE ROLE regress_pa_user LOGIN');
 refused($sub,
