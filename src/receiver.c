@@ -120,12 +120,6 @@ read_subscription(Oid subid)
 }
 
 static void
-dispatch_one(StringInfo msg, void *arg)
-{
-	pa_dispatch_message(msg->data, msg->len);
-}
-
-static void
 handle_copydata(char *buf, int len)
 {
 	StringInfoData s;
@@ -144,7 +138,7 @@ handle_copydata(char *buf, int len)
 
 		(void) pq_getmsgint64(&s);	/* send time */
 		pa_progress_received(Max(start, end));
-		pa_read_frame(&s, dispatch_one, NULL);
+		pa_dispatch_frame(&s);
 	}
 	else if (type == 'k')
 	{
@@ -333,6 +327,7 @@ pa_leader_main(Datum arg)
 		slot->last_commit_local_end = InvalidXLogRecPtr;
 		slot->retry_seq = 0;
 		slot->retry_writer = -1;
+		slot->binary_type_limit = 0;	/* until the provider's STARTUP */
 		SpinLockRelease(&slot->mutex);
 		pg_atomic_write_u64(&slot->committed_seq, 0);
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
@@ -369,12 +364,13 @@ pa_leader_main(Datum arg)
 		options.logical = true;
 		options.startpoint = start;
 		options.slotname = sub->slot_name;
-		options.proto.logical.proto_version = PA_PROTO_VERSION_MAX;
+		options.proto.logical.proto_version = PA_SUB_PROTO_VERSION;
 		options.proto.logical.binary = true;
 		foreach(lc, sub->publications)
 			options.proto.logical.publication_names =
 			lappend(options.proto.logical.publication_names,
 					makeString(lfirst(lc)));
+		pa_dispatch_new_session();
 		walrcv_startstreaming(conn, &options);
 		streaming = true;
 		ereport(LOG,

@@ -445,6 +445,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	if (type == PA_MSG_RELATION)
 	{
 		pa_read_relation(&in, &reldata);
+		pa_read_end(&in);
 		/* what is kept was decoded with the old definition */
 		pa_coalesce_flush(reldata.remoteid);
 		pa_relmap_update(&reldata);
@@ -457,12 +458,14 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	{
 		case PA_MSG_INSERT:
 			relid = pa_read_insert(&in, &newtup);
+			pa_read_end(&in);
 			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			pa_apply_insert(rel, &newtup);
 			pa_relmap_close(rel, NoLock);
 			break;
 		case PA_MSG_UPDATE:
 			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
+			pa_read_end(&in);
 			rel = pa_relmap_open(relid, RowExclusiveLock);
 			if (can_keep(rel, oldkind, &newtup, &key))
 			{
@@ -478,6 +481,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			break;
 		case PA_MSG_DELETE:
 			relid = pa_read_delete(&in, &oldkind, &oldtup);
+			pa_read_end(&in);
 			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			if (!pa_apply_delete(rel, oldkind, &oldtup))
 				row_not_found(rel, "delete");
@@ -485,6 +489,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			break;
 		case PA_MSG_TRUNCATE:
 			relids = pa_read_truncate(&in, &nrelids, &flags);
+			pa_read_end(&in);
 			pa_coalesce_flush(InvalidOid);
 			pa_apply_truncate(nrelids, relids, flags);
 			break;
@@ -875,6 +880,11 @@ handle_queue_message(const char *data, Size len)
 	StringInfoData in;
 	PaTxnHeader end;
 	char		kind = data[0];
+
+	/* from the session's STARTUP: set before any transaction was sent */
+	SpinLockAcquire(&slot->mutex);
+	pa_relmap_binary_type_limit = slot->binary_type_limit;
+	SpinLockRelease(&slot->mutex);
 
 	switch (kind)
 	{
