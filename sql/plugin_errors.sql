@@ -79,21 +79,60 @@ SELECT array(SELECT message FROM render_frames((SELECT array_agg(data ORDER BY n
                  'proto_version', '2', 'publication_names', 'pub_frames')) AS same_as_slot;
 -- the state carries from frame to frame: a transaction without its STARTUP
 -- and RELATION frames before it is refused
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 3)]);
 -- (the relation's OID differs from run to run: shown as N)
 DO $$
 BEGIN
-  PERFORM * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 3)]);
+  PERFORM * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                     (SELECT data FROM fr WHERE n = 3)]);
 EXCEPTION WHEN OTHERS THEN
   RAISE NOTICE '% %', SQLSTATE, regexp_replace(SQLERRM, '[0-9]+', 'N');
 END $$;
+-- STARTUP comes once, first, alone: not again, nor inside a BATCH
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                  (SELECT data FROM fr WHERE n = 1)]);
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                  (SELECT '\x5800000001'::bytea || int4send(length(data)) || data
+                                     FROM fr WHERE n = 1)]);
 -- malformed frames: the subscriber's receiver reads them with the same code
-SELECT * FROM render_frames(ARRAY['\x5800000000'::bytea]);             -- BATCH of 0 messages
-SELECT * FROM render_frames(ARRAY['\x58000000050000000142'::bytea]);   -- more messages than bytes
-SELECT * FROM render_frames(ARRAY['\x5800000001000000000042'::bytea]); -- an empty message
-SELECT * FROM render_frames(ARRAY['\x58000000010000000a42'::bytea]);   -- a length past the end
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x5800000000']);             -- BATCH of 0 messages
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x58000000050000000142']);   -- more messages than bytes
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x5800000001000000000042']); -- an empty message
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x58000000010000000a42']);   -- a length past the end
 SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
                                   (SELECT data FROM fr WHERE n = 2) || '\x00'::bytea]); -- trailing bytes
-SELECT * FROM render_frames(ARRAY['\x58000000010000000158'::bytea]);   -- a BATCH inside a BATCH
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x58000000010000000158']);   -- a BATCH inside a BATCH
+-- COMMIT flags are 0 (the COMMIT ends the BATCH: its flags byte is 25 bytes before the end)
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                  (SELECT set_byte(data, length(data) - 25, 1) FROM fr WHERE n = 2)]);
+-- the version: one this reader speaks (1 to 2); BATCH only from version 2 on
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, 1, 3) FROM fr WHERE n = 1)]);
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, 1, 0) FROM fr WHERE n = 1)]);
+CREATE TEMP TABLE fr1 AS
+  SELECT n, data FROM pg_logical_slot_peek_binary_changes('frames', NULL, NULL,
+      'proto_version', '1', 'publication_names', 'pub_frames')
+    WITH ORDINALITY AS t(lsn, xid, data, n);
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr1 WHERE n = 1),
+                                  (SELECT data FROM fr WHERE n = 2)]);
+-- STARTUP flags and binary_type_limit (the flags byte follows the encoding
+-- name: at 7 + its length; the limit, an Int32, follows the flags)
+CREATE TEMP TABLE frb AS
+  SELECT n, data FROM pg_logical_slot_peek_binary_changes('frames', NULL, NULL,
+      'proto_version', '2', 'publication_names', 'pub_frames', 'binary', 'true')
+    WITH ORDINALITY AS t(lsn, xid, data, n);
+CREATE FUNCTION pg_temp.flags_at() RETURNS int LANGUAGE sql
+  AS $$ SELECT 7 + octet_length(getdatabaseencoding()) $$;
+SELECT * FROM render_frames((SELECT array_agg(data ORDER BY n) FROM frb));
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at(), 9) FROM fr WHERE n = 1)]);   -- unknown flag 0x08
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at() + 4, 1) FROM fr WHERE n = 1)]); -- a limit, binary off
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at() + 4, 17) FROM frb WHERE n = 1)]); -- 10001
+-- a binary datum of a type at or above the STARTUP's limit is refused: binary
+-- off (limit 0), or a limit of 24 (int4, 23, is below it; text, 25, is not)
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
+                                  (SELECT data FROM frb WHERE n = 2)]);
+SELECT * FROM render_frames(ARRAY[(SELECT overlay(data placing int4send(24) from pg_temp.flags_at() + 2)
+                                     FROM frb WHERE n = 1),
+                                  (SELECT data FROM frb WHERE n = 2)]);
 SELECT * FROM render_frames(ARRAY[NULL::bytea]);
 SELECT * FROM render_frames(NULL);
 SELECT * FROM render_frames('{}');

@@ -72,6 +72,13 @@
  * each queue is FIFO, so every writer knows the definition a transaction
  * was decoded with before it applies that transaction.
  *
+ * Checks.  Every message is read with protocol.c's checking readers, also
+ * those the leader does not use (ORIGIN, MESSAGE).  A session starts with
+ * its STARTUP (pa_read_frame holds the stream to that), which must name
+ * the version the leader asked for; its binary_type_limit goes to the
+ * writers through the subscription's slot, and they refuse binary datums
+ * of types at or above it (relmap.c).
+ *
  * src/dispatcher.c
  *
  *-------------------------------------------------------------------------
@@ -116,6 +123,9 @@ static PaSubSlot *slot;
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
+
+/* the session: its protocol version, from its STARTUP; 0 before it */
+static int	session_version = 0;
 
 /* the transaction being assembled */
 static bool in_txn = false;
@@ -766,6 +776,9 @@ pa_dispatch_message(const char *data, int len)
 	char		type;
 	PaStartupData startup;
 	PaCommitData commit;
+	PaMessageData message;
+	char	   *origin;
+	XLogRecPtr	origin_lsn;
 
 	in.data = (char *) data;
 	in.len = len;
@@ -776,17 +789,22 @@ pa_dispatch_message(const char *data, int len)
 	switch (type)
 	{
 		case PA_MSG_STARTUP:
+			/* pa_read_frame() gives only a session's first message here */
 			pa_read_startup(&in, &startup);
-			if (startup.proto_version != PA_PROTO_VERSION_MAX)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("provider chose parallel_apply protocol version %d, expected %d",
-								startup.proto_version, PA_PROTO_VERSION_MAX)));
+			pa_read_end(&in);
+			pa_check_proto_version(startup.proto_version,
+								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
 			pa_check_provider_encoding(startup.encoding);
+			/* the writers refuse binary datums the provider does not send */
+			SpinLockAcquire(&slot->mutex);
+			slot->binary_type_limit = startup.binary_type_limit;
+			SpinLockRelease(&slot->mutex);
+			session_version = startup.proto_version;
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);
 			pa_read_begin(&in, &begin);
+			pa_read_end(&in);
 			in_txn = true;
 			cur_seq = last_seq + 1;
 			cur_barrier = false;
@@ -796,6 +814,7 @@ pa_dispatch_message(const char *data, int len)
 		case PA_MSG_COMMIT:
 			require_in_txn(true, type);
 			pa_read_commit(&in, &commit);
+			pa_read_end(&in);
 			if (streaming)
 				finish_stream(&commit);
 			else
@@ -825,7 +844,17 @@ pa_dispatch_message(const char *data, int len)
 			append_message(data, len);
 			break;
 		case PA_MSG_ORIGIN:
+			/* checked, not used: the writers commit with origins of their own */
+			require_in_txn(true, type);
+			pa_read_origin(&in, &origin, &origin_lsn);
+			pa_read_end(&in);
+			break;
 		case PA_MSG_MESSAGE:
+			/* checked, not used (the leader does not ask for messages) */
+			pa_read_message(&in, &message);
+			pa_read_end(&in);
+			if (message.transactional)
+				require_in_txn(true, type);
 			break;
 		default:
 			ereport(ERROR,
@@ -835,6 +864,33 @@ pa_dispatch_message(const char *data, int len)
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(msg_cxt);
+}
+
+/* pa_read_frame's callback */
+static void
+dispatch_each(StringInfo msg, void *arg)
+{
+	pa_dispatch_message(msg->data, msg->len);
+}
+
+/*
+ * One CopyData payload of the session (in, at its first byte): its
+ * message, or every message of its BATCH.
+ */
+void
+pa_dispatch_frame(StringInfo in)
+{
+	pa_read_frame(in, session_version, dispatch_each, NULL);
+}
+
+/*
+ * A new decoding session starts (START_REPLICATION, or a replayed
+ * recording): its first message must be its STARTUP.
+ */
+void
+pa_dispatch_new_session(void)
+{
+	session_version = 0;
 }
 
 /* Forget the keys of committed transactions. */

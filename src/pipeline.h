@@ -127,6 +127,9 @@ typedef struct PaSubSlot
 	XLogRecPtr	provider_lsn;	/* provider's end of WAL, last heard */
 	TimestampTz last_remote_commit_time;
 	XLogRecPtr	catchup_target; /* a wait_for_catchup() is waiting */
+	Oid			binary_type_limit;	/* of the provider's STARTUP: writers
+									 * refuse binary datums of types at or
+									 * above it */
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
 

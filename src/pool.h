@@ -12,6 +12,7 @@
 
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
 #include "storage/dsm.h"
 #include "storage/shm_mq.h"
 
@@ -55,6 +56,19 @@ typedef struct PaTxnHeader
 
 /* PA_Q_COPY: the kind byte, then NUL-terminated nspname, relname, relkind,
  * snapshot name and provider DSN (sync.c). */
+
+/*
+ * Reading a queue message.  The leader wrote it, so one that does not hold
+ * what its kind says is an internal error (elog), but it is never read past
+ * its end: every read goes through a cursor, a StringInfo over the message
+ * (pa_q_start), and is checked against what is left of it.
+ */
+extern void pa_q_start(StringInfo in, const void *data, Size len);
+extern const char *pa_q_bytes(StringInfo in, Size n);
+extern const char *pa_q_string(StringInfo in);
+extern const char *pa_q_txn_header(StringInfo in, PaTxnHeader *h);
+extern bool pa_q_message(StringInfo in, StringInfo msg);
+extern void pa_q_end(StringInfo in);
 
 /* Leader side.  It remembers the seqs of the last PA_SENT_RING
  * transactions given to each writer: no writer may have more in flight. */

@@ -300,13 +300,21 @@ pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
  * ---------------------------------------------------------------------
  */
 
+/* ERRCODE_PROTOCOL_VIOLATION, the detail saying what is wrong. */
+#define malformed(...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_PROTOCOL_VIOLATION), \
+			 errmsg("malformed parallel_apply protocol message"), \
+			 errdetail(__VA_ARGS__)))
+
+/* A STARTUP that is not the first message of its session. */
 static void pg_attribute_noreturn()
-malformed(const char *what)
+refuse_second_startup(void)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_PROTOCOL_VIOLATION),
-			 errmsg("malformed parallel_apply protocol message"),
-			 errdetail("%s", what)));
+			 errmsg("unexpected parallel_apply STARTUP message after the start of the session"),
+			 errdetail("A decoding session sends STARTUP once, as its first message, alone.")));
 }
 
 static inline int
@@ -392,14 +400,40 @@ pa_read_end(StringInfo in)
  * The messages of one CopyData payload (in, at its first byte): the
  * message itself, or, for a BATCH, each message it holds, in order.
  * each() gets a StringInfo over one message, pointing into in's buffer.
+ *
+ * proto_version is the session's, from its STARTUP, or 0 while no STARTUP
+ * has been read: the first frame of a session is its STARTUP, alone, and
+ * no other STARTUP follows (a caller that reads several sessions, one
+ * after the other, starts each at 0); a BATCH comes only in version 2 and
+ * later, and holds no STARTUP.
  */
 void
-pa_read_frame(StringInfo in, PaMessageFn each, void *arg)
+pa_read_frame(StringInfo in, int proto_version, PaMessageFn each, void *arg)
 {
 	StringInfoData msg;
 	uint32		n;
+	char		type;
 
-	if (bytes_left(in) < 1 || in->data[in->cursor] != PA_MSG_BATCH)
+	if (bytes_left(in) < 1)
+		malformed("The message ends early.");
+	type = in->data[in->cursor];
+	if (proto_version == 0 && type != PA_MSG_STARTUP)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message type 0x%02x before STARTUP",
+						(unsigned char) type),
+				 errdetail("A decoding session starts with STARTUP, which says how the rest is read.")));
+	if (proto_version != 0 && type == PA_MSG_STARTUP)
+		refuse_second_startup();
+	if (type == PA_MSG_BATCH && proto_version < PA_PROTO_VERSION_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply BATCH message in protocol version %d",
+						proto_version),
+				 errdetail("BATCH is sent from protocol version %d on.",
+						   PA_PROTO_VERSION_BATCH)));
+
+	if (type != PA_MSG_BATCH)
 	{
 		msg.data = in->data + in->cursor;
 		msg.len = bytes_left(in);
@@ -422,6 +456,8 @@ pa_read_frame(StringInfo in, PaMessageFn each, void *arg)
 		msg.data = (char *) read_counted(in, &len);
 		if (len == 0)
 			malformed("A batch holds an empty message.");
+		if (msg.data[0] == PA_MSG_STARTUP)
+			refuse_second_startup();
 		msg.len = len;
 		msg.maxlen = len;
 		msg.cursor = 0;
@@ -430,15 +466,70 @@ pa_read_frame(StringInfo in, PaMessageFn each, void *arg)
 	pa_read_end(in);
 }
 
+/*
+ * A STARTUP's version must be one the reader asked for, min to max, and
+ * one it can read (pa_read_startup checks that: PA_PROTO_VERSION_MIN to
+ * PA_PROTO_VERSION_MAX).
+ */
+void
+pa_check_proto_version(int proto_version, int min, int max)
+{
+	if (proto_version >= min && proto_version <= max)
+		return;
+	if (min == max)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("provider chose parallel_apply protocol version %d, expected %d",
+						proto_version, min),
+				 errdetail("A provider answers with a version the client asked for; the rest of the stream follows that version's rules.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("provider chose parallel_apply protocol version %d, expected %d to %d",
+					proto_version, min, max),
+			 errdetail("A provider answers with a version the client asked for; the rest of the stream follows that version's rules.")));
+}
+
 void
 pa_read_startup(StringInfo in, PaStartupData *startup)
 {
 	startup->proto_version = read_byte(in);
+	pa_check_proto_version(startup->proto_version,
+						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX);
 	startup->server_version_num = (int) read_uint32(in);
 	startup->encoding = read_string(in);
 	startup->flags = read_byte(in);
+	if (startup->flags & ~(PA_STARTUP_BINARY | PA_STARTUP_FORWARD_ORIGINS |
+						   PA_STARTUP_MESSAGES))
+		malformed("Unknown STARTUP flags.");
 	startup->binary_type_limit = read_uint32(in);
+	if (!(startup->flags & PA_STARTUP_BINARY) && startup->binary_type_limit != 0)
+		malformed("binary_type_limit is %u while binary is off.",
+				  startup->binary_type_limit);
+	if (startup->binary_type_limit > PA_BINARY_SAFE_TYPE_LIMIT)
+		malformed("binary_type_limit is %u, above %u.",
+				  startup->binary_type_limit, PA_BINARY_SAFE_TYPE_LIMIT);
 	startup->plugin_version = read_string(in);
+}
+
+/*
+ * A binary datum of type typid came, and typid is at or above the
+ * binary_type_limit of the session's STARTUP, or type_safe is false; see
+ * pa_check_binary_datum.
+ */
+void
+pa_refuse_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
+{
+	if (typid >= binary_type_limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("binary datum of type %u, which is not below the binary_type_limit %u of the session's STARTUP",
+						typid, binary_type_limit),
+				 errdetail("A provider sends no type at or above its binary_type_limit in binary.")));
+	Assert(!type_safe);
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("binary datum of type %u, which is not safe to send binary",
+					typid)));
 }
 
 void
@@ -453,6 +544,8 @@ void
 pa_read_commit(StringInfo in, PaCommitData *commit)
 {
 	commit->flags = read_byte(in);
+	if (commit->flags != 0)
+		malformed("Unknown COMMIT flags.");
 	commit->commit_lsn = (XLogRecPtr) read_int64(in);
 	commit->end_lsn = (XLogRecPtr) read_int64(in);
 	commit->commit_time = read_int64(in);

@@ -61,6 +61,8 @@
 #define PA_STARTUP_FORWARD_ORIGINS	0x02
 #define PA_STARTUP_MESSAGES			0x04
 
+/* COMMIT flags: none defined, the byte is 0. */
+
 /* RELATION column flags. */
 #define PA_COLUMN_KEY		0x01
 
@@ -77,7 +79,9 @@
  * binary form embeds no type OID that could differ, and whose value is not
  * itself an object OID (regclass and the other reg* types, which travel as
  * names in text).  pa_type_binary_safe() says which; the limit below is
- * announced in STARTUP.
+ * announced in STARTUP (0 without the binary option), and a reader refuses
+ * a binary datum of a type at or above the limit its STARTUP announced, or
+ * of a type that is not safe (pa_check_binary_datum).
  */
 #define PA_BINARY_SAFE_TYPE_LIMIT	FirstGenbkiObjectId
 
@@ -186,6 +190,23 @@ extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
 extern void pa_read_end(StringInfo in);
 typedef void (*PaMessageFn) (StringInfo msg, void *arg);
-extern void pa_read_frame(StringInfo in, PaMessageFn each, void *arg);
+extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
+						  void *arg);
+extern void pa_check_proto_version(int proto_version, int min, int max);
+extern void pa_refuse_binary_datum(Oid typid, bool type_safe,
+								   Oid binary_type_limit) pg_attribute_noreturn();
+
+/*
+ * A binary datum of type typid may come in a session whose STARTUP
+ * announced binary_type_limit only when typid is below it and type_safe
+ * (pa_type_binary_safe(typid), looked up once per column by a caller that
+ * checks every datum); else ERRCODE_PROTOCOL_VIOLATION.
+ */
+static inline void
+pa_check_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
+{
+	if (unlikely(typid >= binary_type_limit || !type_safe))
+		pa_refuse_binary_datum(typid, type_safe, binary_type_limit);
+}
 
 #endif							/* PA_PROTOCOL_H */

@@ -14,8 +14,10 @@
  * of those functions, in order), e.g. saved from a slot that has moved
  * on.  They go through the same readers as the subscriber (protocol.c),
  * so a malformed message or frame fails here as it would there, and they
- * keep the state a subscriber keeps: a change must follow BEGIN and the
- * RELATION of its relation, COMMIT must match its BEGIN.  Binary datums
+ * keep the state a subscriber keeps: the stream starts with STARTUP,
+ * whose version and binary_type_limit hold for the rest of it, a change
+ * must follow BEGIN and the RELATION of its relation, COMMIT must match
+ * its BEGIN.  Binary datums
  * are decoded with the type's receive function and shown through its
  * output function, so a test sees the value, and which of the two forms
  * carried it.
@@ -53,6 +55,8 @@ PG_FUNCTION_INFO_V1(pa_render_frames);
 typedef struct RenderState
 {
 	bool		verbose;
+	int			proto_version;	/* from STARTUP; 0 before it */
+	Oid			binary_type_limit;	/* from STARTUP */
 	bool		in_txn;
 	PaBeginData begin;
 	List	   *relations;		/* PaRelationData * received so far */
@@ -118,9 +122,12 @@ append_value(StringInfo buf, const char *value, int len)
 	}
 }
 
-/* Decode a binary datum with the receive function of its type. */
+/*
+ * Decode a binary datum with the receive function of its type, which must
+ * be one the session's STARTUP allows binary.
+ */
 static char *
-binary_to_text(StringInfo raw, Oid typid, int32 typmod)
+binary_to_text(StringInfo raw, Oid typid, int32 typmod, Oid binary_type_limit)
 {
 	Oid			recvfn,
 				ioparam,
@@ -130,11 +137,7 @@ binary_to_text(StringInfo raw, Oid typid, int32 typmod)
 	Datum		d;
 	StringInfoData buf;
 
-	if (!pa_type_binary_safe(typid))
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("binary datum of type %u, which is not safe to send binary",
-						typid)));
+	pa_check_binary_datum(typid, pa_type_binary_safe(typid), binary_type_limit);
 	getTypeBinaryInputInfo(typid, &recvfn, &ioparam);
 	fmgr_info(recvfn, &flinfo);
 	/* the receive function advances the cursor; work on a view */
@@ -146,7 +149,8 @@ binary_to_text(StringInfo raw, Oid typid, int32 typmod)
 }
 
 static void
-append_tuple(StringInfo buf, PaRelationData *rel, PaTupleData *tup)
+append_tuple(StringInfo buf, RenderState *st, PaRelationData *rel,
+			 PaTupleData *tup)
 {
 	if (tup->ncols != rel->natts)
 		ereport(ERROR,
@@ -177,7 +181,7 @@ append_tuple(StringInfo buf, PaRelationData *rel, PaTupleData *tup)
 				break;
 			case PA_DATUM_BINARY:
 				s = binary_to_text(&tup->colvalues[i], rel->atttyps[i],
-								   rel->atttypmods[i]);
+								   rel->atttypmods[i], st->binary_type_limit);
 				appendStringInfoString(buf, "bin");
 				append_value(buf, s, strlen(s));
 				break;
@@ -262,6 +266,8 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	{
 		case PA_MSG_STARTUP:
 			pa_read_startup(in, &startup);
+			st->proto_version = startup.proto_version;
+			st->binary_type_limit = startup.binary_type_limit;
 			appendStringInfo(buf, "STARTUP proto_version=%d encoding=%s binary=%s forward_origins=%s messages=%s binary_type_limit=%u",
 							 startup.proto_version, startup.encoding,
 							 (startup.flags & PA_STARTUP_BINARY) ? "on" : "off",
@@ -316,7 +322,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			require_txn(st, "INSERT", true);
 			rel = find_relation(st, pa_read_insert(in, &newtup), "INSERT");
 			appendStringInfo(buf, "INSERT %s.%s new", rel->nspname, rel->relname);
-			append_tuple(buf, rel, &newtup);
+			append_tuple(buf, st, rel, &newtup);
 			break;
 		case PA_MSG_UPDATE:
 			require_txn(st, "UPDATE", true);
@@ -326,10 +332,10 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			if (oldkind != 0)
 			{
 				appendStringInfo(buf, " %s", old_tuple_label(oldkind));
-				append_tuple(buf, rel, &oldtup);
+				append_tuple(buf, st, rel, &oldtup);
 			}
 			appendStringInfoString(buf, " new");
-			append_tuple(buf, rel, &newtup);
+			append_tuple(buf, st, rel, &newtup);
 			break;
 		case PA_MSG_DELETE:
 			require_txn(st, "DELETE", true);
@@ -337,7 +343,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 								"DELETE");
 			appendStringInfo(buf, "DELETE %s.%s %s", rel->nspname, rel->relname,
 							 old_tuple_label(oldkind));
-			append_tuple(buf, rel, &oldtup);
+			append_tuple(buf, st, rel, &oldtup);
 			break;
 		case PA_MSG_TRUNCATE:
 			require_txn(st, "TRUNCATE", true);
@@ -451,7 +457,7 @@ render_frame(RenderState *st, bytea *data)
 	in.len = VARSIZE_ANY_EXHDR(data);
 	in.maxlen = in.len;
 	in.cursor = 0;
-	pa_read_frame(&in, render_row, st);
+	pa_read_frame(&in, st->proto_version, render_row, st);
 }
 
 static Datum

@@ -302,25 +302,21 @@ read_ahead_change(const char *data, int len)
 	return true;
 }
 
-/* The changes of one transaction; false when reading ahead must stop. */
+/*
+ * The changes of one transaction, msgs a cursor at its messages; false
+ * when reading ahead must stop.
+ */
 static bool
-read_ahead_txn(const char *p, Size len)
+read_ahead_txn(StringInfo msgs)
 {
-	const char *end = p + len;
 	int64		reads = pgBufferUsage.shared_blks_read;
 	bool		go_on = true;
 	MemoryContext oldcxt = MemoryContextSwitchTo(lookup_cxt);
+	StringInfoData msg;
 
-	while (p < end && go_on)
+	while (go_on && pa_q_message(msgs, &msg))
 	{
-		uint32		n;
-
-		memcpy(&n, p, sizeof(n));
-		p += sizeof(n);
-		if (n > (uint32) (end - p))
-			break;				/* the apply reports it */
-		go_on = read_ahead_change(p, (int) n);
-		p += n;
+		go_on = read_ahead_change(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 	MemoryContextSwitchTo(oldcxt);
@@ -335,11 +331,12 @@ read_ahead_txn(const char *p, Size len)
 }
 
 /*
- * The next message not read ahead yet, taken from the queue if needed;
- * NULL when there is none, or it is one reading ahead must not pass.
+ * The next message not read ahead yet, taken from the queue if needed, and
+ * msgs a cursor at its protocol messages; NULL when there is none, or it is
+ * one reading ahead must not pass.
  */
 static AheadMsg *
-next_unscanned(void)
+next_unscanned(StringInfo msgs)
 {
 	AheadMsg   *m;
 	PaTxnHeader h;
@@ -358,10 +355,11 @@ next_unscanned(void)
 		push_copy(data, len);
 	}
 	m = &ring[(ring_head + ring_scanned) % PA_MAX_INFLIGHT];
-	if (m->len < sizeof(h) || m->data[0] != PA_Q_TXN)
+	if (m->len < 1 || m->data[0] != PA_Q_TXN)
 		return NULL;
-	memcpy(&h, m->data, sizeof(h));
-	if (h.barrier || m->len < sizeof(h) + sizeof(PaDep) * h.ndeps)
+	pa_q_start(msgs, m->data, m->len);
+	(void) pa_q_txn_header(msgs, &h);
+	if (h.barrier)
 		return NULL;
 	return m;
 }
@@ -376,8 +374,7 @@ bool
 pa_readahead_step(void)
 {
 	AheadMsg   *m;
-	PaTxnHeader h;
-	Size		skip;
+	StringInfoData msgs;
 
 	if (!allowed || idle_streak >= READAHEAD_IDLE_STREAK)
 		return false;
@@ -385,22 +382,19 @@ pa_readahead_step(void)
 
 	if (cur_msgs != NULL)
 	{
-		const char *msgs = cur_msgs;
-
 		/* stopped inside: what follows may depend on it */
+		pa_q_start(&msgs, cur_msgs, cur_len);
 		cur_msgs = NULL;
-		if (!read_ahead_txn(msgs, cur_len))
+		if (!read_ahead_txn(&msgs))
 			allowed = false;
 		return true;
 	}
 
-	m = next_unscanned();
+	m = next_unscanned(&msgs);
 	if (m == NULL)
 		return false;
-	memcpy(&h, m->data, sizeof(h));
-	skip = sizeof(h) + sizeof(PaDep) * h.ndeps;
 	ring_scanned++;
-	if (!read_ahead_txn(m->data + skip, m->len - skip))
+	if (!read_ahead_txn(&msgs))
 		scan_blocked = true;
 	return true;
 }

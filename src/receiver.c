@@ -121,12 +121,6 @@ read_subscription(Oid subid)
 }
 
 static void
-dispatch_one(StringInfo msg, void *arg)
-{
-	pa_dispatch_message(msg->data, msg->len);
-}
-
-static void
 handle_copydata(char *buf, int len)
 {
 	StringInfoData s;
@@ -145,7 +139,7 @@ handle_copydata(char *buf, int len)
 
 		(void) pq_getmsgint64(&s);	/* send time */
 		pa_progress_received(Max(start, end));
-		pa_read_frame(&s, dispatch_one, NULL);
+		pa_dispatch_frame(&s);
 	}
 	else if (type == 'k')
 	{
@@ -313,7 +307,7 @@ start_streaming(XLogRecPtr start)
 					 " (proto_version '%d', publication_names %s, binary 'true',"
 					 " forward_origins '%s')",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
-					 PA_PROTO_VERSION_MAX, quote_literal_cstr(names.data),
+					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
 					 sub->origin_none ? "false" : "true");
 	res = walrcv_exec(conn, cmd.data, 0, NULL);
 	if (res->status != WALRCV_OK_COPY_BOTH)
@@ -368,6 +362,7 @@ pa_leader_main(Datum arg)
 		slot->last_commit_local_end = InvalidXLogRecPtr;
 		slot->retry_seq = 0;
 		slot->retry_writer = -1;
+		slot->binary_type_limit = 0;	/* until the provider's STARTUP */
 		SpinLockRelease(&slot->mutex);
 		pg_atomic_write_u64(&slot->committed_seq, 0);
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
@@ -400,6 +395,7 @@ pa_leader_main(Datum arg)
 		if (pa_debug_replay_file[0] != '\0')
 			pa_replay_run(sub->name);
 
+		pa_dispatch_new_session();
 		start_streaming(start);
 		streaming = true;
 		ereport(LOG,

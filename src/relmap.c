@@ -27,6 +27,10 @@
  *	  types sent binary always have catalog OIDs (below 10000), so they
  *	  exist here too, unless the provider runs a release with types this
  *	  one lacks; that is reported only if such a datum actually arrives.
+ *	  A binary datum of a type the provider never sends binary (at or
+ *	  above its STARTUP's binary_type_limit, or not safe to send binary)
+ *	  is refused as a protocol violation, whatever the local types are.
+ *	  (The writer takes the limit from the leader, which read the STARTUP.)
  *	  A remote column without a local column is an error: its data would
  *	  be lost;
  *	- the defaults of local columns the provider does not send, planned,
@@ -92,6 +96,7 @@
 #include "relmap.h"
 
 char	   *pa_relmap_subscription_name = NULL;
+Oid			pa_relmap_binary_type_limit = 0;
 
 static MemoryContext RelMapContext = NULL;
 static HTAB *RelMap = NULL;
@@ -373,6 +378,7 @@ setup_column_input(PaRelMapEntry *entry, PaColumnInput *col,
 	col->remote_col = r;
 	col->remote_typid = entry->remoterel.atttyps[r];
 	col->remote_typmod = entry->remoterel.atttypmods[r];
+	col->remote_binary_safe = pa_type_binary_safe(col->remote_typid);
 
 	if (!lookup_type_io(col->typid, &typinput, &typreceive, &typoutput,
 						&typioparam) || !OidIsValid(typinput))
@@ -808,6 +814,8 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 
 	if (kind != PA_DATUM_BINARY)
 		elog(ERROR, "unexpected datum kind '%c'", kind);
+	pa_check_binary_datum(col->remote_typid, col->remote_binary_safe,
+						  pa_relmap_binary_type_limit);
 
 	/* the receive function moves the cursor: leave the caller's alone */
 	buf = *value;

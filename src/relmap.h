@@ -50,6 +50,7 @@ typedef struct PaColumnInput
 								 * binary_direct */
 	bool		binary_direct;	/* remote type == local type: recv directly */
 	Oid			remote_typid;
+	bool		remote_binary_safe; /* pa_type_binary_safe(remote_typid) */
 
 	/*
 	 * Binary datum of another type: the remote type's receive function, its
@@ -112,6 +113,12 @@ typedef struct PaRelMapEntry
 /* The name used in error messages ("subscription \"x\""); set once. */
 extern char *pa_relmap_subscription_name;
 
+/*
+ * The binary_type_limit of the session's STARTUP: pa_relmap_input refuses
+ * a binary datum of a type at or above it (0, nothing binary, until set).
+ */
+extern Oid	pa_relmap_binary_type_limit;
+
 /* pa_relmap_subscription_name, or a placeholder while it is not set. */
 extern const char *pa_relmap_subname(void);
 
@@ -148,7 +155,9 @@ extern void pa_relmap_close(PaRelMapEntry *entry, LOCKMODE lockmode);
 /*
  * The local value of a remote datum (PA_DATUM_TEXT or PA_DATUM_BINARY) for
  * local attribute attno (0-based; its remote_col must be >= 0), allocated in
- * the current memory context.  The entry must be open.
+ * the current memory context.  The entry must be open.  A binary datum of a
+ * remote type the provider never sends binary (pa_check_binary_datum, with
+ * pa_relmap_binary_type_limit) is a protocol violation.
  */
 extern Datum pa_relmap_input(PaRelMapEntry *entry, int attno, char kind,
 							 StringInfo value);

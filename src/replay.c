@@ -22,10 +22,11 @@
  *
  * on the provider: the frames the receiver would have been sent, in order
  * (the options are the ones the receiver asks for).  The whole file is
- * read into memory first; then each frame goes through pa_read_frame() and
- * the dispatcher exactly as a frame from the provider does, and the time
- * counted ends when every writer has taken its last transaction.  The rate
- * is reported in the server log, with the count of transactions.
+ * read into memory first; then each frame goes through the dispatcher
+ * exactly as a frame from the provider does (the file is a session of its
+ * own: it starts with its STARTUP), and the time counted ends when every
+ * writer has taken its last transaction.  The rate is reported in the
+ * server log, with the count of transactions.
  *
  * Only with parallel_apply.debug_discard_changes: the replayed transactions
  * were never the subscription's own (they come from any slot), so they must
@@ -115,12 +116,6 @@ get16(const char *p)
 	return (int16) pg_ntoh16(v);
 }
 
-static void
-dispatch_each(StringInfo msg, void *arg)
-{
-	pa_dispatch_message(msg->data, msg->len);
-}
-
 /*
  * Route every frame of the file; called by the leader after its writers
  * are started and before it starts streaming.
@@ -153,6 +148,7 @@ pa_replay_run(const char *subname)
 		bad_file(path, "The COPY signature is missing.");
 	pos = 19 + get32(buf + 15);		/* signature, flags, header extension */
 
+	pa_dispatch_new_session();
 	seq0 = pa_dispatch_done_seq(false);
 	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
@@ -180,7 +176,7 @@ pa_replay_run(const char *subname)
 		s.len = len;
 		s.maxlen = -1;
 		s.cursor = 0;
-		pa_read_frame(&s, dispatch_each, NULL);
+		pa_dispatch_frame(&s);
 		pos += len;
 		frames++;
 		if (frames % 1000 == 0)

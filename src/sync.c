@@ -423,12 +423,24 @@ void
 pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 				   Size len)
 {
-	const char *nspname = data + 1;
-	const char *relname = nspname + strlen(nspname) + 1;
-	const char *relkind = relname + strlen(relname) + 1;
-	const char *snapshot = relkind + strlen(relkind) + 1;
-	const char *dsn = snapshot + strlen(snapshot) + 1;
-	char	   *qualified = quote_qualified_identifier(nspname, relname);
+	StringInfoData in;
+	const char *nspname;
+	const char *relname;
+	const char *relkind;
+	const char *snapshot;
+	const char *dsn;
+	char	   *qualified;
+
+	/* the kind, then the strings send_task() wrote */
+	pa_q_start(&in, data, len);
+	(void) pa_q_bytes(&in, 1);
+	nspname = pa_q_string(&in);
+	relname = pa_q_string(&in);
+	relkind = pa_q_string(&in);
+	snapshot = pa_q_string(&in);
+	dsn = pa_q_string(&in);
+	pa_q_end(&in);
+	qualified = quote_qualified_identifier(nspname, relname);
 
 	PG_TRY();
 	{

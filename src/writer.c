@@ -446,6 +446,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	if (type == PA_MSG_RELATION)
 	{
 		pa_read_relation(&in, &reldata);
+		pa_read_end(&in);
 		/* what is kept was decoded with the old definition */
 		pa_coalesce_flush(reldata.remoteid);
 		pa_relmap_update(&reldata);
@@ -458,12 +459,14 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	{
 		case PA_MSG_INSERT:
 			relid = pa_read_insert(&in, &newtup);
+			pa_read_end(&in);
 			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			pa_apply_insert(rel, &newtup);
 			pa_relmap_close(rel, NoLock);
 			break;
 		case PA_MSG_UPDATE:
 			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
+			pa_read_end(&in);
 			rel = pa_relmap_open(relid, RowExclusiveLock);
 			if (can_keep(rel, oldkind, &newtup, &key))
 			{
@@ -479,6 +482,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			break;
 		case PA_MSG_DELETE:
 			relid = pa_read_delete(&in, &oldkind, &oldtup);
+			pa_read_end(&in);
 			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
 			if (!pa_apply_delete(rel, oldkind, &oldtup))
 				row_not_found(rel, "delete");
@@ -486,6 +490,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			break;
 		case PA_MSG_TRUNCATE:
 			relids = pa_read_truncate(&in, &nrelids, &flags);
+			pa_read_end(&in);
 			pa_coalesce_flush(InvalidOid);
 			pa_apply_truncate(nrelids, relids, flags);
 			break;
@@ -505,18 +510,13 @@ done:
 static void
 apply_buffer(const char *p, Size len)
 {
-	const char *end = p + len;
+	StringInfoData in;
+	StringInfoData msg;
 
-	while (p < end)
+	pa_q_start(&in, p, len);
+	while (pa_q_message(&in, &msg))
 	{
-		uint32		n;
-
-		memcpy(&n, p, sizeof(n));
-		p += sizeof(n);
-		if (n > (uint32) (end - p))
-			elog(ERROR, "truncated message in parallel_apply queue");
-		apply_one(p, (int) n);
-		p += n;
+		apply_one(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -612,17 +612,18 @@ static void
 read_txn(const char *data, Size len)
 {
 	GroupTxn   *g = &group[group_n];
+	StringInfoData in;
+	const char *deps;
 	Size		depbytes;
 
-	memcpy(&g->hdr, data, sizeof(g->hdr));
+	pa_q_start(&in, data, len);
+	deps = pa_q_txn_header(&in, &g->hdr);
 	depbytes = sizeof(PaDep) * g->hdr.ndeps;
-	if (len < sizeof(g->hdr) + depbytes)
-		elog(ERROR, "truncated transaction in parallel_apply queue");
 	g->deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
-	memcpy(g->deps, data + sizeof(g->hdr), depbytes);
-	g->len = len - sizeof(g->hdr) - depbytes;
+	memcpy(g->deps, deps, depbytes);
+	g->len = in.len - in.cursor;	/* the messages: apply_buffer reads them */
 	g->msgs = MemoryContextAlloc(txn_cxt, Max(g->len, 1));
-	memcpy(g->msgs, data + sizeof(g->hdr) + depbytes, g->len);
+	memcpy(g->msgs, pa_q_bytes(&in, g->len), g->len);
 	group_n++;
 	group_bytes += len;
 }
@@ -664,19 +665,21 @@ take_next(void)
 	res = pa_readahead_peek(&len, &data, true);
 	if (res != SHM_MQ_SUCCESS)
 		return false;			/* nothing there; a detach is seen later */
-	if (len >= sizeof(h) && ((char *) data)[0] == PA_Q_TXN)
+	if (len >= 1 && ((char *) data)[0] == PA_Q_TXN)
 	{
+		StringInfoData in;
+		const char *deps;
 		bool		joins;
 
-		memcpy(&h, data, sizeof(h));
+		pa_q_start(&in, data, len);
+		deps = pa_q_txn_header(&in, &h);
 		joins = !h.barrier && h.prev_writer < 0 &&
 			h.seq == group[group_n - 1].hdr.seq + 1;
 		for (int i = 0; joins && i < h.ndeps; i++)
 		{
 			PaDep		dep;
 
-			memcpy(&dep, (char *) data + sizeof(h) + i * sizeof(PaDep),
-				   sizeof(dep));
+			memcpy(&dep, deps + i * sizeof(PaDep), sizeof(dep));
 			joins = dep.seq <= committed;
 		}
 		if (joins)
@@ -877,6 +880,11 @@ handle_queue_message(const char *data, Size len)
 	PaTxnHeader end;
 	char		kind = data[0];
 
+	/* from the session's STARTUP: set before any transaction was sent */
+	SpinLockAcquire(&slot->mutex);
+	pa_relmap_binary_type_limit = slot->binary_type_limit;
+	SpinLockRelease(&slot->mutex);
+
 	switch (kind)
 	{
 		case PA_Q_TXN:
@@ -888,19 +896,22 @@ handle_queue_message(const char *data, Size len)
 				apply_txns(false);
 			break;
 		case PA_Q_RELATION:
-			in.data = (char *) data + 1;
-			in.len = len - 1;
-			in.maxlen = in.len;
-			in.cursor = 0;
-			(void) pa_read_msgtype(&in);
+			/* the kind, then the RELATION message */
+			pa_q_start(&in, data, len);
+			(void) pa_q_bytes(&in, 1);
+			if (pa_read_msgtype(&in) != PA_MSG_RELATION)
+				elog(ERROR, "parallel_apply queue message of kind 'R' without a RELATION");
 			pa_read_relation(&in, &reldata);
+			pa_read_end(&in);
 			pa_relmap_update(&reldata);
 			break;
 		case PA_Q_STREAM_BEGIN:
 			/* a group of one, its messages in the spill file */
 			MemoryContextReset(txn_cxt);
 			memset(&group[0], 0, sizeof(GroupTxn));
-			memcpy(&group[0].hdr, data, sizeof(PaTxnHeader));
+			pa_q_start(&in, data, len);
+			(void) pa_q_txn_header(&in, &group[0].hdr);
+			pa_q_end(&in);
 			group[0].hdr.ndeps = 0;
 			group_n = 1;
 			if (spill != NULL)
@@ -922,7 +933,9 @@ handle_queue_message(const char *data, Size len)
 		case PA_Q_STREAM_END:
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
-			memcpy(&end, data, sizeof(end));
+			pa_q_start(&in, data, len);
+			(void) pa_q_txn_header(&in, &end);
+			pa_q_end(&in);
 			pa_readahead_pop();
 			group[0].hdr.end_lsn = end.end_lsn;
 			group[0].hdr.commit_time = end.commit_time;

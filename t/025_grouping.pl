@@ -9,7 +9,7 @@
 # parallel_apply.debug_replay_file makes a starting leader route a
 # recorded stream to such writers and log the rate; a recording also
 # feeds the leader what no correct provider sends (another protocol
-# version than negotiated).
+# version than negotiated, no STARTUP first, a COMMIT with unknown flags).
 use strict;
 use warnings;
 
@@ -377,8 +377,56 @@ $sub->safe_psql('replaydb',
 	"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$file.v1'");
 $log = replay_run('r6', qr/ERROR:  provider chose/);
 like($log,
-	qr/ERROR:  provider chose parallel_apply protocol version 1, expected 2/,
+	qr/ERROR:  provider chose parallel_apply protocol version 1, expected 2\n.*DETAIL:  A provider answers with a version the client asked for/s,
 	'a stream of another protocol version than negotiated is refused at its STARTUP');
+
+# recordings rewritten frame by frame: the header, then [lsn, frame] rows
+sub read_recording
+{
+	my ($path) = @_;
+	my $data = slurp_file($path);
+	my $pos = 19 + unpack('N', substr($data, 15, 4));
+	my $header = substr($data, 0, $pos);
+	my @rows;
+	while (unpack('n', substr($data, $pos, 2)) != 0xFFFF)
+	{
+		my $lsn = substr($data, $pos + 2, 12);    # its length and value
+		my $len = unpack('N', substr($data, $pos + 14, 4));
+		push @rows, [ $lsn, substr($data, $pos + 18, $len) ];
+		$pos += 18 + $len;
+	}
+	return ($header, @rows);
+}
+
+sub write_recording
+{
+	my ($path, $header, @rows) = @_;
+	my $data = $header;
+	$data .= pack('n', 2) . $_->[0] . pack('N', length($_->[1])) . $_->[1]
+	  foreach @rows;
+	append_to_file($path, $data . pack('n', 0xFFFF));
+	$sub->safe_psql('replaydb',
+		"ALTER DATABASE replaydb SET parallel_apply.debug_replay_file = '$path'");
+}
+
+# a recording without its first frame, the STARTUP: the leader does not
+# read a stream whose version and options it was not told
+my ($header, @rows) = read_recording($file);
+write_recording("$file.nostartup", $header, @rows[ 1 .. $#rows ]);
+$log = replay_run('r7', qr/ERROR:  unexpected parallel_apply message/);
+like($log,
+	qr/ERROR:  unexpected parallel_apply message type 0x58 before STARTUP\n.*DETAIL:  A decoding session starts with STARTUP/s,
+	'a stream that does not start with STARTUP is refused');
+
+# a COMMIT with a flag set (the COMMIT ends the first transaction's BATCH:
+# its flags byte is 25 bytes before the end)
+my @bad = map { [@$_] } @rows;
+substr($bad[1][1], -25, 1) = chr(1);
+write_recording("$file.commitflags", $header, @bad);
+$log = replay_run('r8', qr/ERROR:  malformed parallel_apply/);
+like($log,
+	qr/ERROR:  malformed parallel_apply protocol message\n.*DETAIL:  Unknown COMMIT flags\./s,
+	'a COMMIT with unknown flags is refused');
 $pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('rec')");
 
 done_testing();
