@@ -91,6 +91,10 @@ BEGIN
 END $$;
 });
 create_sub($sub, $pub, 'runas', run_as_owner => 'true', synchronize_data => 'false');
+# without a copy, what the subscription gets starts at its slot
+$pub->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_runas'")
+  or die 'the slot of runas was not created';
 $pub->safe_psql('postgres', "INSERT INTO t VALUES (3, 'as the subscription owner')");
 wait_caught_up($sub, 'runas');
 is($sub->safe_psql('postgres', 'SELECT who || \' \' || seen FROM audit WHERE id = 3'),
