@@ -98,6 +98,18 @@ SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1',
 SELECT * FROM peek_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ext_table');
 SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_ext_all');
 
+-- a renamed schema: the next change of a table in it sends RELATION again
+-- with the schema's new name, in the same session; a table in another
+-- schema does not send it again
+INSERT INTO pubs.s1 VALUES (40);
+INSERT INTO listed VALUES (40);
+ALTER SCHEMA pubs RENAME TO pubs_renamed;
+INSERT INTO pubs_renamed.s1 VALUES (41);
+INSERT INTO listed VALUES (41);
+ALTER SCHEMA pubs_renamed RENAME TO pubs;
+INSERT INTO pubs.s1 VALUES (42);
+SELECT * FROM get_changes_text('pubs', NULL, NULL, false, 'proto_version', '1', 'publication_names', 'pub_schema,pub_listed');
+
 SELECT pg_drop_replication_slot('pubs');
 DROP PUBLICATION pub_ext_schema, pub_ext_table, pub_ext_all;
 DROP PUBLICATION pub_listed, pub_schema, pub_ins, pub_trunc, pub_all, pub_late, pub_filter, pub_cols;

@@ -509,10 +509,17 @@ send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
 	if (!RelationIsValid(pubrel))
 		elog(ERROR, "could not open relation with OID %u",
 			 entry->publish_as_relid);
+
+	/*
+	 * Marked before it is written, so that an invalidation processed while
+	 * it is written is not lost (an error ends the decoding session, and
+	 * its cache with it).
+	 */
+	pa_relcache_set_relation_sent(entry->publish_as_relid,
+								  RelationGetNamespace(pubrel));
 	pa_write_relation(msg_start(ctx, false), pubrel, entry->cols);
 	msg_end(ctx, false, false);
 	RelationClose(pubrel);
-	pa_relcache_set_relation_sent(entry->publish_as_relid);
 }
 
 /*

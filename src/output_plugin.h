@@ -56,6 +56,6 @@ extern void pa_relcache_shutdown(void);
 extern PaRelSyncEntry *pa_relcache_get(PaOutputData *data, Relation rel);
 extern void pa_reject_filtered_publication(Publication *pub);
 extern bool pa_relcache_relation_sent(Oid publish_as_relid);
-extern void pa_relcache_set_relation_sent(Oid publish_as_relid);
+extern void pa_relcache_set_relation_sent(Oid publish_as_relid, Oid nspid);
 
 #endif							/* PA_OUTPUT_PLUGIN_H */

@@ -17,10 +17,24 @@
  * remembers which published relations had their RELATION message sent in
  * this session; a relcache invalidation of a relation removes it, so its
  * next change sends RELATION again.  The set is keyed by the published
- * relation, so partitions published as their root send it once.  Invalidation
- * callbacks cannot be unregistered, so they are registered once per
- * backend and ignore calls when no decoding session is active; they only
- * mark entries invalid, since they may run in the middle of a lookup.
+ * relation, so partitions published as their root send it once.  RELATION
+ * also carries the name of the relation's schema, which ALTER SCHEMA ...
+ * RENAME changes without invalidating the relations in it: a syscache
+ * invalidation of a pg_namespace row (NAMESPACEOID, as pgoutput registers)
+ * removes the relations of that schema from the set, found by the hash
+ * value of their namespace recorded when RELATION was sent (a hash
+ * collision only re-sends a RELATION).  The entries themselves do not
+ * depend on the schema's name and stay valid.
+ *
+ * Invalidation callbacks cannot be unregistered, so they are registered
+ * once per backend and ignore calls when no decoding session is active;
+ * they only mark entries invalid, since they may run in the middle of a
+ * lookup, including while an entry is being rebuilt (catalog access can
+ * process invalidations).  An invalidation that arrives during a rebuild
+ * and could concern that entry (of its relation, of all relations, of any
+ * relation while rebuilding a partition, whose entry depends on its
+ * ancestors, or of a publication) leaves the rebuilt entry invalid, so the
+ * next change rebuilds it again, as relmap.c does on the subscriber.
  *
  * Publications are looked up by name with the historic snapshot of the
  * change being decoded.  One that did not exist yet at that point of the
@@ -61,12 +75,24 @@
 #include "compat.h"
 #include "output_plugin.h"
 
+/* A published relation whose RELATION was sent, and its schema's hash. */
+typedef struct SentRelation
+{
+	Oid			relid;			/* hash key: the published relation */
+	uint32		nsphash;		/* NAMESPACEOID hash value of its schema */
+} SentRelation;
+
 static HTAB *RelSyncCache = NULL;
-static HTAB *SentRelations = NULL;	/* Oids whose RELATION was sent */
+static HTAB *SentRelations = NULL;	/* SentRelation, by relid */
 static MemoryContext RelSyncContext = NULL;
 static MemoryContext PublicationContext = NULL;
 static List *Publications = NIL;	/* Publication *, in PublicationContext */
 static bool PublicationsValid = false;
+
+/* The relation whose entry is being rebuilt; was it invalidated meanwhile? */
+static Oid	building_relid = InvalidOid;
+static bool building_partition = false;
+static bool building_invalidated = false;
 
 static void
 invalidate_all_entries(void)
@@ -79,15 +105,17 @@ invalidate_all_entries(void)
 		entry->valid = false;
 }
 
+/* Forget that RELATION was sent for the relations of a schema (0: all). */
 static void
-forget_sent_relations(void)
+forget_sent_relations(uint32 nsphash)
 {
 	HASH_SEQ_STATUS status;
-	Oid		   *relid;
+	SentRelation *sent;
 
 	hash_seq_init(&status, SentRelations);
-	while ((relid = hash_seq_search(&status)) != NULL)
-		hash_search(SentRelations, relid, HASH_REMOVE, NULL);
+	while ((sent = hash_seq_search(&status)) != NULL)
+		if (nsphash == 0 || sent->nsphash == nsphash)
+			hash_search(SentRelations, &sent->relid, HASH_REMOVE, NULL);
 }
 
 static void
@@ -96,12 +124,16 @@ relcache_inval_cb(Datum arg, Oid relid)
 	HASH_SEQ_STATUS status;
 	PaRelSyncEntry *entry;
 
+	if (OidIsValid(building_relid) &&
+		(!OidIsValid(relid) || relid == building_relid || building_partition))
+		building_invalidated = true;
+
 	if (RelSyncCache == NULL)
 		return;
 	if (!OidIsValid(relid))
 	{
 		invalidate_all_entries();
-		forget_sent_relations();
+		forget_sent_relations(0);
 		return;
 	}
 	hash_search(SentRelations, &relid, HASH_REMOVE, NULL);
@@ -115,11 +147,23 @@ relcache_inval_cb(Datum arg, Oid relid)
 static void
 publication_inval_cb(Datum arg, int cacheid, uint32 hashvalue)
 {
+	if (OidIsValid(building_relid))
+		building_invalidated = true;
+
 	if (RelSyncCache == NULL)
 		return;
 	if (cacheid == PUBLICATIONOID)
 		PublicationsValid = false;
 	invalidate_all_entries();
+}
+
+/* A schema was renamed (or changed): send RELATION of its tables again. */
+static void
+namespace_inval_cb(Datum arg, int cacheid, uint32 hashvalue)
+{
+	if (SentRelations == NULL)
+		return;
+	forget_sent_relations(hashvalue);
 }
 
 void
@@ -142,7 +186,7 @@ pa_relcache_startup(PaOutputData *data)
 	ctl.hcxt = RelSyncContext;
 	RelSyncCache = hash_create("parallel_apply relation cache", 128, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.entrysize = sizeof(Oid);
+	ctl.entrysize = sizeof(SentRelation);
 	SentRelations = hash_create("parallel_apply sent relations", 128, &ctl,
 								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	Publications = NIL;
@@ -157,6 +201,8 @@ pa_relcache_startup(PaOutputData *data)
 									  publication_inval_cb, (Datum) 0);
 		CacheRegisterSyscacheCallback(PUBLICATIONNAMESPACEMAP,
 									  publication_inval_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID,
+									  namespace_inval_cb, (Datum) 0);
 		callbacks_registered = true;
 	}
 }
@@ -168,6 +214,7 @@ pa_relcache_shutdown(void)
 	SentRelations = NULL;
 	Publications = NIL;
 	PublicationsValid = false;
+	building_relid = InvalidOid;
 	if (RelSyncContext != NULL)
 		MemoryContextDelete(RelSyncContext);
 	RelSyncContext = NULL;
@@ -287,13 +334,22 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	Oid			relid = RelationGetRelid(rel);
 	bool		am_partition = rel->rd_rel->relispartition;
 	char		relkind = rel->rd_rel->relkind;
-	List	   *pubids = GetRelationPublications(relid);
-	List	   *schemapubids = GetSchemaPublications(RelationGetNamespace(rel));
-	List	   *ancestors = am_partition ? get_partition_ancestors(relid) : NIL;
+	List	   *pubids;
+	List	   *schemapubids;
+	List	   *ancestors;
 	Oid			publish_as_relid = relid;
 	int			publish_level = 0;
 	List	   *pubs;
 	ListCell   *lc;
+
+	/* from here on, an invalidation may make what is read stale */
+	building_relid = relid;
+	building_partition = am_partition;
+	building_invalidated = false;
+
+	pubids = GetRelationPublications(relid);
+	schemapubids = GetSchemaPublications(RelationGetNamespace(rel));
+	ancestors = am_partition ? get_partition_ancestors(relid) : NIL;
 
 	if (!PublicationsValid)
 		load_publications(data);
@@ -411,7 +467,9 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 		MemoryContextSwitchTo(oldcxt);
 	}
 
-	entry->valid = true;
+	/* used as built by this change; rebuilt by the next if invalidated */
+	entry->valid = !building_invalidated;
+	building_relid = InvalidOid;
 }
 
 PaRelSyncEntry *
@@ -436,8 +494,9 @@ pa_relcache_get(PaOutputData *data, Relation rel)
 
 /*
  * Has the RELATION message of this published relation been sent since its
- * last invalidation?  Kept per published relation, not per entry, so that
- * the partitions published as one root share it.
+ * last invalidation, or that of its schema (nspid, given when it is sent)?
+ * Kept per published relation, not per entry, so that the partitions
+ * published as one root share it.
  */
 bool
 pa_relcache_relation_sent(Oid publish_as_relid)
@@ -449,7 +508,11 @@ pa_relcache_relation_sent(Oid publish_as_relid)
 }
 
 void
-pa_relcache_set_relation_sent(Oid publish_as_relid)
+pa_relcache_set_relation_sent(Oid publish_as_relid, Oid nspid)
 {
-	hash_search(SentRelations, &publish_as_relid, HASH_ENTER, NULL);
+	SentRelation *sent;
+
+	sent = hash_search(SentRelations, &publish_as_relid, HASH_ENTER, NULL);
+	sent->nsphash = GetSysCacheHashValue1(NAMESPACEOID,
+										  ObjectIdGetDatum(nspid));
 }

@@ -38,7 +38,9 @@
  *	- the keys the dispatcher computes for each row: the provider's
  *	  replica identity and every unique index of the local table, each as
  *	  a list of remote column positions, plus whether that list covers
- *	  every uniqueness constraint the local table enforces (keys_complete).
+ *	  every uniqueness constraint the local table enforces (keys_complete):
+ *	  not when an index's equality is not that of the bytes the provider
+ *	  sends (a nondeterministic collation, citext, numeric).
  *	  Keys come first the provider's, then local indexes in OID order, so
  *	  their order is stable across rebuilds.
  *
@@ -71,12 +73,15 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/nbtree.h"
 #include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -542,16 +547,64 @@ add_key(PaRelMapEntry *entry, Bitmapset **keysets, Oid indexoid,
 }
 
 /*
+ * Can the dispatcher find the conflicts on key column att of a unique index
+ * (opclass, collation) by hashing the bytes the provider sends for remote
+ * column r?  Only if values this index finds equal are sent as the same
+ * bytes: when the opclass's equality implies equal images (its btree
+ * "equalimage" support function says so, as for B-tree deduplication).
+ * Not so under a nondeterministic collation ('ABC' and 'abc'), for citext,
+ * float (0 and -0), numeric (1.0 and 1.00), interval, jsonb, arrays,
+ * ranges and records.  Numeric that the provider keeps at one fixed scale
+ * (and this column does not round) has one image per value.  bpchar's
+ * equality ignores trailing blanks, and PostgreSQL (15.20 at least) does
+ * not count its values as equal images; but values the provider padded to
+ * one length (char(n)) are equal only with the same bytes, under a
+ * deterministic collation.
+ */
+static bool
+key_column_hashable(PaRelMapEntry *entry, Form_pg_attribute att, int r,
+					Oid opclass, Oid collation)
+{
+	Oid			remote_typid = entry->remoterel.atttyps[r];
+	int32		remote_typmod = entry->remoterel.atttypmods[r];
+	Oid			opfamily = get_opclass_family(opclass);
+	Oid			opcintype = get_opclass_input_type(opclass);
+	Oid			equalimage;
+
+	if (opclass == NUMERIC_BTREE_OPS_OID)
+		return remote_typid == NUMERICOID && remote_typmod >= 0 &&
+			(att->atttypmod == remote_typmod || att->atttypmod < 0);
+	if (att->atttypid == BPCHAROID)
+	{
+		if (remote_typid != BPCHAROID || remote_typmod < 0)
+			return false;
+		if (opfamily == BPCHAR_PATTERN_BTREE_FAM_OID)
+			return true;
+		if (opfamily == BPCHAR_BTREE_FAM_OID)
+			return get_collation_isdeterministic(collation);
+	}
+
+	equalimage = get_opfamily_proc(opfamily, opcintype, opcintype,
+								   BTEQUALIMAGE_PROC);
+	if (!OidIsValid(equalimage))
+		return false;
+	return DatumGetBool(OidFunctionCall1Coll(equalimage, collation,
+											 ObjectIdGetDatum(opcintype)));
+}
+
+/*
  * The provider's replica identity, then each local unique index whose key
  * columns the stream carries.  Any other uniqueness the local table
  * enforces (an expression or partial unique index, one on a column the
- * provider does not send, an exclusion constraint) makes keys incomplete.
+ * provider does not send or whose equality is not that of the bytes sent,
+ * see key_column_hashable, an exclusion constraint) makes keys incomplete.
  * For a partitioned table these are its own (partitioned) indexes.
  */
 static void
 build_keys(PaRelMapEntry *entry, Relation rel)
 {
 	List	   *indexes = RelationGetIndexList(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
 	int			maxkeys = list_length(indexes) + 1;
 	Bitmapset **keysets = palloc0(maxkeys * sizeof(Bitmapset *));
 	ListCell   *lc;
@@ -578,6 +631,10 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 		Oid			indexoid = lfirst_oid(lc);
 		HeapTuple	tup;
 		Form_pg_index idx;
+		Datum		datum;
+		bool		isnull;
+		oidvector  *indclass;
+		oidvector  *indcoll;
 		int		   *cols;
 		bool		usable = true;
 
@@ -607,13 +664,25 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 			continue;
 		}
 
+		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
+								&isnull);
+		Assert(!isnull);
+		indclass = (oidvector *) DatumGetPointer(datum);
+		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation,
+								&isnull);
+		Assert(!isnull);
+		indcoll = (oidvector *) DatumGetPointer(datum);
+
 		cols = palloc(Max(idx->indnkeyatts, 1) * sizeof(int));
 		for (int i = 0; i < idx->indnkeyatts; i++)
 		{
 			AttrNumber	attnum = idx->indkey.values[i];
 
 			if (attnum <= 0 || attnum > entry->nlocalatts ||
-				entry->cols[attnum - 1].remote_col < 0)
+				entry->cols[attnum - 1].remote_col < 0 ||
+				!key_column_hashable(entry, TupleDescAttr(desc, attnum - 1),
+									 entry->cols[attnum - 1].remote_col,
+									 indclass->values[i], indcoll->values[i]))
 			{
 				usable = false;
 				break;

@@ -86,8 +86,10 @@ typedef struct PaRelMapEntry
 	PaKeyDef   *keys;
 	bool		keys_complete;	/* false: some local unique index cannot be
 								 * computed from the stream (expression,
-								 * partial, or a column the provider does not
-								 * send): treat the whole table as one key */
+								 * partial, a column the provider does not
+								 * send, or an equality that is not that of
+								 * the bytes sent): treat the whole table as
+								 * one key */
 
 	/*
 	 * coalesce.c: updates may be kept and merged (the only uniqueness is

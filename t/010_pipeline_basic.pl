@@ -1,5 +1,6 @@
 # The subscriber pipeline end to end, with one writer: every column type,
-# every change, TOAST, key updates, identity FULL, partitions, defaults.
+# every change, TOAST, key updates, identity FULL, partitions, defaults,
+# a schema renamed on both sides.
 use strict;
 use warnings;
 
@@ -126,6 +127,37 @@ wait_caught_up($sub, 'basic');
 tables_equal($pub, $sub, [ 'late' ], 'after the table was created');
 is($sub->safe_psql('postgres', 'SELECT v FROM plain WHERE id = 1000'),
 	'after late', 'apply resumed after the missing table appeared');
+
+# a schema renamed on both sides: the provider sends the new name, so a
+# later rebuild of the subscriber's map (here after a local CREATE INDEX)
+# finds the table by it, with no error on the way
+$pub->safe_psql('postgres', q{
+CREATE SCHEMA s;
+CREATE TABLE s.r (id int PRIMARY KEY, v text);
+});
+$sub->safe_psql('postgres', q{
+CREATE SCHEMA s;
+CREATE TABLE s.r (id int PRIMARY KEY, v text);
+});
+$pub->safe_psql('postgres', q{
+ALTER PUBLICATION pub ADD TABLE s.r;
+INSERT INTO s.r VALUES (1, 'before the rename');
+});
+wait_caught_up($sub, 'basic');
+my $since = $sub->safe_psql('postgres', 'SELECT clock_timestamp()');
+$sub->safe_psql('postgres', 'ALTER SCHEMA s RENAME TO s2');
+$pub->safe_psql('postgres', q{
+ALTER SCHEMA s RENAME TO s2;
+INSERT INTO s2.r VALUES (2, 'after the rename');
+});
+wait_caught_up($sub, 'basic');
+$sub->safe_psql('postgres', 'CREATE INDEX ON s2.r (v)');
+$pub->safe_psql('postgres', "INSERT INTO s2.r VALUES (3, 'after a local index')");
+wait_caught_up($sub, 'basic');
+tables_equal($pub, $sub, [ 's2.r' ], 'after a schema rename');
+is( $sub->safe_psql('postgres',
+		"SELECT coalesce((SELECT last_error FROM subscription_status() WHERE subscription_name = 'basic' AND last_error_time >= '$since'), 'none')"),
+	'none', 'no error after a schema rename');
 
 # drop_subscription removes the slot and the origins
 $sub->safe_psql('postgres', "SELECT drop_subscription('basic')");
