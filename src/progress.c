@@ -106,8 +106,13 @@ pa_progress_drop_origins(Oid subid)
 	{
 		char	   *name = pa_writer_origin_name(subid, w);
 
+		/*
+		 * Wait for the origin's release: a writer that has cleared its pid
+		 * (all the caller waits for) may still hold its origin session
+		 * until its last exit callback.
+		 */
 		if (replorigin_by_name(name, true) != InvalidRepOriginId)
-			replorigin_drop_by_name(name, true, true);
+			replorigin_drop_by_name(name, true, false);
 		pfree(name);
 	}
 }
