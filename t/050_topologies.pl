@@ -6,7 +6,9 @@
 #     subscriber's subscriptions survive;
 #  2. a cascade A -> B -> C, FOR ALL TABLES on A and B;
 #  3. bidirectional A <-> B with origin := 'none': a row goes across once
-#     and never comes back;
+#     and never comes back; writes of the same row on both sides at once
+#     are not resolved (a unique violation stops apply, shown; crossed
+#     updates go unnoticed);
 #  4. two providers into one subscriber, and two databases on one
 #     subscriber, through a restart and an immediate shutdown.
 # Each scenario runs on its own nodes; one that fails does not stop the
@@ -183,6 +185,9 @@ SELECT create_subscription('on_provider_d2b', \$d\$$a_d2\$d\$, ARRAY['pschema'],
 	alive($b, $_, "publications naming the extension", 'd2') foreach ('schema', 'named');
 	alive($b, 'all', 'at the end');
 	is(catalog_rows($b), $own, "the subscriber's catalog in postgres is unchanged at the end");
+	# the provider's plugin left them out: no writer had any to skip
+	unlike(slurp_file($b->logfile), qr/changes to table "parallel_apply\.subscription" received/,
+		"the provider never sent its catalog's changes");
 });
 
 # ---------------------------------------------------------------------
@@ -293,6 +298,50 @@ scenario('bidirectional', sub {
 	{
 		unlike(slurp_file($node->logfile), qr/duplicate key value violates unique constraint/,
 			$node->name . ': no unique violation in the log');
+	}
+
+	# The caveat of docs/topologies.md: writes of the same row on both
+	# sides before either has applied the other's are not detected nor
+	# resolved.  Made concurrent by disabling both subscriptions meanwhile.
+	$b->safe_psql('postgres', "SELECT disable_subscription('b_from_a')");
+	$a->safe_psql('postgres', "SELECT disable_subscription('a_from_b')");
+	$a->safe_psql('postgres', "UPDATE t SET v = -1 WHERE id = 10");
+	$a->safe_psql('postgres', "INSERT INTO t VALUES (1000, 'a', 0)");
+	$b->safe_psql('postgres', "UPDATE t SET v = -2 WHERE id = 10");
+	$b->safe_psql('postgres', "INSERT INTO t VALUES (1000, 'b', 0)");
+	$b->safe_psql('postgres', "SELECT enable_subscription('b_from_a')");
+	$a->safe_psql('postgres', "SELECT enable_subscription('a_from_b')");
+	# the same key inserted on both sides: each apply stops on it, shown
+	foreach ([ $a, 'a_from_b' ], [ $b, 'b_from_a' ])
+	{
+		my ($node, $name) = @$_;
+		ok($node->poll_query_until('postgres', qq{
+SELECT last_error LIKE '%duplicate key value violates unique constraint "t_pkey"%'
+  FROM subscription_status() WHERE subscription_name = '$name'}),
+			"same key inserted on both sides: $name stops with the unique violation in last_error");
+	}
+	# removed on both sides, the row is gone everywhere and apply goes on
+	$_->safe_psql('postgres', 'DELETE FROM t WHERE id = 1000') foreach ($a, $b);
+	catch_up_or_die($a, 'a_from_b');
+	catch_up_or_die($b, 'b_from_a');
+	is($a->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id = 1000') . '/'
+		  . $b->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id = 1000'),
+		'0/0', 'the conflicting row deleted on both sides is gone from both');
+	# the same row updated on both sides: each took the other's value
+	is($a->safe_psql('postgres', 'SELECT v FROM t WHERE id = 10') . '/'
+		  . $b->safe_psql('postgres', 'SELECT v FROM t WHERE id = 10'),
+		'-2/-1', 'the same row updated on both sides: the values crossed, nothing reported');
+	# one more update of it, on one side, makes them equal again
+	$a->safe_psql('postgres', 'UPDATE t SET v = 10 WHERE id = 10');
+	catch_up_or_die($b, 'b_from_a');
+	catch_up_or_die($a, 'a_from_b');
+	rows_equal($a, $b, [ [ 't', 'id' ] ], 'after resolving the conflicts');
+	foreach ([ $a, 'a_from_b' ], [ $b, 'b_from_a' ])
+	{
+		my ($node, $name) = @$_;
+		ok($node->poll_query_until('postgres',
+				"SELECT state = 'streaming' FROM subscription_status() WHERE subscription_name = '$name'"),
+			"$name streaming again after the conflict");
 	}
 });
 
