@@ -12,7 +12,7 @@ use Exporter 'import';
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(provider_node subscriber_node table_digest
+our @EXPORT = qw(provider_node subscriber_node both_node table_digest
   tables_equal wait_caught_up create_sub poll_until
   row_digest rows_equal create_sub_db wait_caught_up_db
   pgbench_init pgbench_start pgbench_finish pgbench_tables
@@ -51,6 +51,31 @@ shared_preload_libraries = 'parallel_apply'
 max_worker_processes = 40
 parallel_apply.max_writers_per_subscription = $max
 max_replication_slots = 20
+deadlock_timeout = 200ms
+$opts{extra_conf}
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+	return $node;
+}
+
+# A node that is a provider and a subscriber (cascade, bidirectional):
+# both configurations, and the extension in postgres.
+sub both_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $max = $opts{max_writers} // 8;
+	$opts{extra_conf} //= '';
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq{
+output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
+max_wal_senders = 20
+max_replication_slots = 20
+wal_sender_timeout = 0
+shared_preload_libraries = 'parallel_apply'
+max_worker_processes = 40
+parallel_apply.max_writers_per_subscription = $max
 deadlock_timeout = 200ms
 $opts{extra_conf}
 });
