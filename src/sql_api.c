@@ -32,7 +32,9 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -245,14 +247,33 @@ check_provider(WalReceiverConn *conn, List *pubs)
 				 errhint("Create them on the provider with CREATE PUBLICATION.")));
 }
 
+/*
+ * The slot on the provider: "pa_", the name (lower case, other characters
+ * than letters, digits and _ as _, at most 50 of them), and a hash of this
+ * node's system identifier, database and subscription.  The hash keeps
+ * subscriptions of the same name in several databases or on several
+ * subscribers of one provider apart: each must own its slot, since a
+ * receiver drops the slot an unfinished initial copy left.
+ */
 static char *
-slot_name_for(const char *subname)
+slot_name_for(const char *subname, Oid subid)
 {
 	StringInfoData buf;
+	struct
+	{
+		uint64		sysid;
+		Oid			dboid;
+		Oid			subid;
+	}			key;
+
+	memset(&key, 0, sizeof(key));
+	key.sysid = GetSystemIdentifier();
+	key.dboid = MyDatabaseId;
+	key.subid = subid;
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "pa_");
-	for (const char *c = subname; *c && buf.len < NAMEDATALEN - 1; c++)
+	for (const char *c = subname; *c && buf.len < 3 + 50; c++)
 	{
 		char		ch = *c;
 
@@ -262,6 +283,8 @@ slot_name_for(const char *subname)
 			ch = '_';
 		appendStringInfoChar(&buf, ch);
 	}
+	appendStringInfo(&buf, "_%08x",
+					 hash_bytes((const unsigned char *) &key, sizeof(key)));
 	return buf.data;
 }
 
@@ -471,10 +494,10 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
 	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
 	WalReceiverConn *conn;
-	Oid			types[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
-		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID};
-	Datum		values[12];
-	char		nulls[12] = "            ";
+	Oid			types[13] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID};
+	Datum		values[13];
+	char		nulls[13] = "             ";
 	Oid			subid;
 	bool		isnull;
 
@@ -530,11 +553,21 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	check_provider(conn, pubs);
 	walrcv_disconnect(conn);
 
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
+					false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read parallel_apply.subscription_id_seq");
+	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
 	values[0] = CStringGetTextDatum(name);
 	values[1] = CStringGetTextDatum(group);
 	values[2] = CStringGetTextDatum(dsn);
 	values[3] = PointerGetDatum(pubarr);
-	values[4] = DirectFunctionCall1(namein, CStringGetDatum(slot_name_for(name)));
+	values[4] = DirectFunctionCall1(namein,
+									CStringGetDatum(slot_name_for(name, subid)));
 	values[5] = BoolGetDatum(enabled);
 	values[6] = BoolGetDatum(sync_data);
 	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
@@ -543,6 +576,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[9] = CStringGetTextDatum(origin);
 	values[10] = ObjectIdGetDatum(GetUserId());
 	values[11] = BoolGetDatum(run_as_owner);
+	values[12] = ObjectIdGetDatum(subid);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -550,13 +584,9 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 							  " (sub_id, sub_name, group_name, provider_dsn, publications,"
 							  "  slot_name, enabled, synchronize_data, num_writers,"
 							  "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
-							  " VALUES (pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid,"
-							  "  $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)"
-							  " RETURNING sub_id",
-							  12, types, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+							  " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)",
+							  13, types, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into parallel_apply.subscription");
-	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 
 	nudge_supervisor();

@@ -161,7 +161,7 @@ is( $sub->safe_psql('postgres',
 
 # drop_subscription removes the slot and the origins
 $sub->safe_psql('postgres', "SELECT drop_subscription('basic')");
-is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_basic'"),
+is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_basic_%'"),
 	'0', 'slot dropped on the provider');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_origin WHERE roname LIKE 'pa\\_%'"),
 	'0', 'origins dropped');

@@ -41,7 +41,7 @@ sub nothing_left
 			"SELECT count(*) FROM subscription_status() WHERE subscription_name = '$name'"),
 		'0', "$name: no subscription left behind");
 	is( $pub->safe_psql('postgres',
-			"SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_$name'"),
+			"SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_${name}_%'"),
 		'0', "$name: no slot left behind");
 }
 
@@ -173,16 +173,16 @@ nothing_left('intxn');
 $sub->safe_psql('postgres',
 	"SELECT create_subscription('txn', \$d\$$dsn\$d\$, ARRAY['pub'], synchronize_data := false)");
 $pub->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_txn'")
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pa_txn_%'")
   or die 'the slot of txn was not created';
 refused($sub, "BEGIN; SELECT drop_subscription('txn'); ROLLBACK;",
 	qr/ERROR:  drop_subscription\(\) cannot run inside a transaction block/,
 	'drop_subscription in a transaction block');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'txn'") .
-	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_txn'"),
+	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_txn_%'"),
 	'11', 'drop_subscription refused in a transaction block: subscription and slot both kept');
 $sub->safe_psql('postgres', "SELECT drop_subscription('txn')");
-is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_txn'"),
+is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_txn_%'"),
 	'0', 'drop_subscription outside a transaction block drops the slot');
 
 # --- errors found while applying: reported, nothing skipped ----------------
@@ -198,7 +198,7 @@ sub apply_error
 	$sub->safe_psql('postgres',
 		"SELECT create_subscription('$name', \$d\$$dsn\$d\$, ARRAY['pub_$table'], synchronize_data := false)");
 	$pub->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_$name' AND active")
+		"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pa_${name}_%' AND active")
 	  or die "the slot of $name did not become active";
 	$pub->safe_psql('postgres', $change);
 	ok( $sub->poll_query_until('postgres',
@@ -246,14 +246,18 @@ $sub->safe_psql('postgres', "SELECT drop_subscription('nksub')");
 $gone->append_conf('postgresql.conf',
 	"output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'");
 $gone->start;
-$gone->safe_psql('postgres', 'SELECT pg_create_logical_replication_slot(\'pa_orphan\', \'parallel_apply\')');
 $sub->safe_psql('postgres',
 	"SELECT create_subscription('orphan', \$d\$$gone_dsn\$d\$, ARRAY['pub'], enabled := false)");
+my $orphan_slot = $sub->safe_psql('postgres',
+	"SELECT slot_name FROM subscription_status() WHERE subscription_name = 'orphan'");
+like($orphan_slot, qr/^pa_orphan_[0-9a-f]{8}$/,
+	'the slot is named after the subscription, with a hash of this node, database and subscription');
+$gone->safe_psql('postgres', "SELECT pg_create_logical_replication_slot('$orphan_slot', 'parallel_apply')");
 $gone->stop;
 ($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('orphan')");
 is($ret, 0, 'drop_subscription with the provider down succeeds');
 like($err,
-	qr/WARNING:  could not connect to the provider to drop replication slot "pa_orphan"\nHINT:  Drop it on the provider with SELECT pg_drop_replication_slot\('pa_orphan'\); until then it keeps WAL there\./,
+	qr/WARNING:  could not connect to the provider to drop replication slot "$orphan_slot"\nHINT:  Drop it on the provider with SELECT pg_drop_replication_slot\('$orphan_slot'\); until then it keeps WAL there\./,
 	'... and warns about the slot left on the provider, with the command to drop it');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
 	'0', '... the subscription is gone');
@@ -270,7 +274,7 @@ my $err2 = refused($small, "SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARR
 like($err2, qr/parallel_apply subscription "o2" would need.*need 8 they.*at least 8 /s,
 	'origins: counts the writers of every subscription of the database');
 is($small->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'o2'") .
-	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pa_o2'"),
+	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_o2_%'"),
 	'00', 'origins: nothing left behind');
 $small->safe_psql('postgres',
 	"SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 2, enabled := false)");

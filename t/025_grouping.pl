@@ -177,7 +177,7 @@ my $blocked_by = sub {
 };
 ok(poll_until($sub, $blocked_by->($pid1)), 'group retry: the writer waits for account 1');
 # the provider has sent all twenty; give the receiver a moment to queue them
-ok(poll_until($pub, "SELECT r.sent_lsn >= '$end' FROM pg_stat_replication r JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = 'pa_g'"),
+ok(poll_until($pub, "SELECT r.sent_lsn >= '$end' FROM pg_stat_replication r JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name LIKE 'pa_g_%'"),
 	'group retry: all twenty transactions sent');
 sleep(1);
 session_query($lock1, 'COMMIT');

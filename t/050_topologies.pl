@@ -368,12 +368,13 @@ scenario('several providers and databases', sub {
 		make_table($db, 'u', $p1, $s);
 		$p1->safe_psql($db, 'CREATE PUBLICATION pub FOR TABLE u');
 	}
-	# subscription, provider, database, table
+	# subscription, provider, database, table; the two of db1 and db2 have
+	# one name and one provider: each owns a slot of its own
 	my @subs = (
 		[ 'from_p1', $p1, 'postgres', 't1' ],
 		[ 'from_p2', $p2, 'postgres', 't2' ],
-		[ 'in_db1', $p1, 'db1', 'u' ],
-		[ 'in_db2', $p1, 'db2', 'u' ]);
+		[ 'same', $p1, 'db1', 'u' ],
+		[ 'same', $p1, 'db2', 'u' ]);
 	my $n = 0;
 	my $write = sub {
 		my ($tag) = @_;
@@ -400,8 +401,11 @@ scenario('several providers and databases', sub {
 	$write->('streaming');
 	$check->('streaming');
 	is(catalog_names($s), 'from_p1,from_p2', 'two subscriptions in postgres');
-	is(catalog_names($s, 'db1') . ' ' . catalog_names($s, 'db2'), 'in_db1 in_db2',
-		'one subscription in each of db1 and db2');
+	is(catalog_names($s, 'db1') . ' ' . catalog_names($s, 'db2'), 'same same',
+		'one subscription in each of db1 and db2, of the same name');
+	is($p1->safe_psql('postgres',
+			"SELECT count(DISTINCT slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'pa_same_%'"),
+		'2', 'subscriptions of the same name have slots of their own');
 
 	$s->restart;
 	$write->('after a restart');

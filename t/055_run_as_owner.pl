@@ -93,7 +93,7 @@ END $$;
 create_sub($sub, $pub, 'runas', run_as_owner => 'true', synchronize_data => 'false');
 # without a copy, what the subscription gets starts at its slot
 $pub->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = 'pa_runas'")
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pa_runas_%'")
   or die 'the slot of runas was not created';
 $pub->safe_psql('postgres', "INSERT INTO t VALUES (3, 'as the subscription owner')");
 wait_caught_up($sub, 'runas');
