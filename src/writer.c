@@ -814,11 +814,13 @@ apply_txns(bool streamed)
 	}
 }
 
+#ifdef PA_DEBUG_SWITCHES
 /*
  * parallel_apply.debug_discard_changes: take the transaction in its commit
  * turn and record it as applied without applying it, so that a benchmark
  * measures what feeds the writers (receiver, dispatcher, queues) alone.
- * The origin moves on in memory only; the data is lost.
+ * The origin moves on in memory only; the data is lost.  Only in a build
+ * with PA_DEBUG_SWITCHES (parallel_apply.c).
  */
 static void
 discard_txn(void)
@@ -842,6 +844,7 @@ discard_txn(void)
 	replorigin_session_advance(cur->hdr.end_lsn, InvalidXLogRecPtr);
 	after_commit(0, 1, GetXLogInsertRecPtr());
 }
+#endif
 
 /*
  * A temporary file for a streamed transaction.  It outlives the local
@@ -881,10 +884,14 @@ handle_queue_message(const char *data, Size len)
 		case PA_Q_TXN:
 			start_group(data, len);
 			pa_readahead_pop();
+#ifdef PA_DEBUG_SWITCHES
 			if (pa_debug_discard)
+			{
 				discard_txn();
-			else
-				apply_txns(false);
+				break;
+			}
+#endif
+			apply_txns(false);
 			break;
 		case PA_Q_RELATION:
 			in.data = (char *) data + 1;
