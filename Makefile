@@ -5,6 +5,9 @@
 #                                     (needs wal_level = logical; see README)
 #   make check-temp                   pg_regress on a temporary instance
 #                                     configured by test/regress.conf
+#   make PA_DEBUG_SWITCHES=1 install  a build with the benchmark-only
+#                                     switches (see below); never for
+#                                     a subscriber whose data matters
 
 MODULE_big = parallel_apply
 OBJS = \
@@ -24,7 +27,6 @@ OBJS += \
 	src/readahead.o \
 	src/coalesce.o \
 	src/receiver.o \
-	src/replay.o \
 	src/shmem.o \
 	src/sql_api.o \
 	src/supervisor.o \
@@ -43,7 +45,22 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
-EXTRA_CLEAN = tmp_check
+# Benchmark-only switches: parallel_apply.debug_discard_changes (writers
+# drop what they receive) and parallel_apply.debug_replay_file (a leader
+# routes a recorded stream, src/replay.c) exist only in a build made with
+# PA_DEBUG_SWITCHES=1, so that a production build cannot be told to lose
+# data.  The benchmark's "route" system and the TAP tests of these paths
+# need such a build (bench/README.md, test/run-all.sh).
+PA_DEBUG_SWITCHES ?= 0
+ifneq ($(filter-out 0 1,$(PA_DEBUG_SWITCHES)),)
+$(error PA_DEBUG_SWITCHES must be 0 or 1)
+endif
+ifeq ($(PA_DEBUG_SWITCHES),1)
+OBJS += src/replay.o
+PG_CPPFLAGS += -DPA_DEBUG_SWITCHES
+endif
+
+EXTRA_CLEAN = tmp_check src/build_options.stamp
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -59,9 +76,19 @@ check-temp:
 
 # The TAP suite alone (PostgreSQL::Test::Cluster, prove); each test makes
 # its own clusters.  PROVE_TESTS='t/001_x.pl' runs one file.
+# PA_DEBUG_SWITCHES tells the tests which build is installed: with 1 they
+# test the benchmark-only switches, with 0 that the build has none
+# (t/002_build_options.pl).
+tapcheck: export PA_DEBUG_SWITCHES := $(PA_DEBUG_SWITCHES)
 tapcheck:
 	$(prove_installcheck)
 
 # PGXS does not track header dependencies: rebuild everything when one of
 # ours changes, or a stale object would disagree on a struct's layout.
-$(OBJS): $(wildcard $(srcdir)/src/*.h)
+# The same for the build options: switching between a default build and
+# PA_DEBUG_SWITCHES=1 rebuilds every object (the stamp changes only when
+# they do).  "make install" builds with the options it is given too.
+PA_BUILD_OPTIONS := debug_switches=$(PA_DEBUG_SWITCHES)
+$(shell test "`cat src/build_options.stamp 2>/dev/null`" = '$(PA_BUILD_OPTIONS)' || \
+	echo '$(PA_BUILD_OPTIONS)' >src/build_options.stamp)
+$(OBJS): $(wildcard $(srcdir)/src/*.h) src/build_options.stamp

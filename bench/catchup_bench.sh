@@ -8,7 +8,8 @@
 #   - parallel_apply with each writer count of WRITERS (default "1 2 4 8"),
 #   - pglogical 2.4 (one apply worker; skipped if it is not installed),
 #   - in-core logical replication (CREATE SUBSCRIPTION, pgoutput),
-#   - optionally (SYSTEMS containing "route") parallel_apply with
+#   - optionally (SYSTEMS containing "route", with a build made with
+#     PA_DEBUG_SWITCHES=1) parallel_apply with
 #     ROUTE_WRITERS writers that discard what they receive
 #     (parallel_apply.debug_discard_changes): the receiver and dispatcher
 #     alone, the serial part of the pipeline; its tables are not compared;
@@ -195,6 +196,11 @@ if (( WANT_PGL && ! HAVE_PGL )); then
 fi
 if (( WANT_PA || WANT_ROUTE || WANT_NC )); then
 	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
+fi
+# the route system's settings exist only in a build made with
+# PA_DEBUG_SWITCHES=1 (see bench/README.md, "Routing only")
+if (( WANT_ROUTE )) && ! grep -qa 'parallel_apply\.debug_discard_changes' "$PKGLIBDIR/parallel_apply.so"; then
+	die "the route system needs a build with the benchmark-only switches: as root, make PA_DEBUG_SWITCHES=1 install (or tools/setup.sh --debug-switches SRC USER), and make install again afterwards"
 fi
 # A system is one subscription in database "sub" of a subscriber cluster of
 # its own (cluster name = system name): pa_w<N> for each writer count,

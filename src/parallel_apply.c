@@ -13,6 +13,14 @@
  * starts a supervisor per database (supervisor.c).  Loaded any other way,
  * it only defines its GUCs.
  *
+ * The benchmark-only switches parallel_apply.debug_discard_changes and
+ * parallel_apply.debug_replay_file make a subscriber drop what it receives;
+ * they exist only in a build made with "make PA_DEBUG_SWITCHES=1", which
+ * defines PA_DEBUG_SWITCHES and compiles in replay.c.  In a default build
+ * the names are unknown, so a production server cannot be set to lose
+ * data (a postgresql.conf line naming one is removed with a warning at
+ * start, as for any unknown name under a reserved prefix).
+ *
  * src/parallel_apply.c
  *
  *-------------------------------------------------------------------------
@@ -29,7 +37,9 @@
 #include "parallel_apply.h"
 #include "pipeline.h"
 #include "progress.h"
+#ifdef PA_DEBUG_SWITCHES
 #include "replay.h"
+#endif
 
 PG_MODULE_MAGIC;
 
@@ -39,7 +49,9 @@ int			pa_max_writers = 8;
 int			pa_default_writers = 4;
 int			pa_max_subscriptions = 16;
 int			pa_max_group = 32;
+#ifdef PA_DEBUG_SWITCHES
 bool		pa_debug_discard = false;
+#endif
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -92,12 +104,7 @@ _PG_init(void)
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 	{
-		DefineCustomStringVariable("parallel_apply.debug_replay_file",
-							   "A leader that starts routes the recorded stream in this file to its writers before it streams.",
-							   "For measuring the receiver and dispatcher alone; only with debug_discard_changes. The file is a binary COPY of pg_logical_slot_peek_binary_changes() rows.",
-							   &pa_debug_replay_file, "",
-							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("parallel_apply");
+		MarkGUCPrefixReserved("parallel_apply");
 		return;
 	}
 
@@ -121,6 +128,8 @@ _PG_init(void)
 							 "Only for tables whose only uniqueness is the replica identity and with no row triggers firing on the subscriber; off applies every update.",
 							 &pa_coalesce_updates, true,
 							 PGC_SIGHUP, 0, NULL, NULL, NULL);
+#ifdef PA_DEBUG_SWITCHES
+	/* benchmark-only: not in a default build, see the header comment */
 	DefineCustomBoolVariable("parallel_apply.debug_discard_changes",
 							 "Writers discard the transactions they receive instead of applying them.",
 							 "For measuring the receiver and dispatcher alone: the data is not applied and is lost.",
@@ -131,6 +140,7 @@ _PG_init(void)
 							   "For measuring the receiver and dispatcher alone; only with debug_discard_changes. The file is a binary COPY of pg_logical_slot_peek_binary_changes() rows.",
 							   &pa_debug_replay_file, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+#endif
 	MarkGUCPrefixReserved("parallel_apply");
 
 	prev_shmem_request_hook = shmem_request_hook;

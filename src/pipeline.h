@@ -42,7 +42,9 @@ extern int	pa_max_writers;
 extern int	pa_default_writers;
 extern int	pa_max_subscriptions;
 extern int	pa_max_group;
-extern bool pa_debug_discard;
+#ifdef PA_DEBUG_SWITCHES
+extern bool pa_debug_discard;	/* benchmark-only, see parallel_apply.c */
+#endif
 
 /*
  * Transactions a writer may have been given and not yet committed: enough

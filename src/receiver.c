@@ -12,8 +12,8 @@
  *	   synchronous_standby_names can name it;
  *	2. starts its writers (pool.c) and, for a new subscription, creates the
  *	   slot and copies the initial data (sync.c);
- *	3. (benchmarks only, parallel_apply.debug_replay_file: routes a
- *	   recorded stream first, replay.c)
+ *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
+ *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
  *	4. starts streaming from the restart point (progress.c) and loops:
  *	   read every message that is there without blocking, hand it to the
  *	   dispatcher, then wait on the socket and the latch together.  The
@@ -59,7 +59,9 @@
 #include "pool.h"
 #include "progress.h"
 #include "relmap.h"
+#ifdef PA_DEBUG_SWITCHES
 #include "replay.h"
+#endif
 #include "sync.h"
 
 static PaSubSlot *slot;
@@ -392,8 +394,10 @@ pa_leader_main(Datum arg)
 			set_state(PA_SUB_CATCHING_UP);
 		}
 
+#ifdef PA_DEBUG_SWITCHES
 		if (pa_debug_replay_file[0] != '\0')
 			pa_replay_run(sub->name);
+#endif
 
 		pa_dispatch_new_session();
 		start_streaming(start);

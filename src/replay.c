@@ -33,6 +33,9 @@
  * not be applied.  The discarding writers do move the subscription's origins
  * on (in memory): use a subscription made for this and dropped afterwards.
  *
+ * Compiled only into a build made with "make PA_DEBUG_SWITCHES=1", as the
+ * two settings are (parallel_apply.c).
+ *
  * src/replay.c
  *
  *-------------------------------------------------------------------------

@@ -7,9 +7,19 @@
  * is preloaded.  It connects to no database, lists the databases that
  * accept connections and starts a supervisor in each, then idles (a static
  * worker that exits would not be started again after a crash restart).  A
- * supervisor in a database without the extension exits at once; one is
- * started later, when the first subscription is created there
- * (pa_ensure_supervisor, from the SQL API).
+ * supervisor in a database without the extension exits at once, having
+ * taken nothing; one is started later, when the first subscription is
+ * created there (pa_ensure_supervisor, from the SQL API).
+ *
+ * One supervisor per database: each holds a session lock on its database's
+ * supervisor tag, and one that cannot get it exits, as a second one started
+ * by pa_ensure_supervisor does.  A supervisor of a database with the
+ * extension then claims one of the parallel_apply.max_subscriptions
+ * per-database slots in shared memory, which is how backends find it.
+ * When none is free it logs a WARNING naming the database and the setting
+ * to raise, once, and tries again every second: it never exits silently,
+ * and takes the first slot that frees up (a database whose extension is
+ * dropped gives its slot back).
  *
  * A supervisor reads parallel_apply.subscription once a second, or sooner
  * when its latch is set, and makes the running leaders match it: it starts
@@ -33,11 +43,13 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -61,6 +73,13 @@ typedef struct LeaderHandle
 } LeaderHandle;
 
 static LeaderHandle *leaders;	/* one per subscription slot */
+
+typedef enum PaClaim
+{
+	PA_CLAIMED,
+	PA_CLAIM_OTHER,				/* another supervisor has this database's */
+	PA_CLAIM_FULL				/* no slot is free */
+} PaClaim;
 
 PGDLLEXPORT void pa_launcher_main(Datum arg);
 
@@ -170,12 +189,12 @@ pa_launcher_main(Datum arg)
 	}
 }
 
-/* Claim this database's supervisor entry; false if another one runs. */
-static bool
+/* Claim this database's supervisor slot; see PaClaim. */
+static PaClaim
 claim_database(void)
 {
 	PaDbSlot   *free_slot = NULL;
-	bool		ok = true;
+	PaClaim		result = PA_CLAIMED;
 
 	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < pa_max_subscriptions; i++)
@@ -185,20 +204,36 @@ claim_database(void)
 		if (db->dboid == MyDatabaseId)
 		{
 			if (pid_alive(db->supervisor_pid) && db->supervisor_pid != MyProcPid)
-				ok = false;
+				result = PA_CLAIM_OTHER;
 			free_slot = db;
 			break;
 		}
 		if (free_slot == NULL && !pid_alive(db->supervisor_pid))
 			free_slot = db;
 	}
-	if (ok && free_slot != NULL)
+	if (result == PA_CLAIMED && free_slot == NULL)
+		result = PA_CLAIM_FULL;
+	if (result == PA_CLAIMED)
 	{
 		free_slot->dboid = MyDatabaseId;
 		free_slot->supervisor_pid = MyProcPid;
 	}
 	LWLockRelease(pa_shared->lock);
-	return ok && free_slot != NULL;
+	return result;
+}
+
+/*
+ * The session lock that makes this the database's only supervisor; false
+ * if another one holds it.  Runs inside a transaction; the lock outlives it.
+ */
+static bool
+lock_database(void)
+{
+	LOCKTAG		tag;
+
+	/* an advisory tag with a field4 neither SQL nor writers use */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, 0x5053);
+	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 static void
@@ -353,6 +388,10 @@ pa_supervisor_main(Datum arg)
 {
 	Oid			dboid = DatumGetObjectId(arg);
 	MemoryContext loop_cxt;
+	char	   *dbname;
+	bool		locked;
+	bool		claimed = false;
+	bool		warned = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -360,8 +399,13 @@ pa_supervisor_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 
 	pa_check_shared();
-	if (!claim_database())
-		proc_exit(0);
+	StartTransactionCommand();
+	locked = lock_database();
+	dbname = MemoryContextStrdup(TopMemoryContext,
+								 get_database_name(MyDatabaseId));
+	CommitTransactionCommand();
+	if (!locked)
+		proc_exit(0);			/* this database has its supervisor */
 	leaders = MemoryContextAllocZero(TopMemoryContext,
 									 sizeof(LeaderHandle) * pa_max_subscriptions);
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply supervisor",
@@ -392,11 +436,47 @@ pa_supervisor_main(Datum arg)
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 
-		oldcxt = MemoryContextSwitchTo(loop_cxt);
-		reconcile(subs);
-		MemoryContextSwitchTo(oldcxt);
+		/* a slot only for a database with the extension, see above */
+		if (!claimed && !installed)
+			proc_exit(0);		/* nothing to supervise here */
+		if (!claimed)
+		{
+			switch (claim_database())
+			{
+				case PA_CLAIMED:
+					claimed = true;
+					if (warned)
+						ereport(LOG,
+								(errmsg("parallel_apply: database \"%s\" has a supervisor slot now",
+										dbname)));
+					break;
+				case PA_CLAIM_OTHER:
+					proc_exit(0);
+					break;
+				case PA_CLAIM_FULL:
+					if (!warned)
+						ereport(WARNING,
+								(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+								 errmsg("parallel_apply: no free supervisor slot for database \"%s\": its subscriptions are not applied",
+										dbname),
+								 errdetail_plural("The %d slot is held by the supervisor of another database with the parallel_apply extension.",
+												  "All %d slots are held by supervisors of other databases with the parallel_apply extension.",
+												  pa_max_subscriptions,
+												  pa_max_subscriptions),
+								 errhint("Raise parallel_apply.max_subscriptions and restart the server, or drop the extension where it is not used; the database gets a slot as soon as one is free.")));
+					warned = true;
+					break;
+			}
+		}
 
-		if (!installed)
+		if (claimed)
+		{
+			oldcxt = MemoryContextSwitchTo(loop_cxt);
+			reconcile(subs);
+			MemoryContextSwitchTo(oldcxt);
+		}
+
+		if (claimed && !installed)
 		{
 			bool		any = false;
 

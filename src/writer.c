@@ -30,7 +30,7 @@
  * for its commit turn, is a cycle the deadlock detector breaks by raising
  * an error in one of them.  Whichever transaction S gets a retriable
  * error rolls back and records itself as the retry barrier; every writer
- * applying a later transaction is cancelled, and later transactions wait
+ * applying a later transaction is interrupted, and later transactions wait
  * until S has committed before they apply again.  S itself waits until all
  * its predecessors have committed and applies again, now as the earliest
  * transaction in flight, which nothing but a local session can block.  So
@@ -40,6 +40,20 @@
  * data: that is an error, reported, and retried by restarting the
  * pipeline with backoff; a row to update or delete that is missing then is
  * logged and skipped, as PostgreSQL's own apply does.
+ *
+ * Signals.  A retry request interrupts a later writer with SIGUSR2, not
+ * SIGINT: its handler raises the query-cancel interrupt, which is what
+ * ends any wait (a lock wait included), but only while the writer applies,
+ * and it remembers that the cancel was a retry request.  So a writer can
+ * tell a retry, applied again silently and counted in writer_status(),
+ * from an administrator's pg_cancel_backend() (SIGINT), which rolls back
+ * the transaction being applied, is logged as a cancel naming the writer
+ * and the remote transaction, and then takes the retry path too: the
+ * transaction is applied again, after every earlier one.  A cancel while
+ * no transaction is being applied has nothing to cancel and is dropped.
+ * pg_terminate_backend() ends the writer, and with it the pipeline, which
+ * the supervisor restarts (pool.c); what the writer had not committed is
+ * applied again from the origin's position.
  *
  * Grouping.  When the transaction that follows in the provider's commit
  * order is already waiting in this writer's queue (it depends on nothing
@@ -146,6 +160,26 @@ static uint64 committed_before_change;	/* committed_seq read before the
 										 * change being applied */
 static BufFile *spill;			/* a streamed transaction */
 static bool applying_kept = false;	/* applying what coalesce.c kept */
+
+/* see "Signals" in the header comment */
+static volatile sig_atomic_t applying = false;	/* in try_apply() */
+static volatile sig_atomic_t retry_requested = false;
+
+/* SIGUSR2: a retry request from the writer of an earlier transaction */
+static void
+retry_request_handler(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	if (applying)
+	{
+		retry_requested = true;
+		QueryCancelPending = true;
+		InterruptPending = true;
+	}
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
 
 static void
 set_state(PaWriterState state)
@@ -255,7 +289,10 @@ wait_for_retry_barrier(uint64 seq)
 		wait_for_seq(rseq, rwriter, PA_WRITER_WAIT_DEPENDENCY, NULL);
 }
 
-/* Make seq the barrier and cancel every writer applying a later one. */
+/*
+ * Make seq the barrier and interrupt every writer applying a later one
+ * (SIGUSR2: a retry request, not a cancel; see the header comment).
+ */
 static void
 request_retry(uint64 seq)
 {
@@ -284,7 +321,7 @@ request_retry(uint64 seq)
 		wseq = slot->writers[w].seq;
 		SpinLockRelease(&slot->mutex);
 		if (pid != 0 && wseq > seq)
-			kill(pid, SIGINT);
+			kill(pid, SIGUSR2);
 	}
 }
 
@@ -296,8 +333,10 @@ is_retriable(int sqlerrcode, bool earliest)
 		case ERRCODE_T_R_DEADLOCK_DETECTED:
 		case ERRCODE_T_R_SERIALIZATION_FAILURE:
 		case ERRCODE_LOCK_NOT_AVAILABLE:
-		case ERRCODE_QUERY_CANCELED:
 			return true;
+		case ERRCODE_QUERY_CANCELED:
+			/* an administrator's cancel is not an error: see try_apply() */
+			return retry_requested;
 		case ERRCODE_UNIQUE_VIOLATION:
 		case ERRCODE_EXCLUSION_VIOLATION:
 			return !earliest;
@@ -705,8 +744,13 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	volatile int last = first;
 	bool		ok = true;
 
-	/* a cancel sent for an earlier transaction is not for this one */
+	/*
+	 * A cancel that came while no transaction was being applied had nothing
+	 * to cancel; retry requests count from here on.
+	 */
 	QueryCancelPending = false;
+	retry_requested = false;
+	applying = true;
 	committed_before_change = 0;
 	first_seq = group[first].hdr.seq;
 	SpinLockAcquire(&slot->mutex);
@@ -764,25 +808,40 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		replorigin_session_origin_lsn = group[last].hdr.end_lsn;
 		replorigin_session_origin_timestamp = group[last].hdr.commit_time;
 		CommitTransactionCommand();
+		/* committed: nothing is left to cancel */
+		applying = false;
+		QueryCancelPending = false;
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
 		bool		earliest = earliest_at_change();
+		bool		canceled;
 
+		applying = false;
 		pa_readahead_allow(false);
 		MemoryContextSwitchTo(oldcxt);
 		pa_coalesce_discard();
 		(void) pa_coalesce_take_count(true);
 		edata = CopyErrorData();
-		if (!is_retriable(edata->sqlerrcode, earliest) ||
-			(earliest && ++earliest_failures > MAX_EARLIEST_RETRIES))
+		/* an administrator's cancel: roll back, say so, apply again */
+		canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			!retry_requested;
+		if (!canceled &&
+			(!is_retriable(edata->sqlerrcode, earliest) ||
+			 (earliest && ++earliest_failures > MAX_EARLIEST_RETRIES)))
 			PG_RE_THROW();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
-		ereport(DEBUG1,
-				(errmsg("parallel_apply: retrying remote transaction %u: %s",
-						cur->hdr.xid, edata->message)));
+		if (canceled)
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\": writer %d was canceled by request while applying remote transaction %u",
+							pa_relmap_subscription_name, my_index, cur->hdr.xid),
+					 errdetail("The transaction was rolled back; it is applied again.")));
+		else
+			ereport(DEBUG1,
+					(errmsg("parallel_apply: retrying remote transaction %u: %s",
+							cur->hdr.xid, edata->message)));
 		FreeErrorData(edata);
 		ok = false;
 	}
@@ -818,11 +877,13 @@ apply_txns(bool streamed)
 	}
 }
 
+#ifdef PA_DEBUG_SWITCHES
 /*
  * parallel_apply.debug_discard_changes: take the transaction in its commit
  * turn and record it as applied without applying it, so that a benchmark
  * measures what feeds the writers (receiver, dispatcher, queues) alone.
- * The origin moves on in memory only; the data is lost.
+ * The origin moves on in memory only; the data is lost.  Only in a build
+ * with PA_DEBUG_SWITCHES (parallel_apply.c).
  */
 static void
 discard_txn(void)
@@ -846,6 +907,7 @@ discard_txn(void)
 	replorigin_session_advance(cur->hdr.end_lsn, InvalidXLogRecPtr);
 	after_commit(0, 1, GetXLogInsertRecPtr());
 }
+#endif
 
 /*
  * A temporary file for a streamed transaction.  It outlives the local
@@ -890,10 +952,14 @@ handle_queue_message(const char *data, Size len)
 		case PA_Q_TXN:
 			start_group(data, len);
 			pa_readahead_pop();
+#ifdef PA_DEBUG_SWITCHES
 			if (pa_debug_discard)
+			{
 				discard_txn();
-			else
-				apply_txns(false);
+				break;
+			}
+#endif
+			apply_txns(false);
 			break;
 		case PA_Q_RELATION:
 			/* the kind, then the RELATION message */
@@ -973,6 +1039,7 @@ pa_writer_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGINT, StatementCancelHandler);
+	pqsignal(SIGUSR2, retry_request_handler);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
 

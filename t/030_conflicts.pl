@@ -262,5 +262,13 @@ rows_equal($pub, $sub,
 status_note('everything');
 no_errors('everything', $since);
 
+# the retries interrupted later writers (a retry request), which is not
+# an administrator's cancel: none is logged as one (t/045 tests those)
+cmp_ok($sub->safe_psql('postgres',
+		"SELECT retries FROM subscription_status() WHERE subscription_name = 'c'"),
+	'>', 0, 'the workloads made writers retry');
+unlike(slurp_file($sub->logfile), qr/canceled by request/,
+	'retry requests to later writers are not logged as cancels');
+
 note(sprintf('030_conflicts ran %.0f s', time - $t0));
 done_testing();

@@ -7,62 +7,109 @@
 # (PostgreSQL 15, its server headers, IPC::Run), builds and installs the
 # extension, and runs the suites as an unprivileged OS user, since
 # PostgreSQL refuses to run as root.  The tree is copied to a directory
-# that user owns, so the checkout itself is left untouched.
+# that user owns, so the checkout itself is left untouched.  Both builds
+# are tested: the default one with pg_regress and t/002 (it has no
+# benchmark-only switch), then one made with PA_DEBUG_SWITCHES=1 with the
+# whole TAP suite, so that t/025 covers what parallel_apply.debug_discard_changes
+# and debug_replay_file do; at the end the default build is installed
+# again, so no build that can be told to drop data is left installed.
 #
 # As another user: builds and runs the suites in place; the extension must
-# already be installed (make install as root).
+# already be installed (make install as root), as the build that
+# PA_DEBUG_SWITCHES names (0, the default: a default build; 1: "make
+# PA_DEBUG_SWITCHES=1 install"); t/002 checks that it is.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
-# /tmp/parallel_apply_test), PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1.
+# /tmp/parallel_apply_test), PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1,
+# PA_DEBUG_SWITCHES (as another user only, see above), PG_CONFIG (default
+# /usr/lib/postgresql/15/bin/pg_config).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TEST_USER=${TEST_USER:-pa_test}
 TEST_DIR=${TEST_DIR:-/tmp/parallel_apply_test}
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
 say() { printf '\n=== %s\n' "$*"; }
 
-run_suites() {
-	local status=0
+# build [PA_DEBUG_SWITCHES]: build, failing on a compiler warning
+build() {
+	local log
+	log=$(mktemp)
+	make -s PG_CONFIG="$PG_CONFIG" PA_DEBUG_SWITCHES="$1" 2>&1 | tee "$log"
+	if grep -q 'warning:' "$log"; then
+		rm -f "$log"
+		echo "the build printed compiler warnings" >&2
+		return 1
+	fi
+	rm -f "$log"
+}
+
+run_regress() {
 	say "pg_regress (make check-temp)"
 	if ! make -s PG_CONFIG="$PG_CONFIG" check-temp; then
-		status=1
 		[ -f regression.diffs ] && cat regression.diffs
+		return 1
 	fi
-	if [ "${SKIP_TAP:-0}" != 1 ]; then
-		say "TAP (make tapcheck)"
-		if ! make -s PG_CONFIG="$PG_CONFIG" tapcheck ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
-			status=1
-			for log in tmp_check/log/regress_log_*; do
-				[ -f "$log" ] || continue
-				say "tail of $log"
-				tail -n 60 "$log"
-			done
-		fi
+}
+
+# run_tap PA_DEBUG_SWITCHES [TESTS]: the TAP suite, or the TESTS of it,
+# against the installed build, which PA_DEBUG_SWITCHES says (t/002 checks)
+run_tap() {
+	say "TAP (make tapcheck PA_DEBUG_SWITCHES=$1${2:+ PROVE_TESTS=\"$2\"})"
+	if ! make -s PG_CONFIG="$PG_CONFIG" PA_DEBUG_SWITCHES="$1" tapcheck ${2:+PROVE_TESTS="$2"}; then
+		for log in tmp_check/log/regress_log_*; do
+			[ -f "$log" ] || continue
+			say "tail of $log"
+			tail -n 60 "$log"
+		done
+		return 1
 	fi
-	return $status
 }
 
 if [ "$(id -u)" != 0 ]; then
 	cd "$repo"
-	make -s PG_CONFIG="$PG_CONFIG"
-	run_suites
-	exit $?
+	switches=${PA_DEBUG_SWITCHES:-0}
+	build "$switches"
+	status=0
+	run_regress || status=1
+	if [ "${SKIP_TAP:-0}" != 1 ]; then
+		run_tap "$switches" "${PROVE_TESTS:-}" || status=1
+	fi
+	exit $status
 fi
+
+# as root, each step says which build it makes
+unset PA_DEBUG_SWITCHES
 
 say "copying the tree to $TEST_DIR"
 rm -rf "$TEST_DIR"
 mkdir -p "$TEST_DIR"
 tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-	--exclude=./results --exclude=./tmp_check --exclude=./bench/work -cf - . | tar -C "$TEST_DIR" -xf -
+	--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
+	--exclude=./src/build_options.stamp -cf - . | tar -C "$TEST_DIR" -xf -
 
-say "installing what is missing, building, installing"
+say "installing what is missing, building, installing (the default build)"
 bash "$repo/tools/setup.sh" "$TEST_DIR" "$TEST_USER"
 chown -R "$TEST_USER" "$TEST_DIR"
 
 cd "$TEST_DIR"
 export PG_CONFIG
-export -f run_suites say
-runuser -u "$TEST_USER" -- env PROVE_TESTS="${PROVE_TESTS:-}" SKIP_TAP="${SKIP_TAP:-0}" \
-	PG_CONFIG="$PG_CONFIG" bash -c 'cd "$0" && run_suites' "$TEST_DIR"
+export -f run_regress run_tap say
+as_user() {
+	runuser -u "$TEST_USER" -- env PG_CONFIG="$PG_CONFIG" bash -c 'cd "$0" && '"$1" "$TEST_DIR"
+}
+
+status=0
+as_user run_regress || status=1
+[ "${SKIP_TAP:-0}" = 1 ] && exit $status
+as_user 'run_tap 0 t/002_build_options.pl' || status=1
+
+say "building with PA_DEBUG_SWITCHES=1 (the benchmark-only switches), installing"
+# whatever happens, leave the default build installed
+trap 'say "installing the default build again"; make -s -C "$TEST_DIR" PG_CONFIG="$PG_CONFIG" install >/dev/null' EXIT
+bash "$repo/tools/setup.sh" --debug-switches "$TEST_DIR" "$TEST_USER"
+chown -R "$TEST_USER" "$TEST_DIR"
+export PROVE_TESTS=${PROVE_TESTS:-}
+as_user 'run_tap 1 "$PROVE_TESTS"' || status=1
+exit $status

@@ -5,18 +5,24 @@
 # build the extension from SRC with no compiler warnings, install it, and
 # create the unprivileged OS user that runs the servers (PostgreSQL refuses
 # to run as root).  --bench adds what the benchmark suite (bench/suite.py)
-# needs: Debian's python3 with psycopg2 and matplotlib.
+# needs: Debian's python3 with psycopg2 and matplotlib.  --debug-switches
+# builds with PA_DEBUG_SWITCHES=1: the benchmark-only settings
+# parallel_apply.debug_discard_changes and debug_replay_file (the "route"
+# system of bench/catchup_bench.sh needs them); never install such a build
+# on a subscriber whose data matters.
 #
-#   tools/setup.sh [--pglogical] [--bench] SRC USER
+#   tools/setup.sh [--pglogical] [--bench] [--debug-switches] SRC USER
 set -euo pipefail
 
-usage="usage: tools/setup.sh [--pglogical] [--bench] SRC USER"
+usage="usage: tools/setup.sh [--pglogical] [--bench] [--debug-switches] SRC USER"
 with_pglogical=0
 with_bench=0
+debug_switches=0
 while [ $# -gt 0 ]; do
 	case $1 in
 		--pglogical) with_pglogical=1; shift ;;
 		--bench) with_bench=1; shift ;;
+		--debug-switches) debug_switches=1; shift ;;
 		--*) echo "$usage" >&2; exit 2 ;;
 		*) break ;;
 	esac
@@ -47,10 +53,10 @@ fi
 id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
 
 log=$(mktemp)
-make -s -C "$src" PG_CONFIG="$PG_CONFIG" 2>&1 | tee "$log"
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" PA_DEBUG_SWITCHES=$debug_switches 2>&1 | tee "$log"
 if grep -q 'warning:' "$log"; then
 	echo "the build printed compiler warnings" >&2
 	exit 1
 fi
 rm -f "$log"
-make -s -C "$src" PG_CONFIG="$PG_CONFIG" install >/dev/null
+make -s -C "$src" PG_CONFIG="$PG_CONFIG" PA_DEBUG_SWITCHES=$debug_switches install >/dev/null
