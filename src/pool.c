@@ -37,6 +37,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "storage/ipc.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
@@ -435,9 +436,16 @@ pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
 
 	*seg = dsm_attach(handle);
 	if (*seg == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("could not attach to the parallel_apply writer queues")));
+	{
+		/*
+		 * The receiver that made the queues is gone, and has said why: that
+		 * error, not this consequence of it, is the subscription's last.
+		 */
+		ereport(LOG,
+				(errmsg("parallel_apply writer %d exits: its receiver is gone",
+						writer)));
+		proc_exit(0);
+	}
 	toc = shm_toc_attach(PA_POOL_MAGIC, dsm_segment_address(*seg));
 	if (toc == NULL)
 		elog(ERROR, "bad magic number in parallel_apply queue segment");

@@ -792,6 +792,7 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 	XLogRecPtr	target;
 	TimestampTz deadline;
 	char	   *v;
+	bool		seen = false;	/* its workers' shared state, once */
 
 	if (!sub->enabled)
 		ereport(ERROR,
@@ -812,6 +813,12 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 		char		err[PA_ERROR_LEN] = "";
 
 		slot = pa_subslot_find(MyDatabaseId, sub->subid);
+		if (slot == NULL && seen)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("parallel_apply subscription \"%s\" was dropped while waiting for it to catch up",
+							name)));
+		seen |= slot != NULL;
 		if (slot != NULL)
 		{
 			SpinLockAcquire(&slot->mutex);

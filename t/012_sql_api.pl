@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use lib 't/lib';
 use PaTest;
 
@@ -222,7 +223,19 @@ apply_error('stuck', 'ts', undef, "INSERT INTO ts VALUES (1, 'cannot apply')",
 refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
 	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.ts".*does not exist/s,
 	'wait_for_catchup times out with the position and the last error');
+# a wait under way when the subscription is dropped ends at once, saying so
+my ($wout, $werr) = ('', '');
+my $waiter = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $sub->connstr('postgres'), '-c',
+		"SELECT wait_for_catchup('stuck', '3 min')" ],
+	'>', \$wout, '2>', \$werr);
+$sub->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT wait_for_catchup(''stuck''%' AND wait_event = 'Extension'")
+  or die 'the wait did not start';
 $sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
+$waiter->finish;
+like($werr, qr/ERROR:  parallel_apply subscription "stuck" was dropped while waiting for it to catch up/,
+	'a wait ends with an error when its subscription is dropped');
 
 # the subscriber's table has no key to find the rows the provider updates:
 # the update is not applied (nor skipped), and once the key exists the
