@@ -19,70 +19,47 @@ our @EXPORT = qw(provider_node subscriber_node both_node table_digest
   pgbench_tables_equal worker_pids wait_for_writers kill9_postmaster_and_restart
   dump_pipeline catch_up_or_die session_open session_query session_close);
 
-# A provider: logical decoding, and our plugin on the allow-list that
-# PostgreSQL 15.19+ requires.
-sub provider_node
-{
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$opts{extra_conf} //= '';
-	$node->init(allows_streaming => 'logical');
-	$node->append_conf('postgresql.conf', qq{
+# What a provider's postgresql.conf needs: our plugin on the allow-list
+# that PostgreSQL 15.19+ requires, room for slots and walsenders.
+my $provider_conf = q{
 output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
 max_wal_senders = 20
 max_replication_slots = 20
 wal_sender_timeout = 0
-$opts{extra_conf}
-});
-	$node->start;
-	return $node;
-}
+};
 
-# A subscriber: the library preloaded, room for the workers.
-sub subscriber_node
+# What a subscriber's needs: the library preloaded, room for the workers.
+sub subscriber_conf
 {
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	my $max = $opts{max_writers} // 8;
-	$opts{extra_conf} //= '';
-	$node->init;
-	$node->append_conf('postgresql.conf', qq{
+	my ($max) = @_;
+	return qq{
 shared_preload_libraries = 'parallel_apply'
 max_worker_processes = 40
 parallel_apply.max_writers_per_subscription = $max
 max_replication_slots = 20
 deadlock_timeout = 200ms
-$opts{extra_conf}
-});
+};
+}
+
+# A node: a provider, a subscriber (the extension created in postgres),
+# or both (cascade, bidirectional).
+sub make_node
+{
+	my ($name, $provider, $subscriber, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $conf = '';
+	$conf .= $provider_conf if $provider;
+	$conf .= subscriber_conf($opts{max_writers} // 8) if $subscriber;
+	$node->init($provider ? (allows_streaming => 'logical') : ());
+	$node->append_conf('postgresql.conf', $conf . ($opts{extra_conf} // '') . "\n");
 	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply') if $subscriber;
 	return $node;
 }
 
-# A node that is a provider and a subscriber (cascade, bidirectional):
-# both configurations, and the extension in postgres.
-sub both_node
-{
-	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	my $max = $opts{max_writers} // 8;
-	$opts{extra_conf} //= '';
-	$node->init(allows_streaming => 'logical');
-	$node->append_conf('postgresql.conf', qq{
-output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
-max_wal_senders = 20
-max_replication_slots = 20
-wal_sender_timeout = 0
-shared_preload_libraries = 'parallel_apply'
-max_worker_processes = 40
-parallel_apply.max_writers_per_subscription = $max
-deadlock_timeout = 200ms
-$opts{extra_conf}
-});
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
-	return $node;
-}
+sub provider_node { my ($name, %opts) = @_; return make_node($name, 1, 0, %opts); }
+sub subscriber_node { my ($name, %opts) = @_; return make_node($name, 0, 1, %opts); }
+sub both_node { my ($name, %opts) = @_; return make_node($name, 1, 1, %opts); }
 
 # An ordered digest of a table's content: equal digests, equal rows.
 sub table_digest
