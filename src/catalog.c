@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -194,17 +195,29 @@ pa_mask_dsn(const char *dsn)
 }
 
 /*
- * Text comes from the provider in its database's encoding and is stored
- * here unconverted, so the two must agree.  create_subscription checks it
- * against the provider's catalog, the dispatcher again in STARTUP.
+ * Text comes from the provider in its database's encoding: the writers
+ * convert it to this database's (pa_relmap_input), and binary transfer is
+ * used only where the two are the same.  Any pair PostgreSQL converts
+ * between will do; returns the provider's encoding.  create_subscription
+ * checks it against the provider's catalog, the dispatcher again in
+ * STARTUP.
  */
-void
+int
 pa_check_provider_encoding(const char *encoding)
 {
-	if (strcmp(encoding, GetDatabaseEncodingName()) != 0)
+	int			remote = pg_char_to_encoding(encoding);
+	int			local = GetDatabaseEncoding();
+
+	if (remote < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the provider's database encoding %s differs from this database's, %s",
+				 errmsg("the provider's database encoding \"%s\" is unknown here", encoding)));
+	if (remote != local && remote != PG_SQL_ASCII && local != PG_SQL_ASCII &&
+		!OidIsValid(FindDefaultConversionProc(remote, local)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's database encoding %s cannot be converted to this database's, %s",
 						encoding, GetDatabaseEncodingName()),
-				 errhint("Subscribe from a database with the provider's encoding.")));
+				 errhint("Subscribe from a database whose encoding PostgreSQL converts to this one's.")));
+	return remote;
 }

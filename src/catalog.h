@@ -50,7 +50,10 @@ extern bool pa_relation_is_ours(Oid relid);
 /* The DSN with any password replaced by ********. */
 extern char *pa_mask_dsn(const char *dsn);
 
-/* Error out unless the provider's database encoding is this database's. */
-extern void pa_check_provider_encoding(const char *encoding);
+/*
+ * The provider's database encoding, by name: an error unless PostgreSQL
+ * converts from it to this database's.  Returns it.
+ */
+extern int	pa_check_provider_encoding(const char *encoding);
 
 #endif							/* PA_CATALOG_H */

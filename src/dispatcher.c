@@ -87,6 +87,7 @@
 
 #include "access/xact.h"
 #include "common/hashfn.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -779,6 +780,7 @@ pa_dispatch_message(const char *data, int len)
 	PaMessageData message;
 	char	   *origin;
 	XLogRecPtr	origin_lsn;
+	int			encoding;
 
 	in.data = (char *) data;
 	in.len = len;
@@ -794,10 +796,29 @@ pa_dispatch_message(const char *data, int len)
 			pa_read_end(&in);
 			pa_check_proto_version(startup.proto_version,
 								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
-			pa_check_provider_encoding(startup.encoding);
-			/* the writers refuse binary datums the provider does not send */
+			/* the conversion is looked up in the catalog */
+			{
+				MemoryContext oldcxt = CurrentMemoryContext;
+
+				StartTransactionCommand();
+				encoding = pa_check_provider_encoding(startup.encoding);
+				CommitTransactionCommand();
+				MemoryContextSwitchTo(oldcxt);
+			}
+			if ((startup.flags & PA_STARTUP_BINARY) &&
+				encoding != GetDatabaseEncoding())
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the provider sends binary data in encoding %s, not this database's %s",
+								startup.encoding, GetDatabaseEncodingName()),
+						 errdetail("Binary transfer is asked for only from a provider of the same encoding; its encoding changed since.")));
+			/*
+			 * The writers refuse binary datums the provider does not send,
+			 * and convert text from its encoding.
+			 */
 			SpinLockAcquire(&slot->mutex);
 			slot->binary_type_limit = startup.binary_type_limit;
+			slot->remote_encoding = encoding;
 			SpinLockRelease(&slot->mutex);
 			session_version = startup.proto_version;
 			break;

@@ -129,6 +129,8 @@ typedef struct PaSubSlot
 	XLogRecPtr	provider_lsn;	/* provider's end of WAL, last heard */
 	TimestampTz last_remote_commit_time;
 	XLogRecPtr	catchup_target; /* a wait_for_catchup() is waiting */
+	int			remote_encoding;	/* of the provider's STARTUP: writers
+									 * convert text from it */
 	Oid			binary_type_limit;	/* of the provider's STARTUP: writers
 									 * refuse binary datums of types at or
 									 * above it */

@@ -38,8 +38,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -288,6 +291,45 @@ stream_loop(void)
 }
 
 /*
+ * Is the provider's database of this database's encoding?  Binary datums
+ * of text types are bytes in the provider's encoding, which no receive
+ * function converts: binary transfer only then, else text, which the
+ * writers convert.
+ */
+static bool
+same_encoding(void)
+{
+	Oid			types[1] = {TEXTOID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	bool		same = false;
+	bool		isnull;
+
+	StartTransactionCommand();
+	res = walrcv_exec(conn,
+					  "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database"
+					  " WHERE datname = pg_catalog.current_database()",
+					  1, types);
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read the provider's database encoding: %s",
+						res->err ? res->err : "unexpected result")));
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		Datum		d = slot_getattr(tslot, 1, &isnull);
+
+		same = !isnull &&
+			pa_check_provider_encoding(TextDatumGetCString(d)) == GetDatabaseEncoding();
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	CommitTransactionCommand();
+	return same;
+}
+
+/*
  * START_REPLICATION with this subscription's options.  Built here rather
  * than by walrcv_startstreaming(), which knows only pgoutput's options:
  * our plugin also takes forward_origins (the subscription's origin).
@@ -306,10 +348,11 @@ start_streaming(XLogRecPtr start)
 						 quote_identifier(lfirst(lc)));
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
-					 " (proto_version '%d', publication_names %s, binary 'true',"
+					 " (proto_version '%d', publication_names %s, binary '%s',"
 					 " forward_origins '%s')",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
 					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
+					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true");
 	res = walrcv_exec(conn, cmd.data, 0, NULL);
 	if (res->status != WALRCV_OK_COPY_BOTH)

@@ -32,7 +32,8 @@
  *	  is refused as a protocol violation, whatever the local types are.
  *	  (The writer takes the limit from the leader, which read the STARTUP.)
  *	  A remote column without a local column is an error: its data would
- *	  be lost;
+ *	  be lost.  Text from a provider of another database encoding is
+ *	  converted to this database's first (binary is then never sent);
  *	- the defaults of local columns the provider does not send, planned,
  *	  for INSERT;
  *	- the keys the dispatcher computes for each row: the provider's
@@ -85,6 +86,7 @@
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -102,6 +104,7 @@
 
 char	   *pa_relmap_subscription_name = NULL;
 Oid			pa_relmap_binary_type_limit = 0;
+int			pa_relmap_remote_encoding = -1;
 
 static MemoryContext RelMapContext = NULL;
 static HTAB *RelMap = NULL;
@@ -878,8 +881,17 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 	Assert(col->remote_col >= 0);
 
 	if (kind == PA_DATUM_TEXT)
-		return InputFunctionCall(&col->input, value->data, col->typioparam,
+	{
+		char	   *str = value->data;
+
+		/* the provider's encoding to ours; an error names the column */
+		if (pa_relmap_remote_encoding >= 0 &&
+			pa_relmap_remote_encoding != GetDatabaseEncoding())
+			str = pg_any_to_server(value->data, value->len,
+								   pa_relmap_remote_encoding);
+		return InputFunctionCall(&col->input, str, col->typioparam,
 								 col->typmod);
+	}
 
 	if (kind != PA_DATUM_BINARY)
 		elog(ERROR, "unexpected datum kind '%c'", kind);

@@ -121,6 +121,12 @@ extern char *pa_relmap_subscription_name;
  */
 extern Oid	pa_relmap_binary_type_limit;
 
+/*
+ * The encoding of the session's STARTUP: pa_relmap_input converts text
+ * datums from it to the database's (-1, the database's own, until set).
+ */
+extern int	pa_relmap_remote_encoding;
+
 /* pa_relmap_subscription_name, or a placeholder while it is not set. */
 extern const char *pa_relmap_subname(void);
 

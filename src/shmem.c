@@ -230,9 +230,15 @@ pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(ErrorContext);
 	ErrorData  *edata = CopyErrorData();
+	const char *msg;
 
 	MemoryContextSwitchTo(oldcxt);
-	pa_set_error(slot, writer, edata->message ? edata->message : "unknown error");
+	msg = edata->message ? edata->message : "unknown error";
+	/* where it happened: the innermost context line, e.g. the column */
+	if (edata->context != NULL && edata->context[0] != '\0')
+		msg = psprintf("%s (%.*s)", msg,
+					   (int) strcspn(edata->context, "\n"), edata->context);
+	pa_set_error(slot, writer, msg);
 	FreeErrorData(edata);
 }
 

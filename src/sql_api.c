@@ -9,8 +9,9 @@
  * takes effect within a second of its commit.  The functions check
  * everything they can before writing anything: a bad DSN, an unreachable
  * provider, a missing publication, a provider that does not allow the
- * plugin, lacks wal_level = logical or has another database encoding all
- * end in an error that leaves nothing behind.  Stopping workers (disable,
+ * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
+ * does not convert to this one's all end in an error that leaves nothing
+ * behind.  Stopping workers (disable,
  * drop, a changed synchronous_commit) marks the subscription paused by
  * this backend until its transaction ends, so that the supervisor does not
  * restart what it just stopped from a catalog that has not changed yet.

@@ -43,6 +43,7 @@
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
@@ -411,8 +412,12 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
 										 NULL, false, false);
 	initStringInfo(&copybuf);
+	/* libpqwalreceiver asked the provider for this database's encoding */
 	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
-						   cols, NIL);
+						   cols,
+						   list_make1(makeDefElem("encoding",
+												  (Node *) makeString(pstrdup(GetDatabaseEncodingName())),
+												  -1)));
 	(void) CopyFrom(cstate);
 	EndCopyFrom(cstate);
 	pa_apply_restore_user(&save);

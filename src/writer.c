@@ -945,6 +945,7 @@ handle_queue_message(const char *data, Size len)
 	/* from the session's STARTUP: set before any transaction was sent */
 	SpinLockAcquire(&slot->mutex);
 	pa_relmap_binary_type_limit = slot->binary_type_limit;
+	pa_relmap_remote_encoding = slot->remote_encoding;
 	SpinLockRelease(&slot->mutex);
 
 	switch (kind)
