@@ -13,6 +13,21 @@ ALTER TABLE parallel_apply.subscription
     ADD COLUMN run_as_owner boolean NOT NULL DEFAULT false;
 ALTER TABLE parallel_apply.subscription ALTER COLUMN sub_owner DROP DEFAULT;
 
+-- One row per table the initial copy has copied, in the transaction that
+-- copied it: sync_lsn is the provider's position of the snapshot the copy
+-- read, and the writers apply the table's changes committed from there on
+-- only (earlier ones are in the copy).  A retried copy copies only the
+-- tables without a row.
+CREATE TABLE parallel_apply.subscription_rel (
+    sub_id    oid NOT NULL,
+    nspname   text NOT NULL,
+    relname   text NOT NULL,
+    sync_lsn  pg_lsn NOT NULL,
+    PRIMARY KEY (sub_id, nspname, relname)
+);
+REVOKE ALL ON parallel_apply.subscription_rel FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription_rel', '');
+
 DROP FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text);
 CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     publications text[],

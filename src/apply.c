@@ -810,7 +810,7 @@ pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 	ApplyTarget target;
 	TupleTableSlot *slot;
 
-	if (rel->ours)
+	if (pa_relmap_skip(rel))
 		return;
 	check_tuple(rel, newtup, false);
 	apply_begin(&state, rel, CMD_INSERT, "INSERT");
@@ -841,7 +841,7 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	Bitmapset  *updated = NULL;
 	bool		found;
 
-	if (rel->ours)
+	if (pa_relmap_skip(rel))
 		return true;			/* skipped, not missing */
 
 	if (oldkind != 0 && oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
@@ -918,7 +918,7 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 	TupleTableSlot *localslot;
 	bool		found;
 
-	if (rel->ours)
+	if (pa_relmap_skip(rel))
 		return true;			/* skipped, not missing */
 	if (oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
 		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
@@ -979,7 +979,7 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 
 		entry = pa_relmap_open(remote_relids[i], AccessExclusiveLock);
 		entries = lappend(entries, entry);
-		if (entry->ours)
+		if (pa_relmap_skip(entry))
 			continue;
 		rel = entry->localrel;
 		relid = RelationGetRelid(rel);

@@ -395,6 +395,7 @@ pa_leader_main(Datum arg)
 						PGC_USERSET, PGC_S_SESSION);
 		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 		pa_relmap_subscription_name = sub->name;
+		pa_relmap_subid = sub->subid;
 		durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);

@@ -87,6 +87,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "mb/pg_wchar.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -96,13 +97,17 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "catalog.h"
 #include "relmap.h"
 
 char	   *pa_relmap_subscription_name = NULL;
+Oid			pa_relmap_subid = InvalidOid;
+XLogRecPtr	pa_relmap_commit_lsn = InvalidXLogRecPtr;
 Oid			pa_relmap_binary_type_limit = 0;
 int			pa_relmap_remote_encoding = -1;
 
@@ -732,6 +737,44 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 		!entry->fires_triggers;
 }
 
+/* The position the initial copy read the table at, or invalid. */
+static XLogRecPtr
+sync_lsn_of(PaRelationData *remoterel)
+{
+	Oid			types[3] = {OIDOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	bool		isnull;
+
+	if (!OidIsValid(pa_relmap_subid))
+		return InvalidXLogRecPtr;
+	values[0] = ObjectIdGetDatum(pa_relmap_subid);
+	values[1] = CStringGetTextDatum(remoterel->nspname);
+	values[2] = CStringGetTextDatum(remoterel->relname);
+	/* the caller may have no snapshot (a relation opened for keys) */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT sync_lsn FROM parallel_apply.subscription_rel"
+							  " WHERE sub_id = $1 AND nspname = $2 AND relname = $3",
+							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read parallel_apply.subscription_rel");
+	if (SPI_processed > 0)
+		lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PopActiveSnapshot();
+	return lsn;
+}
+
+bool
+pa_relmap_skip(PaRelMapEntry *entry)
+{
+	return entry->ours ||
+		(!XLogRecPtrIsInvalid(entry->sync_lsn) &&
+		 pa_relmap_commit_lsn < entry->sync_lsn);
+}
+
 /*
  * Find the local table by name, lock it, and build the derived state.
  * Sets entry->localrel.
@@ -798,6 +841,7 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 	copy_remoterel(&built.remoterel, remoterel);
 	built.localreloid = relid;
 	built.ours = ours;
+	built.sync_lsn = sync_lsn_of(remoterel);
 	build_columns(&built, rel, cxt);
 	build_defaults(&built, rel);
 	build_keys(&built, rel);

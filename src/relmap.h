@@ -76,6 +76,9 @@ typedef struct PaRelMapEntry
 	Oid			localreloid;	/* the local table */
 	bool		ours;			/* it belongs to extension parallel_apply:
 								 * its changes are never applied */
+	XLogRecPtr	sync_lsn;		/* the initial copy read it at this position:
+								 * changes committed before it are in the
+								 * copy; invalid when not copied */
 	Relation	localrel;		/* open between pa_relmap_open and _close */
 	int			nlocalatts;
 	PaColumnInput *cols;		/* per local attribute (attnum - 1) */
@@ -114,6 +117,17 @@ typedef struct PaRelMapEntry
 
 /* The name used in error messages ("subscription \"x\""); set once. */
 extern char *pa_relmap_subscription_name;
+
+/* The subscription, for its tables' sync positions (subscription_rel). */
+extern Oid	pa_relmap_subid;
+
+/*
+ * The commit LSN of the transaction being applied.  pa_relmap_skip(): a
+ * change is not applied to one of the extension's own tables, nor to a
+ * table whose initial copy read it already (committed before sync_lsn).
+ */
+extern XLogRecPtr pa_relmap_commit_lsn;
+extern bool pa_relmap_skip(PaRelMapEntry *entry);
 
 /*
  * The binary_type_limit of the session's STARTUP: pa_relmap_input refuses

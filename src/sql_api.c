@@ -619,6 +619,8 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	values[0] = ObjectIdGetDatum(sub->subid);
 	spi_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
+	spi_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+			 1, types, values, NULL, SPI_OK_DELETE);
 	pa_progress_drop_origins(sub->subid);
 
 	/* last, since it cannot be undone: the slot on the provider */

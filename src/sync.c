@@ -10,24 +10,28 @@
  * tables under that snapshot and gives one table at a time to each writer
  * (PA_Q_COPY).  A writer opens its own connection to the provider, imports
  * the snapshot (SET TRANSACTION SNAPSHOT), and streams COPY ... TO STDOUT
- * into the local table with COPY FROM's machinery, after truncating it, in
- * one local transaction per table.  When every table is copied the leader
- * marks the subscription ready and starts streaming on the connection that
- * created the slot, from the slot's consistent point: the copy saw exactly
- * the transactions committed before that point, and streaming sends
- * exactly those after it, so nothing is missing and nothing comes twice,
- * whatever the provider was doing meanwhile.
+ * into the local table with COPY FROM's machinery, in one local
+ * transaction per table that also records the table as copied, with the
+ * slot's consistent point, in parallel_apply.subscription_rel.  Nothing
+ * is truncated: rows only the subscriber has stay, and a row the provider
+ * has too is a duplicate key error, for the user to resolve, as with
+ * PostgreSQL's own table synchronization.  When every table is copied the
+ * leader marks the subscription ready and streams from the slot's
+ * consistent point: the copy saw exactly the transactions committed before
+ * that point, and streaming sends exactly those after it.
+ *
+ * An attempt that fails half-way leaves the slot and the record of the
+ * tables it copied.  The next one keeps both, and copies only the tables
+ * not recorded, at the snapshot of a temporary slot made for it (its
+ * consistent point later than the slot's), recorded with that point.  The
+ * writers then apply a table's changes committed from its recorded point
+ * on (relmap.c, pa_relmap_skip); earlier ones are in its copy.  So nothing
+ * is copied twice, and nothing is lost or applied twice at the boundary.
  *
  * The provider's parallel_apply tables (its own subscriptions, when it is
  * a subscriber too) are left out of the list, whatever the publication
  * says, as the output plugin leaves them out of the stream; a writer also
  * refuses to copy into this node's own (pa_relation_is_ours).
- *
- * The copy is idempotent: if anything fails or the server crashes before
- * the subscription is marked ready, the next leader drops the slot,
- * creates a new one with a new snapshot and copies every table again; the
- * truncation in each table's transaction removes what an earlier attempt
- * left.
  *
  * src/sync.c
  *
@@ -52,6 +56,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -164,10 +169,12 @@ list_tables(PaSubscription *sub, const char *snapshot)
 }
 
 static void
-send_task(int writer, CopyTask *t, const char *snapshot, const char *dsn)
+send_task(int writer, CopyTask *t, const char *snapshot, XLogRecPtr snap_lsn,
+		  const char *dsn)
 {
 	StringInfoData msg;
 	char		relkind[2] = {t->relkind, '\0'};
+	char	   *lsn = psprintf("%X/%X", LSN_FORMAT_ARGS(snap_lsn));
 
 	initStringInfo(&msg);
 	appendStringInfoChar(&msg, PA_Q_COPY);
@@ -176,26 +183,68 @@ send_task(int writer, CopyTask *t, const char *snapshot, const char *dsn)
 	appendBinaryStringInfo(&msg, relkind, 2);
 	appendBinaryStringInfo(&msg, snapshot, strlen(snapshot) + 1);
 	appendBinaryStringInfo(&msg, dsn, strlen(dsn) + 1);
+	appendBinaryStringInfo(&msg, lsn, strlen(lsn) + 1);
 	pa_pool_send(writer, msg.data, msg.len);
 	pfree(msg.data);
 }
 
-static void
-copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot)
+/* The tables an earlier attempt copied: "nspname.relname" strings. */
+static List *
+synced_tables(Oid subid)
 {
-	List	   *tasks = list_tables(sub, snapshot);
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(subid)};
+	List	   *result = NIL;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT pg_catalog.quote_ident(nspname) || '.' || pg_catalog.quote_ident(relname)"
+							  " FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read parallel_apply.subscription_rel");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		result = lappend(result,
+						 MemoryContextStrdup(TopTransactionContext,
+											 SPI_getvalue(SPI_tuptable->vals[i],
+														  SPI_tuptable->tupdesc, 1)));
+	SPI_finish();
+	return result;
+}
+
+static void
+copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
+			XLogRecPtr snap_lsn)
+{
+	List	   *listed = list_tables(sub, snapshot);
+	List	   *done = synced_tables(sub->subid);
+	List	   *tasks = NIL;
 	int			nwriters = pa_pool_size();
 	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
 	ListCell   *lc;
 
+	foreach(lc, listed)
+	{
+		CopyTask   *t = lfirst(lc);
+		char	   *name = quote_qualified_identifier(t->nspname, t->relname);
+		ListCell   *d;
+		bool		copied = false;
+
+		foreach(d, done)
+			copied |= strcmp(lfirst(d), name) == 0;
+		if (!copied)
+			tasks = lappend(tasks, t);
+	}
 	ereport(LOG,
 			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
-					sub->name, list_length(tasks), nwriters)));
+					sub->name, list_length(tasks), nwriters),
+			 list_length(tasks) < list_length(listed) ?
+			 errdetail("%d tables were copied by an earlier attempt.",
+					   list_length(listed) - list_length(tasks)) : 0));
 	foreach(lc, tasks)
 	{
 		int			w = foreach_current_index(lc) % nwriters;
 
-		send_task(w, lfirst(lc), snapshot, sub->dsn);
+		send_task(w, lfirst(lc), snapshot, snap_lsn, sub->dsn);
 		assigned[w]++;
 	}
 
@@ -230,56 +279,92 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot)
 	}
 }
 
+/*
+ * CREATE_REPLICATION_SLOT on conn; with export, sets *snapshot and
+ * *consistent to the snapshot exported and the slot's consistent point.
+ */
+static void
+create_slot(WalReceiverConn *conn, const char *name, bool temporary,
+			bool export, char **snapshot, XLogRecPtr *consistent)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	bool		isnull;
+
+	res = exec_or_error(conn,
+						psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
+								 quote_identifier(name), temporary ? " TEMPORARY" : "",
+								 export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT"),
+						4, types, WALRCV_OK_TUPLES, "create a replication slot");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (export && tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		Datum		lsn = slot_getattr(tslot, 2, &isnull);
+		Datum		snap = slot_getattr(tslot, 3, &isnull);
+
+		if (!isnull)
+		{
+			*snapshot = TextDatumGetCString(snap);
+			*consistent = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+														  CStringGetDatum(TextDatumGetCString(lsn))));
+		}
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+}
+
 void
 pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 {
-	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Oid			one[1] = {TEXTOID};
 	WalRcvExecResult *res;
-	TupleTableSlot *tslot;
+	WalReceiverConn *snapconn = NULL;
 	char	   *snapshot = NULL;
-	char	   *sql;
-	bool		isnull;
+	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+	bool		slot_exists;
 
 	/* walrcv_exec() builds tuple descriptors: it needs a transaction */
 	StartTransactionCommand();
 
-	/* a slot left by an attempt that did not finish: start over */
-	sql = psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-				   quote_literal_cstr(sub->slot_name));
-	res = exec_or_error(conn, sql, 1, one, WALRCV_OK_TUPLES, "look up the slot");
-	if (tuplestore_tuple_count(res->tuplestore) > 0)
-	{
-		walrcv_clear_result(res);
-		sql = psprintf("DROP_REPLICATION_SLOT %s WAIT", quote_identifier(sub->slot_name));
-		res = exec_or_error(conn, sql, 0, NULL, WALRCV_OK_COMMAND,
-							"drop the slot left by an earlier attempt");
-	}
+	/*
+	 * The slot, unless an attempt that did not finish made it: the tables
+	 * that attempt copied are recorded with the position they were copied
+	 * at, and the slot has kept every change since.
+	 */
+	res = exec_or_error(conn,
+						psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+								 quote_literal_cstr(sub->slot_name)),
+						1, one, WALRCV_OK_TUPLES, "look up the slot");
+	slot_exists = tuplestore_tuple_count(res->tuplestore) > 0;
 	walrcv_clear_result(res);
-
-	sql = psprintf("CREATE_REPLICATION_SLOT %s LOGICAL parallel_apply %s",
-				   quote_identifier(sub->slot_name),
-				   sub->sync_data ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
-	res = exec_or_error(conn, sql, 4, types, WALRCV_OK_TUPLES,
-						"create the replication slot");
-	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-	{
-		Datum		d = slot_getattr(tslot, 3, &isnull);
-
-		if (!isnull)
-			snapshot = TextDatumGetCString(d);
-	}
-	ExecDropSingleTupleTableSlot(tslot);
-	walrcv_clear_result(res);
+	if (!slot_exists)
+		create_slot(conn, sub->slot_name, false, sub->sync_data,
+					&snapshot, &snap_lsn);
 
 	if (sub->sync_data)
 	{
+		/*
+		 * The slot was there: copy what is left at a snapshot of now, from a
+		 * temporary slot on a connection of its own, held until the copies
+		 * are done.  Its changes from before that point are in the copy.
+		 */
+		if (slot_exists)
+		{
+			char	   *tmpname = psprintf("pt_%s", sub->slot_name + 3);
+
+			snapconn = connect_provider(sub->dsn, sub->name);
+			create_slot(snapconn, tmpname, true, true, &snapshot, &snap_lsn);
+		}
 		if (snapshot == NULL)
 			ereport(ERROR,
 					(errmsg("the provider exported no snapshot for the slot of subscription \"%s\"",
 							sub->name)));
-		copy_tables(sub, slot, snapshot);
+		PushActiveSnapshot(GetTransactionSnapshot());
+		copy_tables(sub, slot, snapshot, snap_lsn);
+		PopActiveSnapshot();
+		if (snapconn != NULL)
+			walrcv_disconnect(snapconn);
 	}
 
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -384,17 +469,6 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	WalRcvExecResult *res;
 	PaUserSwitch save;
 
-	/* the caller holds the lock; TRUNCATE needs the table not open here */
-	rel = table_open(relid, NoLock);
-	pa_apply_switch_user(rel->rd_rel->relowner, &save);
-	table_close(rel, NoLock);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(psprintf("TRUNCATE %s", qualified), false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not truncate %s", qualified);
-	SPI_finish();
-
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "COPY (SELECT ");
 	foreach(lc, cols)
@@ -408,6 +482,7 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	walrcv_clear_result(res);
 
 	rel = table_open(relid, RowExclusiveLock);
+	pa_apply_switch_user(rel->rd_rel->relowner, &save);
 	pstate = make_parsestate(NULL);
 	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
 										 NULL, false, false);
@@ -424,6 +499,29 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	table_close(rel, NoLock);
 }
 
+/*
+ * In the copy's transaction: the table is copied as of snap_lsn, so that
+ * a copy that fails leaves no record and one that commits is never made
+ * again, and the writers apply its changes from snap_lsn on.
+ */
+static void
+record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
+{
+	Oid			types[4] = {OIDOID, TEXTOID, TEXTOID, LSNOID};
+	Datum		values[4];
+
+	values[0] = ObjectIdGetDatum(pa_relmap_subid);
+	values[1] = CStringGetTextDatum(nspname);
+	values[2] = CStringGetTextDatum(relname);
+	values[3] = LSNGetDatum(snap_lsn);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3, $4)",
+							  4, types, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert into parallel_apply.subscription_rel");
+	SPI_finish();
+}
+
 void
 pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 				   Size len)
@@ -434,6 +532,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	const char *relkind;
 	const char *snapshot;
 	const char *dsn;
+	XLogRecPtr	snap_lsn;
 	char	   *qualified;
 
 	/* the kind, then the strings send_task() wrote */
@@ -444,6 +543,8 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	relkind = pa_q_string(&in);
 	snapshot = pa_q_string(&in);
 	dsn = pa_q_string(&in);
+	snap_lsn = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+											   CStringGetDatum(pa_q_string(&in))));
 	pa_q_end(&in);
 	qualified = quote_qualified_identifier(nspname, relname);
 
@@ -477,6 +578,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 		else
 		{
 			copy_into(relid, relkind[0], qualified, cols);
+			record_synced(nspname, relname, snap_lsn);
 			exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
 						  "end a transaction");
 			ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));

@@ -507,6 +507,12 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
 			pa_read_end(&in);
 			rel = pa_relmap_open(relid, RowExclusiveLock);
+			if (pa_relmap_skip(rel))
+			{
+				/* neither kept nor applied: see pa_relmap_skip() */
+				pa_relmap_close(rel, NoLock);
+				break;
+			}
 			if (can_keep(rel, oldkind, &newtup, &key))
 			{
 				/* closed first: keeping may apply what was kept */
@@ -640,6 +646,7 @@ static void
 set_current(int i)
 {
 	cur = &group[i];
+	pa_relmap_commit_lsn = cur->hdr.commit_lsn;
 	SpinLockAcquire(&slot->mutex);
 	me->remote_xid = cur->hdr.xid;
 	me->commit_lsn = cur->hdr.commit_lsn;
@@ -1096,6 +1103,7 @@ pa_writer_main(Datum arg)
 		CommitTransactionCommand();
 
 		pa_relmap_subscription_name = sub->name;
+		pa_relmap_subid = sub->subid;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 

@@ -1,0 +1,100 @@
+# The initial copy copies into the tables as they are, as PostgreSQL's own
+# table synchronization does: no TRUNCATE, so tables linked by a foreign
+# key copy, and rows only the subscriber has stay.  Each table's copy
+# commits with the record that it is copied (subscription_rel), so an
+# attempt that fails half-way is retried for the tables it did not copy,
+# at a later snapshot, and the stream applies each table's changes from
+# the point its copy read: nothing twice, nothing lost.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib 't/lib';
+use PaTest;
+
+my $pub = provider_node('provider');
+my $sub = subscriber_node('subscriber', max_writers => 2);
+
+# --- foreign keys, and a row only the subscriber has -----------------------
+my $fk = q{
+CREATE TABLE tab3 (x int PRIMARY KEY);
+CREATE TABLE tab4 (y int REFERENCES tab3);
+};
+$pub->safe_psql('postgres', $fk . q{
+INSERT INTO tab3 SELECT generate_series(1, 50);
+INSERT INTO tab4 SELECT generate_series(1, 50, 2);
+CREATE PUBLICATION pfk FOR TABLE tab3, tab4;
+});
+$sub->safe_psql('postgres', $fk . 'INSERT INTO tab3 VALUES (1000)');
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('fk', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pfk'], num_writers := 2)");
+wait_caught_up($sub, 'fk', '1 min');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM tab3 WHERE x <> 1000') .
+	' ' . $sub->safe_psql('postgres', 'SELECT count(*) FROM tab3 WHERE x = 1000'),
+	'50 1', 'tables linked by a foreign key are copied; the subscriber-only row stays');
+rows_equal($pub, $sub, [ [ 'tab4', 'y' ] ], 'foreign key');
+$pub->safe_psql('postgres', 'INSERT INTO tab3 VALUES (51); INSERT INTO tab4 VALUES (51)');
+wait_caught_up($sub, 'fk');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM tab4 WHERE y = 51'), '1',
+	'and streams after the copy');
+$sub->safe_psql('postgres', "SELECT drop_subscription('fk')");
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM parallel_apply.subscription_rel'), '0',
+	'drop_subscription forgets what was copied');
+
+# --- a copy that fails half-way ---------------------------------------------
+# a, b and c are published; c is missing here, so the one writer copies a
+# and b (in that order) and fails on c, again and again, while the provider
+# goes on changing all three.
+my $abc = join('', map { "CREATE TABLE $_ (id int PRIMARY KEY, v text);" } qw(a b c));
+$pub->safe_psql('postgres', $abc . q{
+INSERT INTO a SELECT i, 'a' || i FROM generate_series(1, 100) i;
+INSERT INTO b SELECT i, 'b' || i FROM generate_series(1, 100) i;
+INSERT INTO c SELECT i, 'c' || i FROM generate_series(1, 100) i;
+CREATE PUBLICATION pabc FOR TABLE a, b, c;
+});
+$sub->safe_psql('postgres', join('', map { "CREATE TABLE $_ (id int PRIMARY KEY, v text);" } qw(a b)));
+my $offset = -s $sub->logfile;
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('retry', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pabc'], num_writers := 1)");
+$sub->wait_for_log(qr/target table "public\.c" of parallel_apply subscription does not exist/, $offset);
+my $first = $sub->safe_psql('postgres',
+	'SELECT string_agg(relname, \',\' ORDER BY relname) FROM parallel_apply.subscription_rel');
+is($first, 'a,b', 'the failed attempt recorded the two tables it copied');
+
+# changes of every table while the copy keeps failing: those of a and b
+# come through the stream, those of c before its copy are in its copy
+foreach my $t (qw(a b c))
+{
+	$pub->safe_psql('postgres', qq{
+INSERT INTO $t SELECT i, '$t' || i FROM generate_series(101, 150) i;
+UPDATE $t SET v = v || ' updated' WHERE id % 7 = 0;
+DELETE FROM $t WHERE id % 10 = 0;
+});
+}
+$offset = -s $sub->logfile;
+$sub->safe_psql('postgres', 'CREATE TABLE c (id int PRIMARY KEY, v text)');
+$sub->safe_psql('postgres', "SELECT enable_subscription('retry')");
+$sub->wait_for_log(qr/copying 1 tables with 1 writers\n[^\n]*DETAIL:  2 tables were copied by an earlier attempt/, $offset);
+pass('the retry copies only the table the failed attempt did not');
+# and more while the stream catches up
+$pub->safe_psql('postgres', q{
+INSERT INTO c SELECT i, 'c' || i FROM generate_series(151, 160) i;
+UPDATE c SET v = 'again' WHERE id < 5;
+DELETE FROM a WHERE id < 5;
+});
+wait_caught_up($sub, 'retry', '1 min');
+rows_equal($pub, $sub, [ [ 'a', 'id' ], [ 'b', 'id' ], [ 'c', 'id' ] ],
+	'copied in two attempts');
+is($sub->safe_psql('postgres',
+		"SELECT (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'a') ="
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'b') AND"
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'c') >"
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'a')"),
+	't', 'c is recorded as copied at a later position than a and b');
+is($sub->safe_psql('postgres',
+		"SELECT state FROM subscription_status() WHERE subscription_name = 'retry'"),
+	'streaming', 'streaming');
+
+done_testing();
