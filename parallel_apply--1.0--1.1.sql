@@ -12,6 +12,11 @@ ALTER TABLE parallel_apply.subscription
     ADD COLUMN sub_owner oid NOT NULL DEFAULT 10,
     ADD COLUMN run_as_owner boolean NOT NULL DEFAULT false;
 ALTER TABLE parallel_apply.subscription ALTER COLUMN sub_owner DROP DEFAULT;
+-- their tables were copied without records: every table's changes apply,
+-- and tables joining their publications are not copied
+ALTER TABLE parallel_apply.subscription
+    ADD COLUMN table_sync boolean NOT NULL DEFAULT false;
+ALTER TABLE parallel_apply.subscription ALTER COLUMN table_sync SET DEFAULT true;
 
 -- One row per table the initial copy has copied, in the transaction that
 -- copied it: sync_lsn is the provider's position of the snapshot the copy

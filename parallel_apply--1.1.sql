@@ -64,7 +64,10 @@ CREATE TABLE parallel_apply.subscription (
     -- the role that created the subscription; changes are applied as each
     -- table's owner unless run_as_owner, then as this role
     sub_owner          oid NOT NULL,
-    run_as_owner       boolean NOT NULL DEFAULT false
+    run_as_owner       boolean NOT NULL DEFAULT false,
+    -- tables are recorded in subscription_rel and copied when they join
+    -- (false for subscriptions made before 1.1: every table applies)
+    table_sync         boolean NOT NULL DEFAULT true
 );
 REVOKE ALL ON parallel_apply.subscription FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');

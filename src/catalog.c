@@ -31,7 +31,7 @@
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
-	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner"
+	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -76,6 +76,7 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->origin_none = strcmp(getstr(tup, desc, 12), "none") == 0;
 	sub->owner = DatumGetObjectId(getdatum(tup, desc, 13, &isnull));
 	sub->run_as_owner = DatumGetBool(getdatum(tup, desc, 14, &isnull));
+	sub->table_sync = DatumGetBool(getdatum(tup, desc, 15, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

@@ -31,6 +31,7 @@ typedef struct PaSubscription
 	bool		origin_none;	/* origin = 'none': the provider's own changes */
 	Oid			owner;			/* the role that created it */
 	bool		run_as_owner;	/* apply as owner, not as each table's owner */
+	bool		table_sync;		/* tables recorded, copied when they join */
 } PaSubscription;
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */

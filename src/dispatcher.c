@@ -96,6 +96,7 @@
 
 #include "catalog.h"
 #include "dispatcher.h"
+#include "sync.h"
 #include "pool.h"
 #include "protocol.h"
 #include "relmap.h"
@@ -445,6 +446,8 @@ handle_relation(const char *data, int len, StringInfo in)
 	if (known != NULL && !same_relation(&known->remoterel, &rel))
 		cur_barrier = true;		/* the provider's schema changed */
 	pa_relmap_update(&rel);
+	/* a table that joined the publications: copied before its changes */
+	pa_sync_relation(rel.nspname, rel.relname, begin.final_lsn);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)

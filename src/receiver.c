@@ -396,6 +396,7 @@ pa_leader_main(Datum arg)
 		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 		pa_relmap_subscription_name = sub->name;
 		pa_relmap_subid = sub->subid;
+		pa_relmap_table_sync = sub->table_sync;
 		durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);
@@ -444,6 +445,7 @@ pa_leader_main(Datum arg)
 #endif
 
 		pa_dispatch_new_session();
+		pa_sync_streaming(sub);
 		start_streaming(start);
 		streaming = true;
 		ereport(LOG,

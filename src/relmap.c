@@ -107,6 +107,7 @@
 
 char	   *pa_relmap_subscription_name = NULL;
 Oid			pa_relmap_subid = InvalidOid;
+bool		pa_relmap_table_sync = false;
 XLogRecPtr	pa_relmap_commit_lsn = InvalidXLogRecPtr;
 Oid			pa_relmap_binary_type_limit = 0;
 int			pa_relmap_remote_encoding = -1;
@@ -746,7 +747,7 @@ sync_lsn_of(PaRelationData *remoterel)
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	bool		isnull;
 
-	if (!OidIsValid(pa_relmap_subid))
+	if (!OidIsValid(pa_relmap_subid) || !pa_relmap_table_sync)
 		return InvalidXLogRecPtr;
 	values[0] = ObjectIdGetDatum(pa_relmap_subid);
 	values[1] = CStringGetTextDatum(remoterel->nspname);
@@ -770,9 +771,12 @@ sync_lsn_of(PaRelationData *remoterel)
 bool
 pa_relmap_skip(PaRelMapEntry *entry)
 {
-	return entry->ours ||
-		(!XLogRecPtrIsInvalid(entry->sync_lsn) &&
-		 pa_relmap_commit_lsn < entry->sync_lsn);
+	if (entry->ours)
+		return true;
+	/* a table not recorded is not the subscription's (yet) */
+	if (XLogRecPtrIsInvalid(entry->sync_lsn))
+		return pa_relmap_table_sync;
+	return pa_relmap_commit_lsn < entry->sync_lsn;
 }
 
 /*

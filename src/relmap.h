@@ -120,11 +120,13 @@ extern char *pa_relmap_subscription_name;
 
 /* The subscription, for its tables' sync positions (subscription_rel). */
 extern Oid	pa_relmap_subid;
+extern bool pa_relmap_table_sync;	/* the subscription records its tables */
 
 /*
  * The commit LSN of the transaction being applied.  pa_relmap_skip(): a
  * change is not applied to one of the extension's own tables, nor to a
- * table whose initial copy read it already (committed before sync_lsn).
+ * table whose copy read it already (committed before sync_lsn), nor, when
+ * the subscription records its tables, to a table it has no record of.
  */
 extern XLogRecPtr pa_relmap_commit_lsn;
 extern bool pa_relmap_skip(PaRelMapEntry *entry);

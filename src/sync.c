@@ -54,6 +54,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -74,6 +75,9 @@ typedef struct CopyTask
 } CopyTask;
 
 static WalReceiverConn *copy_conn;
+
+static void record_synced(const char *nspname, const char *relname,
+						  XLogRecPtr snap_lsn);
 static StringInfoData copybuf;
 
 static WalRcvExecResult *
@@ -128,7 +132,11 @@ list_tables(PaSubscription *sub, const char *snapshot)
 	List	   *tasks = NIL;
 	ListCell   *lc;
 
-	begin_snapshot(conn, snapshot);
+	if (snapshot != NULL)
+		begin_snapshot(conn, snapshot);
+	else
+		exec_or_error(conn, "BEGIN READ ONLY", 0, NULL, WALRCV_OK_COMMAND,
+					  "start a transaction");
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
 						   "SELECT DISTINCT n.nspname, c.relname, c.relkind"
@@ -280,8 +288,8 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 }
 
 /*
- * CREATE_REPLICATION_SLOT on conn; with export, sets *snapshot and
- * *consistent to the snapshot exported and the slot's consistent point.
+ * CREATE_REPLICATION_SLOT on conn: sets *consistent to the slot's
+ * consistent point and, with export, *snapshot to the snapshot exported.
  */
 static void
 create_slot(WalReceiverConn *conn, const char *name, bool temporary,
@@ -298,17 +306,17 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 								 export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT"),
 						4, types, WALRCV_OK_TUPLES, "create a replication slot");
 	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (export && tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
 	{
 		Datum		lsn = slot_getattr(tslot, 2, &isnull);
-		Datum		snap = slot_getattr(tslot, 3, &isnull);
+		Datum		snap;
 
 		if (!isnull)
-		{
-			*snapshot = TextDatumGetCString(snap);
 			*consistent = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
 														  CStringGetDatum(TextDatumGetCString(lsn))));
-		}
+		snap = slot_getattr(tslot, 3, &isnull);
+		if (export && !isnull)
+			*snapshot = TextDatumGetCString(snap);
 	}
 	ExecDropSingleTupleTableSlot(tslot);
 	walrcv_clear_result(res);
@@ -322,6 +330,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	WalReceiverConn *snapconn = NULL;
 	char	   *snapshot = NULL;
 	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	stream_start = InvalidXLogRecPtr;
 	bool		slot_exists;
 
 	/* walrcv_exec() builds tuple descriptors: it needs a transaction */
@@ -333,14 +342,56 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	 * at, and the slot has kept every change since.
 	 */
 	res = exec_or_error(conn,
-						psprintf("SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+						psprintf("SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
 								 quote_literal_cstr(sub->slot_name)),
 						1, one, WALRCV_OK_TUPLES, "look up the slot");
 	slot_exists = tuplestore_tuple_count(res->tuplestore) > 0;
+	if (slot_exists)
+	{
+		TupleTableSlot *tslot = MakeSingleTupleTableSlot(res->tupledesc,
+														 &TTSOpsMinimalTuple);
+		bool		isnull;
+
+		if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+		{
+			Datum		d = slot_getattr(tslot, 1, &isnull);
+
+			if (!isnull)
+				stream_start = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+															   CStringGetDatum(TextDatumGetCString(d))));
+		}
+		ExecDropSingleTupleTableSlot(tslot);
+	}
 	walrcv_clear_result(res);
 	if (!slot_exists)
+	{
 		create_slot(conn, sub->slot_name, false, sub->sync_data,
 					&snapshot, &snap_lsn);
+		stream_start = snap_lsn;
+	}
+
+	/* not copied: every published table applies from where streaming starts */
+	if (!sub->sync_data && sub->table_sync)
+	{
+		List	   *done;
+		ListCell   *lc;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		done = synced_tables(sub->subid);
+		foreach(lc, list_tables(sub, NULL))
+		{
+			CopyTask   *t = lfirst(lc);
+			char	   *name = quote_qualified_identifier(t->nspname, t->relname);
+			ListCell   *d;
+			bool		recorded = false;
+
+			foreach(d, done)
+				recorded |= strcmp(lfirst(d), name) == 0;
+			if (!recorded)
+				record_synced(t->nspname, t->relname, stream_start);
+		}
+		PopActiveSnapshot();
+	}
 
 	if (sub->sync_data)
 	{
@@ -499,6 +550,50 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	table_close(rel, NoLock);
 }
 
+/* The provider's relkind of a table, under the copy's snapshot. */
+static char
+remote_relkind(const char *qualified)
+{
+	Oid			types[1] = {CHAROID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	char		relkind = RELKIND_RELATION;
+	bool		isnull;
+
+	res = exec_or_error(copy_conn,
+						psprintf("SELECT relkind FROM pg_catalog.pg_class WHERE oid = %s::pg_catalog.regclass",
+								 quote_literal_cstr(qualified)),
+						1, types, WALRCV_OK_TUPLES, "read the kind of a published table");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+		relkind = DatumGetChar(slot_getattr(tslot, 1, &isnull));
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	return relkind;
+}
+
+/* Has the subscription a record of the table? */
+static bool
+is_recorded(Oid subid, const char *nspname, const char *relname)
+{
+	Oid			types[3] = {OIDOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	bool		found;
+
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = CStringGetTextDatum(nspname);
+	values[2] = CStringGetTextDatum(relname);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM parallel_apply.subscription_rel"
+							  " WHERE sub_id = $1 AND nspname = $2 AND relname = $3",
+							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read parallel_apply.subscription_rel");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
 /*
  * In the copy's transaction: the table is copied as of snap_lsn, so that
  * a copy that fails leaves no record and one that commits is never made
@@ -522,6 +617,58 @@ record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
 	SPI_finish();
 }
 
+/*
+ * Copy one table at the snapshot, in a local transaction of its own that
+ * also records it as copied at snap_lsn.  relkind '\0': look it up.
+ */
+static void
+copy_table(const char *nspname, const char *relname, char relkind,
+		   const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
+{
+	char	   *qualified = quote_qualified_identifier(nspname, relname);
+	List	   *cols;
+	Oid			relid;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	copy_conn = connect_provider(dsn, "parallel_apply initial copy");
+	begin_snapshot(copy_conn, snapshot);
+	cols = remote_columns(qualified);
+	if (relkind == '\0')
+		relkind = remote_relkind(qualified);
+
+	relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+							 AccessExclusiveLock, true);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
+						nspname, relname),
+				 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
+
+	if (pa_relation_is_ours(relid))
+	{
+		/* a provider that sent it anyway: this node's state, keep it */
+		ereport(WARNING,
+				(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
+						nspname, relname)));
+	}
+	else
+	{
+		copy_into(relid, relkind, qualified, cols);
+		record_synced(nspname, relname, snap_lsn);
+		/* writers that know the table read its record again */
+		CacheInvalidateRelcacheByRelid(relid);
+		exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
+					  "end a transaction");
+		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+	}
+	walrcv_disconnect(copy_conn);
+	copy_conn = NULL;
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
 void
 pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 				   Size len)
@@ -533,7 +680,6 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	const char *snapshot;
 	const char *dsn;
 	XLogRecPtr	snap_lsn;
-	char	   *qualified;
 
 	/* the kind, then the strings send_task() wrote */
 	pa_q_start(&in, data, len);
@@ -546,47 +692,10 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	snap_lsn = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
 											   CStringGetDatum(pa_q_string(&in))));
 	pa_q_end(&in);
-	qualified = quote_qualified_identifier(nspname, relname);
 
 	PG_TRY();
 	{
-		List	   *cols;
-		Oid			relid;
-
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		copy_conn = connect_provider(dsn, "parallel_apply initial copy");
-		begin_snapshot(copy_conn, snapshot);
-		cols = remote_columns(qualified);
-
-		relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
-								 AccessExclusiveLock, true);
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
-							nspname, relname),
-					 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
-
-		if (pa_relation_is_ours(relid))
-		{
-			/* a provider that sent it anyway: this node's state, keep it */
-			ereport(WARNING,
-					(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
-							nspname, relname)));
-		}
-		else
-		{
-			copy_into(relid, relkind[0], qualified, cols);
-			record_synced(nspname, relname, snap_lsn);
-			exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
-						  "end a transaction");
-			ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
-		}
-		walrcv_disconnect(copy_conn);
-		copy_conn = NULL;
-		PopActiveSnapshot();
-		CommitTransactionCommand();
+		copy_table(nspname, relname, relkind[0], snapshot, snap_lsn, dsn);
 	}
 	PG_CATCH();
 	{
@@ -603,4 +712,80 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	SpinLockRelease(&slot->mutex);
 	if (slot->leader_latch)
 		SetLatch(slot->leader_latch);
+}
+
+/* ---------------------------------------------------------------------
+ * Tables joining the publications
+ * ---------------------------------------------------------------------
+ */
+
+static PaSubscription *stream_sub = NULL;
+
+void
+pa_sync_streaming(PaSubscription *sub)
+{
+	stream_sub = sub;
+}
+
+void
+pa_sync_relation(const char *nspname, const char *relname,
+				 XLogRecPtr commit_lsn)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		recorded;
+
+	if (stream_sub == NULL || !stream_sub->table_sync)
+		return;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	recorded = is_recorded(stream_sub->subid, nspname, relname);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
+	if (recorded)
+		return;
+
+	if (stream_sub->sync_data)
+	{
+		/*
+		 * Nothing of the table has been given to a writer: its changes so
+		 * far are all before the temporary slot's consistent point, in the
+		 * copy, and the writers skip them.
+		 */
+		WalReceiverConn *snapconn;
+		char	   *snapshot = NULL;
+		XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+
+		/* the connection and the snapshot's name outlive the transaction */
+		StartTransactionCommand();
+		MemoryContextSwitchTo(oldcxt);
+		snapconn = connect_provider(stream_sub->dsn, stream_sub->name);
+		create_slot(snapconn, psprintf("pt_%s", stream_sub->slot_name + 3),
+					true, true, &snapshot, &snap_lsn);
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(oldcxt);
+		if (snapshot == NULL)
+			ereport(ERROR,
+					(errmsg("the provider exported no snapshot to copy table \"%s.%s\"",
+							nspname, relname)));
+		copy_table(nspname, relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+		walrcv_disconnect(snapconn);
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",
+						stream_sub->name, nspname, relname, LSN_FORMAT_ARGS(snap_lsn))));
+	}
+	else
+	{
+		/* not copied: its changes apply from this transaction on */
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		record_synced(nspname, relname, commit_lsn);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications; not copied (synchronize_data is off)",
+						stream_sub->name, nspname, relname)));
+	}
+	MemoryContextSwitchTo(oldcxt);
 }

@@ -19,6 +19,18 @@
 extern void pa_sync_run(WalReceiverConn *conn, PaSubscription *sub,
 						PaSubSlot *slot);
 
+/*
+ * Leader, streaming sub: a RELATION for a table the subscription has no
+ * record of is a table that joined its publications.  Copy it now (before
+ * any of its changes go to a writer) at a new snapshot and record it; or,
+ * without synchronize_data, record it as applying from the transaction
+ * at commit_lsn on.  Subscriptions without table_sync (made before 1.1)
+ * record nothing.
+ */
+extern void pa_sync_streaming(PaSubscription *sub);
+extern void pa_sync_relation(const char *nspname, const char *relname,
+							 XLogRecPtr commit_lsn);
+
 /* Writer: copy one table, as a PA_Q_COPY message asks. */
 extern void pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me,
 							   const char *data, Size len);

@@ -1104,6 +1104,7 @@ pa_writer_main(Datum arg)
 
 		pa_relmap_subscription_name = sub->name;
 		pa_relmap_subid = sub->subid;
+		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 

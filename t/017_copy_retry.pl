@@ -97,4 +97,60 @@ is($sub->safe_psql('postgres',
 		"SELECT state FROM subscription_status() WHERE subscription_name = 'retry'"),
 	'streaming', 'streaming');
 
+# --- tables joining the publication of a running subscription -------------
+$pub->safe_psql('postgres', q{
+CREATE TABLE late (id int PRIMARY KEY, v text);
+INSERT INTO late SELECT i, 'late' || i FROM generate_series(1, 200) i;
+CREATE TABLE fresh (id int PRIMARY KEY, v text);
+});
+$sub->safe_psql('postgres', q{
+CREATE TABLE late (id int PRIMARY KEY, v text);
+CREATE TABLE fresh (id int PRIMARY KEY, v text);
+});
+$offset = -s $sub->logfile;
+# a table with rows joins, and only updates and deletes follow
+$pub->safe_psql('postgres', q{
+ALTER PUBLICATION pabc ADD TABLE late, fresh;
+UPDATE late SET v = 'changed' WHERE id % 3 = 0;
+DELETE FROM late WHERE id % 5 = 0;
+INSERT INTO fresh SELECT i, 'fresh' || i FROM generate_series(1, 20) i;
+});
+wait_caught_up($sub, 'retry', '1 min');
+rows_equal($pub, $sub, [ [ 'late', 'id' ], [ 'fresh', 'id' ] ],
+	'tables joining the publication are copied before their changes apply');
+ok($sub->log_contains(qr/table "public\.late" joined its publications and was copied as of/, $offset),
+	'the copy of a joining table is logged');
+
+# a table dropped from the publication stops being applied
+$pub->safe_psql('postgres', q{
+ALTER PUBLICATION pabc DROP TABLE b;
+INSERT INTO b VALUES (1000, 'not sent');
+INSERT INTO a VALUES (1000, 'sent');
+});
+wait_caught_up($sub, 'retry', '1 min');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM b WHERE id = 1000') . ' ' .
+	$sub->safe_psql('postgres', 'SELECT count(*) FROM a WHERE id = 1000'),
+	'0 1', 'a table dropped from the publication is no longer applied');
+
+# without synchronize_data, a joining table applies from then on, uncopied
+$pub->safe_psql('postgres', q{
+CREATE TABLE nocopy (id int PRIMARY KEY, v text);
+INSERT INTO nocopy SELECT i, 'old' || i FROM generate_series(1, 10) i;
+CREATE PUBLICATION pnc FOR TABLE a;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE nocopy (id int PRIMARY KEY, v text)');
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('nc', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pnc'], synchronize_data := false, num_writers := 1)");
+$pub->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pa_nc_%' AND active")
+  or die 'nc did not start';
+$pub->safe_psql('postgres', q{
+ALTER PUBLICATION pnc ADD TABLE nocopy;
+INSERT INTO nocopy VALUES (11, 'new');
+UPDATE nocopy SET v = 'newer' WHERE id IN (1, 11);
+});
+wait_caught_up($sub, 'nc', '1 min');
+is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM nocopy"),
+	'11:newer', 'without synchronize_data a joining table is not copied; its changes apply from then on');
+
 done_testing();
