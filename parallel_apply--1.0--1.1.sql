@@ -62,3 +62,9 @@ CREATE FUNCTION subscription_status(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_subscription_status'
 LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION refresh_subscription(subscription_name text, copy_data boolean DEFAULT true)
+RETURNS int
+AS 'MODULE_PATHNAME', 'pa_refresh_subscription'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION refresh_subscription(text, boolean) FROM PUBLIC;

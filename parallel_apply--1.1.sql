@@ -167,3 +167,9 @@ REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_group_config(int, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION wait_for_catchup(text, interval) FROM PUBLIC;
+
+CREATE FUNCTION refresh_subscription(subscription_name text, copy_data boolean DEFAULT true)
+RETURNS int
+AS 'MODULE_PATHNAME', 'pa_refresh_subscription'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION refresh_subscription(text, boolean) FROM PUBLIC;

@@ -60,9 +60,11 @@
 #include "pipeline.h"
 #include "pool.h"
 #include "progress.h"
+#include "sync.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
 PG_FUNCTION_INFO_V1(pa_drop_subscription);
+PG_FUNCTION_INFO_V1(pa_refresh_subscription);
 PG_FUNCTION_INFO_V1(pa_enable_subscription);
 PG_FUNCTION_INFO_V1(pa_disable_subscription);
 PG_FUNCTION_INFO_V1(pa_alter_subscription_config);
@@ -658,6 +660,43 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	}
 	nudge_supervisor();
 	PG_RETURN_BOOL(true);
+}
+
+/*
+ * refresh_subscription(name, copy_data): as ALTER SUBSCRIPTION ... REFRESH
+ * PUBLICATION.  The workers stop until this transaction ends, so that the
+ * tables copied here and their records are in place before they stream
+ * again; the stream then skips each new table's changes from before its
+ * copy (sync.c).
+ */
+Datum
+pa_refresh_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		copy_data = PG_GETARG_BOOL(1);
+	PaSubscription *sub;
+	int			added;
+
+	require_superuser("refresh");
+	/* like ALTER SUBSCRIPTION ... REFRESH PUBLICATION: a slot on the provider */
+	PreventInTransactionBlock(true, "refresh_subscription()");
+	sub = get_sub(name, false);
+	if (!sub->table_sync)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply subscription \"%s\" does not record its tables", name),
+				 errdetail("It was created with version 1.0 of the extension and applies every table it is sent."),
+				 errhint("Recreate the subscription to have tables copied when they join its publications.")));
+	if (sub->sync_state != PA_SYNC_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", name),
+				 errhint("Wait until subscription_status() shows it streaming, then refresh.")));
+	if (sub->enabled)
+		stop_pipeline(sub);
+	added = pa_sync_refresh(sub, copy_data);
+	nudge_supervisor();
+	PG_RETURN_INT32(added);
 }
 
 static void

@@ -202,6 +202,7 @@ synced_tables(Oid subid)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(subid)};
+	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -211,10 +212,15 @@ synced_tables(Oid subid)
 							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read parallel_apply.subscription_rel");
 	for (uint64 i = 0; i < SPI_processed; i++)
-		result = lappend(result,
-						 MemoryContextStrdup(TopTransactionContext,
-											 SPI_getvalue(SPI_tuptable->vals[i],
-														  SPI_tuptable->tupdesc, 1)));
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[i],
+										SPI_tuptable->tupdesc, 1);
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		/* in the caller's context: SPI_finish frees SPI's */
+		result = lappend(result, pstrdup(name));
+		MemoryContextSwitchTo(oldcxt);
+	}
 	SPI_finish();
 	return result;
 }
@@ -594,6 +600,24 @@ is_recorded(Oid subid, const char *nspname, const char *relname)
 	return found;
 }
 
+/* Remove the record of a table ("nspname.relname", quoted). */
+static void
+forget_table(Oid subid, const char *qualified)
+{
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = CStringGetTextDatum(qualified);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1"
+							  " AND pg_catalog.quote_ident(nspname) || '.' || pg_catalog.quote_ident(relname) = $2",
+							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from parallel_apply.subscription_rel");
+	SPI_finish();
+}
+
 /*
  * In the copy's transaction: the table is copied as of snap_lsn, so that
  * a copy that fails leaves no record and one that commits is never made
@@ -621,16 +645,30 @@ record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
  * Copy one table at the snapshot, in a local transaction of its own that
  * also records it as copied at snap_lsn.  relkind '\0': look it up.
  */
+static void copy_table_here(const char *nspname, const char *relname,
+							char relkind, const char *snapshot,
+							XLogRecPtr snap_lsn, const char *dsn);
+
 static void
 copy_table(const char *nspname, const char *relname, char relkind,
 		   const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	copy_table_here(nspname, relname, relkind, snapshot, snap_lsn, dsn);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* copy_table, in the current transaction (with a snapshot pushed) */
+static void
+copy_table_here(const char *nspname, const char *relname, char relkind,
+				const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
 {
 	char	   *qualified = quote_qualified_identifier(nspname, relname);
 	List	   *cols;
 	Oid			relid;
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
 	copy_conn = connect_provider(dsn, "parallel_apply initial copy");
 	begin_snapshot(copy_conn, snapshot);
 	cols = remote_columns(qualified);
@@ -665,8 +703,6 @@ copy_table(const char *nspname, const char *relname, char relkind,
 	}
 	walrcv_disconnect(copy_conn);
 	copy_conn = NULL;
-	PopActiveSnapshot();
-	CommitTransactionCommand();
 }
 
 void
@@ -788,4 +824,67 @@ pa_sync_relation(const char *nspname, const char *relname,
 						stream_sub->name, nspname, relname)));
 	}
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * refresh_subscription(): as ALTER SUBSCRIPTION ... REFRESH PUBLICATION.
+ * In the caller's transaction, with the subscription's workers stopped:
+ * the tables published now that the subscription has no record of are
+ * copied at the snapshot of a temporary slot (or, without copy_data,
+ * recorded as applying from the provider's current position), and the
+ * records of tables no longer published are removed.  Returns how many
+ * tables were added.
+ */
+int
+pa_sync_refresh(PaSubscription *sub, bool copy_data)
+{
+	WalReceiverConn *snapconn = connect_provider(sub->dsn, sub->name);
+	char	   *snapshot = NULL;
+	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+	List	   *published;
+	List	   *done = synced_tables(sub->subid);
+	int			added = 0;
+	ListCell   *lc;
+
+	pa_relmap_subid = sub->subid;	/* whose records record_synced() writes */
+	create_slot(snapconn, psprintf("pt_%s", sub->slot_name + 3), true,
+				copy_data, &snapshot, &snap_lsn);
+	published = list_tables(sub, snapshot);
+	foreach(lc, published)
+	{
+		CopyTask   *t = lfirst(lc);
+		char	   *name = quote_qualified_identifier(t->nspname, t->relname);
+		ListCell   *d;
+		bool		recorded = false;
+
+		foreach(d, done)
+			recorded |= strcmp(lfirst(d), name) == 0;
+		if (recorded)
+			continue;
+		if (copy_data)
+			copy_table_here(t->nspname, t->relname, t->relkind, snapshot,
+							snap_lsn, sub->dsn);
+		else
+			record_synced(t->nspname, t->relname, snap_lsn);
+		added++;
+	}
+	walrcv_disconnect(snapconn);
+
+	/* tables no longer published: a later return copies them again */
+	foreach(lc, done)
+	{
+		ListCell   *p;
+		bool		still = false;
+
+		foreach(p, published)
+		{
+			CopyTask   *t = lfirst(p);
+
+			still |= strcmp(quote_qualified_identifier(t->nspname, t->relname),
+							lfirst(lc)) == 0;
+		}
+		if (!still)
+			forget_table(sub->subid, lfirst(lc));
+	}
+	return added;
 }

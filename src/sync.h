@@ -31,6 +31,13 @@ extern void pa_sync_streaming(PaSubscription *sub);
 extern void pa_sync_relation(const char *nspname, const char *relname,
 							 XLogRecPtr commit_lsn);
 
+/*
+ * refresh_subscription(), in its transaction with the workers stopped:
+ * copy (or, without copy_data, record) the tables published now that have
+ * no record, forget those no longer published; returns how many added.
+ */
+extern int	pa_sync_refresh(PaSubscription *sub, bool copy_data);
+
 /* Writer: copy one table, as a PA_Q_COPY message asks. */
 extern void pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me,
 							   const char *data, Size len);

@@ -121,6 +121,25 @@ rows_equal($pub, $sub, [ [ 'late', 'id' ], [ 'fresh', 'id' ] ],
 ok($sub->log_contains(qr/table "public\.late" joined its publications and was copied as of/, $offset),
 	'the copy of a joining table is logged');
 
+# a table that joins and is not changed afterwards: refresh_subscription()
+$pub->safe_psql('postgres', q{
+CREATE TABLE quiet (id int PRIMARY KEY, v text);
+INSERT INTO quiet SELECT i, 'quiet' || i FROM generate_series(1, 30) i;
+ALTER PUBLICATION pabc ADD TABLE quiet;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE quiet (id int PRIMARY KEY, v text)');
+my ($rret, $rout, $rerr) = $sub->psql('postgres',
+	"BEGIN; SELECT refresh_subscription('retry'); COMMIT;");
+like($rerr, qr/ERROR:  refresh_subscription\(\) cannot run inside a transaction block/,
+	'refresh_subscription refuses a transaction block');
+is($sub->safe_psql('postgres', "SELECT refresh_subscription('retry')"), '1',
+	'refresh_subscription copies the one table that joined');
+$pub->safe_psql('postgres', "UPDATE quiet SET v = 'after' WHERE id = 1");
+wait_caught_up($sub, 'retry', '1 min');
+rows_equal($pub, $sub, [ [ 'quiet', 'id' ], [ 'a', 'id' ] ], 'refreshed');
+is($sub->safe_psql('postgres', "SELECT refresh_subscription('retry')"), '0',
+	'a second refresh has nothing to copy');
+
 # a table dropped from the publication stops being applied
 $pub->safe_psql('postgres', q{
 ALTER PUBLICATION pabc DROP TABLE b;
