@@ -68,3 +68,17 @@ RETURNS int
 AS 'MODULE_PATHNAME', 'pa_refresh_subscription'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION refresh_subscription(text, boolean) FROM PUBLIC;
+
+DROP FUNCTION alter_subscription_config(text, int, text);
+CREATE FUNCTION alter_subscription_config(subscription_name text,
+                                          num_writers int DEFAULT NULL,
+                                          synchronous_commit text DEFAULT NULL,
+                                          publications text[] DEFAULT NULL,
+                                          copy_data boolean DEFAULT true,
+                                          provider_dsn text DEFAULT NULL,
+                                          new_name text DEFAULT NULL,
+                                          owner name DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'pa_alter_subscription_config'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name) FROM PUBLIC;

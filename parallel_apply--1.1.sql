@@ -119,7 +119,12 @@ LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION alter_subscription_config(subscription_name text,
                                           num_writers int DEFAULT NULL,
-                                          synchronous_commit text DEFAULT NULL)
+                                          synchronous_commit text DEFAULT NULL,
+                                          publications text[] DEFAULT NULL,
+                                          copy_data boolean DEFAULT true,
+                                          provider_dsn text DEFAULT NULL,
+                                          new_name text DEFAULT NULL,
+                                          owner name DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'pa_alter_subscription_config'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -164,7 +169,7 @@ REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, tex
 REVOKE ALL ON FUNCTION drop_subscription(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_group_config(int, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION wait_for_catchup(text, interval) FROM PUBLIC;
 

@@ -48,6 +48,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -475,6 +476,42 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 						 (long long) (existing + missing))));
 }
 
+/* The publications argument: names, at least one, none null. */
+static List *
+publication_list(ArrayType *pubarr)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	List	   *pubs = NIL;
+
+	deconstruct_array(pubarr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elemnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("publication names must not be null")));
+		pubs = lappend(pubs, TextDatumGetCString(elems[i]));
+	}
+	if (pubs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a subscription needs at least one publication")));
+	return pubs;
+}
+
+static void
+check_name(const char *name)
+{
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid subscription name \"%s\"", name),
+				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
+}
+
 /* ---------------------------------------------------------------------
  * Managing subscriptions
  * ---------------------------------------------------------------------
@@ -486,10 +523,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	char	   *name;
 	char	   *dsn;
 	ArrayType  *pubarr;
-	Datum	   *elems;
-	bool	   *elemnulls;
-	int			nelems;
-	List	   *pubs = NIL;
+	List	   *pubs;
 	bool		sync_data = PG_ARGISNULL(3) ? true : PG_GETARG_BOOL(3);
 	char	   *group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	bool		enabled = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
@@ -515,25 +549,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	dsn = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	pubarr = PG_GETARG_ARRAYTYPE_P(2);
 
-	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("invalid subscription name \"%s\"", name),
-				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
-	deconstruct_array(pubarr, TEXTOID, -1, false, TYPALIGN_INT,
-					  &elems, &elemnulls, &nelems);
-	for (int i = 0; i < nelems; i++)
-	{
-		if (elemnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("publication names must not be null")));
-		pubs = lappend(pubs, TextDatumGetCString(elems[i]));
-	}
-	if (pubs == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a subscription needs at least one publication")));
+	check_name(name);
+	pubs = publication_list(pubarr);
 	if (!PG_ARGISNULL(4))
 		check_num_writers(PG_GETARG_INT32(4));
 	check_synchronous_commit(sync_commit);
@@ -743,6 +760,11 @@ pa_disable_subscription(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+static void alter_dsn(PaSubscription *sub, char *dsn);
+static void alter_publications(PaSubscription *sub, List *pubs, bool copy_data);
+static void alter_name(PaSubscription *sub, char *name);
+static void alter_owner(PaSubscription *sub, const char *role);
+
 Datum
 pa_alter_subscription_config(PG_FUNCTION_ARGS)
 {
@@ -756,6 +778,9 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("subscription_name must not be null")));
+	/* a new publication list copies tables: a slot on the provider */
+	if (!PG_ARGISNULL(3))
+		PreventInTransactionBlock(true, "alter_subscription_config(publications)");
 	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	values[0] = ObjectIdGetDatum(sub->subid);
 
@@ -780,8 +805,99 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		if (strcmp(v, sub->synchronous_commit) != 0 && sub->enabled)
 			stop_pipeline(sub);
 	}
+	if (!PG_ARGISNULL(5))
+		alter_dsn(sub, text_to_cstring(PG_GETARG_TEXT_PP(5)));
+	if (!PG_ARGISNULL(3))
+		alter_publications(sub, publication_list(PG_GETARG_ARRAYTYPE_P(3)),
+						   PG_ARGISNULL(4) ? true : PG_GETARG_BOOL(4));
+	if (!PG_ARGISNULL(6))
+		alter_name(sub, text_to_cstring(PG_GETARG_TEXT_PP(6)));
+	if (!PG_ARGISNULL(7))
+		alter_owner(sub, NameStr(*PG_GETARG_NAME(7)));
 	nudge_supervisor();
 	PG_RETURN_VOID();
+}
+
+/*
+ * The forms of ALTER SUBSCRIPTION.  Each keeps the subscription's slot and
+ * origins, so its position: the workers stop until the transaction ends
+ * and start again with what changed.
+ */
+static void
+update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
+{
+	Oid			types[2] = {OIDOID, type};
+	Datum		values[2] = {ObjectIdGetDatum(sub->subid), value};
+
+	spi_exec(psprintf("UPDATE parallel_apply.subscription SET %s = $2 WHERE sub_id = $1",
+					  column),
+			 2, types, values, NULL, SPI_OK_UPDATE);
+	if (sub->enabled)
+		stop_pipeline(sub);
+}
+
+/* CONNECTION: checked as create_subscription checks it */
+static void
+alter_dsn(PaSubscription *sub, char *dsn)
+{
+	WalReceiverConn *conn = connect_provider(dsn, sub->name, false);
+
+	check_provider(conn, sub->publications);
+	walrcv_disconnect(conn);
+	update_column(sub, "provider_dsn", TEXTOID, CStringGetTextDatum(dsn));
+	sub->dsn = dsn;
+}
+
+/*
+ * SET PUBLICATION: the tables of the new list that have no record are
+ * copied (copy_data) or recorded, those no longer published forgotten.
+ */
+static void
+alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
+{
+	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name, false);
+	ArrayBuildState *astate = NULL;
+	ListCell   *lc;
+
+	check_provider(conn, pubs);
+	walrcv_disconnect(conn);
+	foreach(lc, pubs)
+		astate = accumArrayResult(astate, CStringGetTextDatum(lfirst(lc)),
+								  false, TEXTOID, CurrentMemoryContext);
+	update_column(sub, "publications", TEXTARRAYOID,
+				  makeArrayResult(astate, CurrentMemoryContext));
+	sub->publications = pubs;
+	if (sub->table_sync && sub->sync_state == PA_SYNC_READY)
+		(void) pa_sync_refresh(sub, copy_data);
+}
+
+/* RENAME: the slot and origins keep their names; the workers take it */
+static void
+alter_name(PaSubscription *sub, char *name)
+{
+	check_name(name);
+	if (get_sub(name, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
+	update_column(sub, "sub_name", TEXTOID, CStringGetTextDatum(name));
+	sub->name = name;
+}
+
+/* OWNER TO: a superuser, as PostgreSQL 15's subscriptions require */
+static void
+alter_owner(PaSubscription *sub, const char *role)
+{
+	Oid			roleid = get_role_oid(role, false);
+
+	if (!superuser_arg(roleid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to change owner of parallel_apply subscription \"%s\"",
+						sub->name),
+				 errhint("The owner of a subscription must be a superuser.")));
+	update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(roleid));
+	sub->owner = roleid;
 }
 
 Datum
