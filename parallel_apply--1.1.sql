@@ -78,10 +78,9 @@ SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');
 -- tables without a row.
 CREATE TABLE parallel_apply.subscription_rel (
     sub_id    oid NOT NULL,
-    nspname   text NOT NULL,
-    relname   text NOT NULL,
+    relid     oid NOT NULL,        -- the local table, which renames keep
     sync_lsn  pg_lsn NOT NULL,
-    PRIMARY KEY (sub_id, nspname, relname)
+    PRIMARY KEY (sub_id, relid)
 );
 REVOKE ALL ON parallel_apply.subscription_rel FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription_rel', '');

@@ -738,27 +738,26 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 		!entry->fires_triggers;
 }
 
-/* The position the initial copy read the table at, or invalid. */
+/* The position the copy of local table relid read, or invalid. */
 static XLogRecPtr
-sync_lsn_of(PaRelationData *remoterel)
+sync_lsn_of(Oid relid)
 {
-	Oid			types[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
+	Oid			types[2] = {OIDOID, OIDOID};
+	Datum		values[2];
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	bool		isnull;
 
 	if (!OidIsValid(pa_relmap_subid) || !pa_relmap_table_sync)
 		return InvalidXLogRecPtr;
 	values[0] = ObjectIdGetDatum(pa_relmap_subid);
-	values[1] = CStringGetTextDatum(remoterel->nspname);
-	values[2] = CStringGetTextDatum(remoterel->relname);
+	values[1] = ObjectIdGetDatum(relid);
 	/* the caller may have no snapshot (a relation opened for keys) */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("SELECT sync_lsn FROM parallel_apply.subscription_rel"
-							  " WHERE sub_id = $1 AND nspname = $2 AND relname = $3",
-							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
+							  " WHERE sub_id = $1 AND relid = $2",
+							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read parallel_apply.subscription_rel");
 	if (SPI_processed > 0)
 		lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
@@ -845,7 +844,7 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 	copy_remoterel(&built.remoterel, remoterel);
 	built.localreloid = relid;
 	built.ours = ours;
-	built.sync_lsn = sync_lsn_of(remoterel);
+	built.sync_lsn = sync_lsn_of(relid);
 	build_columns(&built, rel, cxt);
 	build_defaults(&built, rel);
 	build_keys(&built, rel);

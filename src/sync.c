@@ -196,7 +196,15 @@ send_task(int writer, CopyTask *t, const char *snapshot, XLogRecPtr snap_lsn,
 	pfree(msg.data);
 }
 
-/* The tables an earlier attempt copied: "nspname.relname" strings. */
+/* The local table a provider's table is applied to, or InvalidOid. */
+static Oid
+local_relid(const char *nspname, const char *relname)
+{
+	return RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+							NoLock, true);
+}
+
+/* The local tables the subscription has records of (an OID list). */
 static List *
 synced_tables(Oid subid)
 {
@@ -204,25 +212,35 @@ synced_tables(Oid subid)
 	Datum		values[1] = {ObjectIdGetDatum(subid)};
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
+	bool		isnull;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT pg_catalog.quote_ident(nspname) || '.' || pg_catalog.quote_ident(relname)"
-							  " FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+	if (SPI_execute_with_args("SELECT relid FROM parallel_apply.subscription_rel WHERE sub_id = $1",
 							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read parallel_apply.subscription_rel");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		char	   *name = SPI_getvalue(SPI_tuptable->vals[i],
-										SPI_tuptable->tupdesc, 1);
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1,
+														   &isnull));
 		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 
 		/* in the caller's context: SPI_finish frees SPI's */
-		result = lappend(result, pstrdup(name));
+		result = lappend_oid(result, relid);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	SPI_finish();
 	return result;
+}
+
+/* Has the subscription a record of the provider's table nspname.relname? */
+static bool
+recorded_in(List *done, const char *nspname, const char *relname)
+{
+	Oid			relid = local_relid(nspname, relname);
+
+	return OidIsValid(relid) && list_member_oid(done, relid);
 }
 
 static void
@@ -239,13 +257,8 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 	foreach(lc, listed)
 	{
 		CopyTask   *t = lfirst(lc);
-		char	   *name = quote_qualified_identifier(t->nspname, t->relname);
-		ListCell   *d;
-		bool		copied = false;
 
-		foreach(d, done)
-			copied |= strcmp(lfirst(d), name) == 0;
-		if (!copied)
+		if (!recorded_in(done, t->nspname, t->relname))
 			tasks = lappend(tasks, t);
 	}
 	ereport(LOG,
@@ -387,13 +400,8 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 		foreach(lc, list_tables(sub, NULL))
 		{
 			CopyTask   *t = lfirst(lc);
-			char	   *name = quote_qualified_identifier(t->nspname, t->relname);
-			ListCell   *d;
-			bool		recorded = false;
 
-			foreach(d, done)
-				recorded |= strcmp(lfirst(d), name) == 0;
-			if (!recorded)
+			if (!recorded_in(done, t->nspname, t->relname))
 				record_synced(t->nspname, t->relname, stream_start);
 		}
 		PopActiveSnapshot();
@@ -582,37 +590,21 @@ remote_relkind(const char *qualified)
 static bool
 is_recorded(Oid subid, const char *nspname, const char *relname)
 {
-	Oid			types[3] = {OIDOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	bool		found;
-
-	values[0] = ObjectIdGetDatum(subid);
-	values[1] = CStringGetTextDatum(nspname);
-	values[2] = CStringGetTextDatum(relname);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT 1 FROM parallel_apply.subscription_rel"
-							  " WHERE sub_id = $1 AND nspname = $2 AND relname = $3",
-							  3, types, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read parallel_apply.subscription_rel");
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
+	return recorded_in(synced_tables(subid), nspname, relname);
 }
 
-/* Remove the record of a table ("nspname.relname", quoted). */
+/* Remove the record of a local table. */
 static void
-forget_table(Oid subid, const char *qualified)
+forget_table(Oid subid, Oid relid)
 {
-	Oid			types[2] = {OIDOID, TEXTOID};
+	Oid			types[2] = {OIDOID, OIDOID};
 	Datum		values[2];
 
 	values[0] = ObjectIdGetDatum(subid);
-	values[1] = CStringGetTextDatum(qualified);
+	values[1] = ObjectIdGetDatum(relid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1"
-							  " AND pg_catalog.quote_ident(nspname) || '.' || pg_catalog.quote_ident(relname) = $2",
+	if (SPI_execute_with_args("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1 AND relid = $2",
 							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete from parallel_apply.subscription_rel");
 	SPI_finish();
@@ -626,17 +618,23 @@ forget_table(Oid subid, const char *qualified)
 static void
 record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
 {
-	Oid			types[4] = {OIDOID, TEXTOID, TEXTOID, LSNOID};
-	Datum		values[4];
+	Oid			relid = local_relid(nspname, relname);
+	Oid			types[3] = {OIDOID, OIDOID, LSNOID};
+	Datum		values[3];
 
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
+						nspname, relname),
+				 errhint("Create the table on the subscriber with the provider's columns.")));
 	values[0] = ObjectIdGetDatum(pa_relmap_subid);
-	values[1] = CStringGetTextDatum(nspname);
-	values[2] = CStringGetTextDatum(relname);
-	values[3] = LSNGetDatum(snap_lsn);
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = LSNGetDatum(snap_lsn);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3, $4)",
-							  4, types, values, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3)",
+							  3, types, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into parallel_apply.subscription_rel");
 	SPI_finish();
 }
@@ -853,13 +851,8 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 	foreach(lc, published)
 	{
 		CopyTask   *t = lfirst(lc);
-		char	   *name = quote_qualified_identifier(t->nspname, t->relname);
-		ListCell   *d;
-		bool		recorded = false;
 
-		foreach(d, done)
-			recorded |= strcmp(lfirst(d), name) == 0;
-		if (recorded)
+		if (recorded_in(done, t->nspname, t->relname))
 			continue;
 		if (copy_data)
 			copy_table_here(t->nspname, t->relname, t->relkind, snapshot,
@@ -880,11 +873,10 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 		{
 			CopyTask   *t = lfirst(p);
 
-			still |= strcmp(quote_qualified_identifier(t->nspname, t->relname),
-							lfirst(lc)) == 0;
+			still |= local_relid(t->nspname, t->relname) == lfirst_oid(lc);
 		}
 		if (!still)
-			forget_table(sub->subid, lfirst(lc));
+			forget_table(sub->subid, lfirst_oid(lc));
 	}
 	return added;
 }

@@ -60,7 +60,7 @@ $sub->safe_psql('postgres',
 	"SELECT create_subscription('retry', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pabc'], num_writers := 1)");
 $sub->wait_for_log(qr/target table "public\.c" of parallel_apply subscription does not exist/, $offset);
 my $first = $sub->safe_psql('postgres',
-	'SELECT string_agg(relname, \',\' ORDER BY relname) FROM parallel_apply.subscription_rel');
+	'SELECT string_agg(relid::regclass::text, \',\' ORDER BY 1) FROM parallel_apply.subscription_rel');
 is($first, 'a,b', 'the failed attempt recorded the two tables it copied');
 
 # changes of every table while the copy keeps failing: those of a and b
@@ -88,10 +88,10 @@ wait_caught_up($sub, 'retry', '1 min');
 rows_equal($pub, $sub, [ [ 'a', 'id' ], [ 'b', 'id' ], [ 'c', 'id' ] ],
 	'copied in two attempts');
 is($sub->safe_psql('postgres',
-		"SELECT (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'a') ="
-		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'b') AND"
-		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'c') >"
-		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relname = 'a')"),
+		"SELECT (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relid = 'a'::regclass) ="
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relid = 'b'::regclass) AND"
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relid = 'c'::regclass) >"
+		  . " (SELECT sync_lsn FROM parallel_apply.subscription_rel WHERE relid = 'a'::regclass)"),
 	't', 'c is recorded as copied at a later position than a and b');
 is($sub->safe_psql('postgres',
 		"SELECT state FROM subscription_status() WHERE subscription_name = 'retry'"),
