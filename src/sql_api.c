@@ -8,7 +8,7 @@
  * reads it once a second and makes the workers match it, so a change here
  * takes effect within a second of its commit.  The functions check
  * everything they can before writing anything: a bad DSN, an unreachable
- * provider, a missing publication, a provider that does not allow the
+ * provider, a provider that does not allow the
  * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
  * does not convert to this one's all end in an error that leaves nothing
  * behind.  Stopping workers (disable,
@@ -244,11 +244,12 @@ check_provider(WalReceiverConn *conn, List *pubs)
 						 quote_literal_cstr(lfirst(lc)));
 	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
 	v = provider_value(conn, sql.data);
+	/* as CREATE SUBSCRIPTION (16): created, it streams once they exist */
 	if (v != NULL)
-		ereport(ERROR,
+		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("publication(s) not found on the provider: %s", v),
-				 errhint("Create them on the provider with CREATE PUBLICATION.")));
+				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
 }
 
 /*

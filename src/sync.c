@@ -401,7 +401,12 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 		{
 			CopyTask   *t = lfirst(lc);
 
-			if (!recorded_in(done, t->nspname, t->relname))
+			/*
+			 * A table missing here is recorded when the stream first shows
+			 * it (pa_sync_relation), or its absence is reported then.
+			 */
+			if (OidIsValid(local_relid(t->nspname, t->relname)) &&
+				!recorded_in(done, t->nspname, t->relname))
 				record_synced(t->nspname, t->relname, stream_start);
 		}
 		PopActiveSnapshot();
