@@ -191,6 +191,7 @@ extern int	pa_subslot_index(PaSubSlot *slot);
 extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 						 const char *msg);
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
+extern int	pa_writers_for(int num_writers);
 extern int	pa_effective_writers(PaSubSlot *slot);
 
 /*

@@ -38,8 +38,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "catalog/pg_type.h"
-#include "executor/tuptable.h"
 #include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "mb/pg_wchar.h"
@@ -299,32 +297,11 @@ stream_loop(void)
 static bool
 same_encoding(void)
 {
-	Oid			types[1] = {TEXTOID};
-	WalRcvExecResult *res;
-	TupleTableSlot *tslot;
-	bool		same = false;
-	bool		isnull;
+	bool		same;
 
 	StartTransactionCommand();
-	res = walrcv_exec(conn,
-					  "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database"
-					  " WHERE datname = pg_catalog.current_database()",
-					  1, types);
-	if (res->status != WALRCV_OK_TUPLES)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not read the provider's database encoding: %s",
-						res->err ? res->err : "unexpected result")));
-	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-	{
-		Datum		d = slot_getattr(tslot, 1, &isnull);
-
-		same = !isnull &&
-			pa_check_provider_encoding(TextDatumGetCString(d)) == GetDatabaseEncoding();
-	}
-	ExecDropSingleTupleTableSlot(tslot);
-	walrcv_clear_result(res);
+	same = pa_check_provider_encoding(pa_provider_encoding(conn)) ==
+		GetDatabaseEncoding();
 	CommitTransactionCommand();
 	return same;
 }
@@ -395,8 +372,11 @@ pa_leader_main(Datum arg)
 						PGC_USERSET, PGC_S_SESSION);
 		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 		pa_relmap_subscription_name = sub->name;
+		/*
+		 * Not pa_relmap_table_sync: only writers skip changes, so the
+		 * leader's relation map need not read the tables' positions.
+		 */
 		pa_relmap_subid = sub->subid;
-		pa_relmap_table_sync = sub->table_sync;
 		durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);

@@ -242,6 +242,15 @@ pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer)
 	FreeErrorData(edata);
 }
 
+/* The writers of a subscription whose num_writers is n (0: the GUC's), capped. */
+int
+pa_writers_for(int n)
+{
+	if (n <= 0)
+		n = pa_default_writers;
+	return Min(n, pa_max_writers);
+}
+
 /* Writers to run now: the subscription's own count or the GUC, capped. */
 int
 pa_effective_writers(PaSubSlot *slot)
@@ -251,9 +260,7 @@ pa_effective_writers(PaSubSlot *slot)
 	SpinLockAcquire(&slot->mutex);
 	n = slot->target_writers;
 	SpinLockRelease(&slot->mutex);
-	if (n <= 0)
-		n = pa_default_writers;
-	return Min(n, pa_max_writers);
+	return pa_writers_for(n);
 }
 
 void

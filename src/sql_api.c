@@ -170,32 +170,6 @@ connect_provider(const char *dsn, const char *appname, bool missing_ok)
 }
 
 /* One text value from a query on the provider, or NULL. */
-static char *
-provider_value(WalReceiverConn *conn, const char *sql)
-{
-	Oid			types[1] = {TEXTOID};
-	WalRcvExecResult *res = walrcv_exec(conn, sql, 1, types);
-	TupleTableSlot *slot;
-	char	   *result = NULL;
-	bool		isnull;
-
-	if (res->status != WALRCV_OK_TUPLES)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not query the provider: %s", res->err)));
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		Datum		d = slot_getattr(slot, 1, &isnull);
-
-		if (!isnull)
-			result = TextDatumGetCString(d);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	return result;
-}
-
 static bool
 list_has(const char *csv, const char *item)
 {
@@ -218,14 +192,14 @@ check_provider(WalReceiverConn *conn, List *pubs)
 	StringInfoData sql;
 	ListCell   *lc;
 
-	v = provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
+	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
 	if (v == NULL || strcmp(v, "logical") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the provider's wal_level is \"%s\", not \"logical\"", v ? v : ""),
 				 errhint("Set wal_level = logical on the provider and restart it.")));
 
-	v = provider_value(conn, "SELECT pg_catalog.current_setting('output_plugin_libraries', true)");
+	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('output_plugin_libraries', true)");
 	if (v != NULL && !list_has(v, "parallel_apply"))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -233,7 +207,7 @@ check_provider(WalReceiverConn *conn, List *pubs)
 				 errdetail("Its output_plugin_libraries is \"%s\".", v),
 				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
 
-	v = provider_value(conn, "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()");
+	v = pa_provider_encoding(conn);
 	if (v != NULL)
 		pa_check_provider_encoding(v);
 
@@ -243,7 +217,7 @@ check_provider(WalReceiverConn *conn, List *pubs)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
 						 quote_literal_cstr(lfirst(lc)));
 	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
-	v = provider_value(conn, sql.data);
+	v = pa_provider_value(conn, sql.data);
 	/* as CREATE SUBSCRIPTION (16): created, it streams once they exist */
 	if (v != NULL)
 		ereport(WARNING,
@@ -400,27 +374,16 @@ stop_pipeline(PaSubscription *sub)
  * configuration that needs more origins than the node can track.
  */
 static int
-writers_of(int num_writers)
-{
-	return Min(num_writers > 0 ? num_writers : pa_default_writers,
-			   pa_max_writers);
-}
-
-static int
 missing_origins(Oid subid, int nwriters)
 {
 	int			missing = 0;
 
+	if (!OidIsValid(subid))
+		return nwriters;		/* a new subscription has none */
 	for (int w = 0; w < nwriters; w++)
 	{
-		char	   *name;
+		char	   *name = pa_writer_origin_name(subid, w);
 
-		if (!OidIsValid(subid))
-		{
-			missing++;
-			continue;
-		}
-		name = pa_writer_origin_name(subid, w);
 		if (replorigin_by_name(name, true) == InvalidRepOriginId)
 			missing++;
 		pfree(name);
@@ -445,7 +408,7 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 	ListCell   *lc;
 
 	if (!by_group && !OidIsValid(subid))
-		missing += missing_origins(InvalidOid, writers_of(num_writers));
+		missing += missing_origins(InvalidOid, pa_writers_for(num_writers));
 	foreach(lc, pa_catalog_list())
 	{
 		PaSubscription *other = lfirst(lc);
@@ -454,7 +417,7 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 			other->subid == subid;
 
 		missing += missing_origins(other->subid,
-								   writers_of(changed ? num_writers :
+								   pa_writers_for(changed ? num_writers :
 											  other->num_writers));
 	}
 	if (missing == 0)
@@ -655,7 +618,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	{
 		char	   *exists;
 
-		exists = provider_value(conn,
+		exists = pa_provider_value(conn,
 								psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
 										 quote_literal_cstr(sub->slot_name)));
 		if (exists != NULL)
@@ -959,7 +922,7 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
 
 	conn = connect_provider(sub->dsn, name, false);
-	v = provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
+	v = pa_provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
 	walrcv_disconnect(conn);
 	target = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
 
@@ -1157,8 +1120,7 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 		else
 			nulls[11] = true;
 		values[12] = Int32GetDatum(running ? snap.num_writers :
-								   (sub->num_writers > 0 ? Min(sub->num_writers, pa_max_writers) :
-									Min(pa_default_writers, pa_max_writers)));
+								   pa_writers_for(sub->num_writers));
 		values[13] = CStringGetTextDatum(snap.last_error);
 		nulls[13] = snap.last_error[0] == '\0';
 		values[14] = TimestampTzGetDatum(snap.last_error_time);

@@ -76,8 +76,9 @@ typedef struct CopyTask
 
 static WalReceiverConn *copy_conn;
 
-static void record_synced(const char *nspname, const char *relname,
-						  XLogRecPtr snap_lsn);
+static void record_synced(Oid subid, const char *nspname,
+						  const char *relname, XLogRecPtr snap_lsn);
+static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn);
 static StringInfoData copybuf;
 
 static WalRcvExecResult *
@@ -108,6 +109,49 @@ connect_provider(const char *dsn, const char *appname)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to the provider: %s", err)));
 	return conn;
+}
+
+/*
+ * The first column of the first row of a query on the provider, as text;
+ * NULL when there is no row or the value is NULL.
+ */
+char *
+pa_provider_value(WalReceiverConn *conn, const char *sql)
+{
+	Oid			types[1] = {TEXTOID};
+	WalRcvExecResult *res = walrcv_exec(conn, sql, 1, types);
+	TupleTableSlot *slot;
+	char	   *result = NULL;
+	bool		isnull;
+
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not query the provider: %s", res->err)));
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		Datum		d = slot_getattr(slot, 1, &isnull);
+
+		if (!isnull)
+			result = TextDatumGetCString(d);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return result;
+}
+
+/* The encoding of the provider's database, by name. */
+char *
+pa_provider_encoding(WalReceiverConn *conn)
+{
+	char	   *v = pa_provider_value(conn,
+									  "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database"
+									  " WHERE datname = pg_catalog.current_database()");
+
+	if (v == NULL)
+		elog(ERROR, "the provider's database is not in its pg_database");
+	return v;
 }
 
 static void
@@ -243,15 +287,12 @@ recorded_in(List *done, const char *nspname, const char *relname)
 	return OidIsValid(relid) && list_member_oid(done, relid);
 }
 
-static void
-copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
-			XLogRecPtr snap_lsn)
+/* The tables of listed (CopyTask) the subscription has no record of. */
+static List *
+unrecorded(List *listed, Oid subid)
 {
-	List	   *listed = list_tables(sub, snapshot);
-	List	   *done = synced_tables(sub->subid);
-	List	   *tasks = NIL;
-	int			nwriters = pa_pool_size();
-	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
+	List	   *done = synced_tables(subid);
+	List	   *result = NIL;
 	ListCell   *lc;
 
 	foreach(lc, listed)
@@ -259,8 +300,21 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 		CopyTask   *t = lfirst(lc);
 
 		if (!recorded_in(done, t->nspname, t->relname))
-			tasks = lappend(tasks, t);
+			result = lappend(result, t);
 	}
+	return result;
+}
+
+static void
+copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
+			XLogRecPtr snap_lsn)
+{
+	List	   *listed = list_tables(sub, snapshot);
+	List	   *tasks = unrecorded(listed, sub->subid);
+	int			nwriters = pa_pool_size();
+	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
+	ListCell   *lc;
+
 	ereport(LOG,
 			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
 					sub->name, list_length(tasks), nwriters),
@@ -341,12 +395,34 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 	walrcv_clear_result(res);
 }
 
+/*
+ * A snapshot of now for copying sub's tables: a temporary slot's, on a
+ * replication connection of its own that the caller keeps open while the
+ * snapshot is used and then disconnects (which drops the slot).  Sets
+ * *snapshot (NULL without export) and *consistent, its consistent point:
+ * the copy holds exactly the transactions committed before it.
+ */
+static WalReceiverConn *
+temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
+				   XLogRecPtr *consistent)
+{
+	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name);
+
+	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
+	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
+				snapshot, consistent);
+	if (export && *snapshot == NULL)
+		ereport(ERROR,
+				(errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
+						sub->name)));
+	return conn;
+}
+
 void
 pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 {
-	Oid			one[1] = {TEXTOID};
-	WalRcvExecResult *res;
 	WalReceiverConn *snapconn = NULL;
+	char	   *lsn;
 	char	   *snapshot = NULL;
 	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	stream_start = InvalidXLogRecPtr;
@@ -360,28 +436,14 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	 * that attempt copied are recorded with the position they were copied
 	 * at, and the slot has kept every change since.
 	 */
-	res = exec_or_error(conn,
-						psprintf("SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-								 quote_literal_cstr(sub->slot_name)),
-						1, one, WALRCV_OK_TUPLES, "look up the slot");
-	slot_exists = tuplestore_tuple_count(res->tuplestore) > 0;
+	lsn = pa_provider_value(conn,
+							psprintf("SELECT coalesce(confirmed_flush_lsn, '0/0')::text"
+									 " FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+									 quote_literal_cstr(sub->slot_name)));
+	slot_exists = lsn != NULL;
 	if (slot_exists)
-	{
-		TupleTableSlot *tslot = MakeSingleTupleTableSlot(res->tupledesc,
-														 &TTSOpsMinimalTuple);
-		bool		isnull;
-
-		if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-		{
-			Datum		d = slot_getattr(tslot, 1, &isnull);
-
-			if (!isnull)
-				stream_start = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
-															   CStringGetDatum(TextDatumGetCString(d))));
-		}
-		ExecDropSingleTupleTableSlot(tslot);
-	}
-	walrcv_clear_result(res);
+		stream_start = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+													   CStringGetDatum(lsn)));
 	if (!slot_exists)
 	{
 		create_slot(conn, sub->slot_name, false, sub->sync_data,
@@ -392,22 +454,20 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	/* not copied: every published table applies from where streaming starts */
 	if (!sub->sync_data && sub->table_sync)
 	{
-		List	   *done;
 		ListCell   *lc;
 
 		PushActiveSnapshot(GetTransactionSnapshot());
-		done = synced_tables(sub->subid);
-		foreach(lc, list_tables(sub, NULL))
+		foreach(lc, unrecorded(list_tables(sub, NULL), sub->subid))
 		{
 			CopyTask   *t = lfirst(lc);
+			Oid			relid = local_relid(t->nspname, t->relname);
 
 			/*
 			 * A table missing here is recorded when the stream first shows
 			 * it (pa_sync_relation), or its absence is reported then.
 			 */
-			if (OidIsValid(local_relid(t->nspname, t->relname)) &&
-				!recorded_in(done, t->nspname, t->relname))
-				record_synced(t->nspname, t->relname, stream_start);
+			if (OidIsValid(relid))
+				record_relid(sub->subid, relid, stream_start);
 		}
 		PopActiveSnapshot();
 	}
@@ -420,12 +480,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 		 * are done.  Its changes from before that point are in the copy.
 		 */
 		if (slot_exists)
-		{
-			char	   *tmpname = psprintf("pt_%s", sub->slot_name + 3);
-
-			snapconn = connect_provider(sub->dsn, sub->name);
-			create_slot(snapconn, tmpname, true, true, &snapshot, &snap_lsn);
-		}
+			snapconn = temporary_snapshot(sub, true, &snapshot, &snap_lsn);
 		if (snapshot == NULL)
 			ereport(ERROR,
 					(errmsg("the provider exported no snapshot for the slot of subscription \"%s\"",
@@ -524,7 +579,7 @@ remote_columns(const char *qualified)
 
 /*
  * Copy the provider's rows of a table into the local one (relid, locked),
- * replacing what is there, as the user pa_apply_switch_user() picks for it:
+ * adding to what is there, as the user pa_apply_switch_user() picks for it:
  * the table's triggers, defaults and index expressions run with that
  * user's rights.  The provider's COPY runs under the imported snapshot.
  */
@@ -573,22 +628,11 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 static char
 remote_relkind(const char *qualified)
 {
-	Oid			types[1] = {CHAROID};
-	WalRcvExecResult *res;
-	TupleTableSlot *tslot;
-	char		relkind = RELKIND_RELATION;
-	bool		isnull;
+	char	   *kind = pa_provider_value(copy_conn,
+										 psprintf("SELECT relkind::text FROM pg_catalog.pg_class WHERE oid = %s::pg_catalog.regclass",
+												  quote_literal_cstr(qualified)));
 
-	res = exec_or_error(copy_conn,
-						psprintf("SELECT relkind FROM pg_catalog.pg_class WHERE oid = %s::pg_catalog.regclass",
-								 quote_literal_cstr(qualified)),
-						1, types, WALRCV_OK_TUPLES, "read the kind of a published table");
-	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-		relkind = DatumGetChar(slot_getattr(tslot, 1, &isnull));
-	ExecDropSingleTupleTableSlot(tslot);
-	walrcv_clear_result(res);
-	return relkind;
+	return kind != NULL ? kind[0] : RELKIND_RELATION;
 }
 
 /* Has the subscription a record of the table? */
@@ -621,11 +665,10 @@ forget_table(Oid subid, Oid relid)
  * again, and the writers apply its changes from snap_lsn on.
  */
 static void
-record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
+record_synced(Oid subid, const char *nspname, const char *relname,
+			  XLogRecPtr snap_lsn)
 {
 	Oid			relid = local_relid(nspname, relname);
-	Oid			types[3] = {OIDOID, OIDOID, LSNOID};
-	Datum		values[3];
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -633,7 +676,16 @@ record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
 				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
 						nspname, relname),
 				 errhint("Create the table on the subscriber with the provider's columns.")));
-	values[0] = ObjectIdGetDatum(pa_relmap_subid);
+	record_relid(subid, relid, snap_lsn);
+}
+
+static void
+record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn)
+{
+	Oid			types[3] = {OIDOID, OIDOID, LSNOID};
+	Datum		values[3];
+
+	values[0] = ObjectIdGetDatum(subid);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = LSNGetDatum(snap_lsn);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -648,25 +700,27 @@ record_synced(const char *nspname, const char *relname, XLogRecPtr snap_lsn)
  * Copy one table at the snapshot, in a local transaction of its own that
  * also records it as copied at snap_lsn.  relkind '\0': look it up.
  */
-static void copy_table_here(const char *nspname, const char *relname,
-							char relkind, const char *snapshot,
-							XLogRecPtr snap_lsn, const char *dsn);
+static void copy_table_here(Oid subid, const char *nspname,
+							const char *relname, char relkind,
+							const char *snapshot, XLogRecPtr snap_lsn,
+							const char *dsn);
 
 static void
-copy_table(const char *nspname, const char *relname, char relkind,
+copy_table(Oid subid, const char *nspname, const char *relname, char relkind,
 		   const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
 {
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	copy_table_here(nspname, relname, relkind, snapshot, snap_lsn, dsn);
+	copy_table_here(subid, nspname, relname, relkind, snapshot, snap_lsn, dsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }
 
 /* copy_table, in the current transaction (with a snapshot pushed) */
 static void
-copy_table_here(const char *nspname, const char *relname, char relkind,
-				const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
+copy_table_here(Oid subid, const char *nspname, const char *relname,
+				char relkind, const char *snapshot, XLogRecPtr snap_lsn,
+				const char *dsn)
 {
 	char	   *qualified = quote_qualified_identifier(nspname, relname);
 	List	   *cols;
@@ -697,7 +751,7 @@ copy_table_here(const char *nspname, const char *relname, char relkind,
 	else
 	{
 		copy_into(relid, relkind, qualified, cols);
-		record_synced(nspname, relname, snap_lsn);
+		record_relid(subid, relid, snap_lsn);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
 		exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
@@ -734,7 +788,8 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 
 	PG_TRY();
 	{
-		copy_table(nspname, relname, relkind[0], snapshot, snap_lsn, dsn);
+		copy_table(pa_relmap_subid, nspname, relname, relkind[0], snapshot,
+				   snap_lsn, dsn);
 	}
 	PG_CATCH();
 	{
@@ -799,16 +854,11 @@ pa_sync_relation(const char *nspname, const char *relname,
 		/* the connection and the snapshot's name outlive the transaction */
 		StartTransactionCommand();
 		MemoryContextSwitchTo(oldcxt);
-		snapconn = connect_provider(stream_sub->dsn, stream_sub->name);
-		create_slot(snapconn, psprintf("pt_%s", stream_sub->slot_name + 3),
-					true, true, &snapshot, &snap_lsn);
+		snapconn = temporary_snapshot(stream_sub, true, &snapshot, &snap_lsn);
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(oldcxt);
-		if (snapshot == NULL)
-			ereport(ERROR,
-					(errmsg("the provider exported no snapshot to copy table \"%s.%s\"",
-							nspname, relname)));
-		copy_table(nspname, relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+		copy_table(stream_sub->subid, nspname, relname, '\0', snapshot, snap_lsn,
+				   stream_sub->dsn);
 		walrcv_disconnect(snapconn);
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",
@@ -819,7 +869,7 @@ pa_sync_relation(const char *nspname, const char *relname,
 		/* not copied: its changes apply from this transaction on */
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		record_synced(nspname, relname, commit_lsn);
+		record_synced(stream_sub->subid, nspname, relname, commit_lsn);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		ereport(LOG,
@@ -841,29 +891,24 @@ pa_sync_relation(const char *nspname, const char *relname,
 int
 pa_sync_refresh(PaSubscription *sub, bool copy_data)
 {
-	WalReceiverConn *snapconn = connect_provider(sub->dsn, sub->name);
 	char	   *snapshot = NULL;
 	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
-	List	   *published;
+	WalReceiverConn *snapconn = temporary_snapshot(sub, copy_data, &snapshot,
+												   &snap_lsn);
+	List	   *published = list_tables(sub, snapshot);
 	List	   *done = synced_tables(sub->subid);
 	int			added = 0;
 	ListCell   *lc;
 
-	pa_relmap_subid = sub->subid;	/* whose records record_synced() writes */
-	create_slot(snapconn, psprintf("pt_%s", sub->slot_name + 3), true,
-				copy_data, &snapshot, &snap_lsn);
-	published = list_tables(sub, snapshot);
-	foreach(lc, published)
+	foreach(lc, unrecorded(published, sub->subid))
 	{
 		CopyTask   *t = lfirst(lc);
 
-		if (recorded_in(done, t->nspname, t->relname))
-			continue;
 		if (copy_data)
-			copy_table_here(t->nspname, t->relname, t->relkind, snapshot,
-							snap_lsn, sub->dsn);
+			copy_table_here(sub->subid, t->nspname, t->relname, t->relkind,
+							snapshot, snap_lsn, sub->dsn);
 		else
-			record_synced(t->nspname, t->relname, snap_lsn);
+			record_synced(sub->subid, t->nspname, t->relname, snap_lsn);
 		added++;
 	}
 	walrcv_disconnect(snapconn);

@@ -151,6 +151,43 @@ is($sub->safe_psql('postgres', 'SELECT count(*) FROM b WHERE id = 1000') . ' ' .
 	$sub->safe_psql('postgres', 'SELECT count(*) FROM a WHERE id = 1000'),
 	'0 1', 'a table dropped from the publication is no longer applied');
 
+# refresh without copy_data: a joining table is recorded, not copied, and
+# the record of the table dropped from the publication is forgotten
+$pub->safe_psql('postgres', q{
+CREATE TABLE rec (id int PRIMARY KEY, v text);
+INSERT INTO rec SELECT i, 'old' || i FROM generate_series(1, 5) i;
+ALTER PUBLICATION pabc ADD TABLE rec;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE rec (id int PRIMARY KEY, v text)');
+is($sub->safe_psql('postgres', "SELECT refresh_subscription('retry', copy_data := false)"), '1',
+	'refresh without copy_data adds the joining table');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM parallel_apply.subscription_rel WHERE relid = 'b'::regclass") . ' ' .
+	$sub->safe_psql('postgres', 'SELECT count(*) FROM rec'),
+	'0 0', 'the dropped table is forgotten; the joining table is not copied');
+$pub->safe_psql('postgres', "INSERT INTO rec VALUES (6, 'new')");
+wait_caught_up($sub, 'retry', '1 min');
+is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',') FROM rec"), '6:new',
+	'and its changes apply from then on');
+
+# a joining table missing here: the error names it, and once it exists
+# the table is copied and applied
+$offset = -s $sub->logfile;
+$pub->safe_psql('postgres', q{
+CREATE TABLE absent (id int PRIMARY KEY, v text);
+INSERT INTO absent SELECT i, 'absent' || i FROM generate_series(1, 10) i;
+ALTER PUBLICATION pabc ADD TABLE absent;
+UPDATE absent SET v = 'changed' WHERE id = 1;
+});
+$sub->wait_for_log(qr/target table "public\.absent" of parallel_apply subscription does not exist/, $offset);
+ok($sub->poll_query_until('postgres',
+		q{SELECT last_error LIKE '%target table "public.absent"%does not exist%' FROM subscription_status() WHERE subscription_name = 'retry'}),
+	'a joining table missing here: the error is shown in subscription_status');
+$sub->safe_psql('postgres', 'CREATE TABLE absent (id int PRIMARY KEY, v text)');
+$sub->safe_psql('postgres', "SELECT enable_subscription('retry')");
+wait_caught_up($sub, 'retry', '1 min');
+rows_equal($pub, $sub, [ [ 'absent', 'id' ] ], 'a joining table created here after the error');
+
 # without synchronize_data, a joining table applies from then on, uncopied
 $pub->safe_psql('postgres', q{
 CREATE TABLE nocopy (id int PRIMARY KEY, v text);
