@@ -29,11 +29,11 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
 #include "coalesce.h"
+#include "launcher.h"
 #include "parallel_apply.h"
 #include "pipeline.h"
 #include "progress.h"
@@ -70,22 +70,6 @@ shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	pa_shmem_startup();
-}
-
-static void
-register_launcher(void)
-{
-	BackgroundWorker bgw;
-
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 5;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_launcher_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply launcher");
-	RegisterBackgroundWorker(&bgw);
 }
 
 void
@@ -147,5 +131,5 @@ _PG_init(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
-	register_launcher();
+	pa_worker_register_launcher();
 }

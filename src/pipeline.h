@@ -157,7 +157,7 @@ typedef struct PaSubSlot
 typedef struct PaDbSlot
 {
 	Oid			dboid;
-	pid_t		supervisor_pid;
+	struct PGPROC *supervisor;	/* NULL: none; it clears this as it exits */
 } PaDbSlot;
 
 /*
@@ -219,5 +219,6 @@ extern PGDLLEXPORT void pa_supervisor_main(Datum arg);
 extern PGDLLEXPORT void pa_leader_main(Datum arg);
 extern PGDLLEXPORT void pa_writer_main(Datum arg);
 extern void pa_ensure_supervisor(void);
+extern bool pa_wake_supervisor(void);
 
 #endif							/* PA_PIPELINE_H */

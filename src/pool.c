@@ -42,6 +42,7 @@
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
+#include "launcher.h"
 #include "pool.h"
 
 #define PA_POOL_MAGIC	0x50415031
@@ -118,8 +119,9 @@ pa_pool_set_new_writer_callback(void (*cb) (int writer))
 static void
 start_writer(int w)
 {
-	BackgroundWorker bgw;
 	PaPoolWriter *pw = &pool_writers[w];
+	uint32		extra[4];
+	char	   *name;
 	shm_mq	   *mq;
 	pid_t		pid;
 	PaWriterSlot *ws = &pool_slot->writers[w];
@@ -138,29 +140,16 @@ start_writer(int w)
 	pg_atomic_write_u64(&ws->blocks_read, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_writer_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply writer %s:%d",
-			 pool_subname, w);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply writer %s:%d",
-			 pool_subname, w);
-	bgw.bgw_main_arg = Int32GetDatum(pa_subslot_index(pool_slot));
-	bgw.bgw_notify_pid = MyProcPid;
-	{
-		uint32		extra[4];
-
-		extra[0] = (uint32) w;
-		extra[1] = (uint32) dsm_segment_handle(pool_seg);
-		extra[2] = (uint32) pool_subid;
-		extra[3] = (uint32) MyDatabaseId;
-		memcpy(bgw.bgw_extra, extra, sizeof(extra));
-	}
-
-	if (!RegisterDynamicBackgroundWorker(&bgw, &pw->handle))
+	extra[0] = (uint32) w;
+	extra[1] = (uint32) dsm_segment_handle(pool_seg);
+	extra[2] = (uint32) pool_subid;
+	extra[3] = (uint32) MyDatabaseId;
+	name = psprintf("%s:%d", pool_subname, w);
+	pw->handle = pa_worker_launch(PA_WORKER_WRITER, name,
+								  Int32GetDatum(pa_subslot_index(pool_slot)),
+								  extra, sizeof(extra));
+	pfree(name);
+	if (pw->handle == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",

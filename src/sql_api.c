@@ -318,7 +318,8 @@ pause_xact_callback(XactEvent event, void *arg)
 /*
  * Stop the pipeline of a subscription and keep the supervisor from
  * starting it again until this transaction ends; wait until its processes
- * are gone.
+ * are gone.  The supervisor, woken, sees the subscription paused and
+ * stops its leader, whose writers exit with it.
  */
 static void
 stop_pipeline(PaSubscription *sub)
@@ -352,8 +353,9 @@ stop_pipeline(PaSubscription *sub)
 		SpinLockRelease(&slot->mutex);
 		if (leader == 0 && !writers)
 			break;
+		/* the supervisor stops the leader, through its handle */
 		if (leader != 0)
-			kill(leader, SIGTERM);
+			(void) pa_wake_supervisor();
 		if (GetCurrentTimestamp() > deadline)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
@@ -1089,7 +1091,7 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 				retries += slot->writers[w].retries;
 			}
 			SpinLockRelease(&slot->mutex);
-			running = snap.leader_pid != 0 && BackendPidGetProc(snap.leader_pid) != NULL;
+			running = snap.leader_pid != 0;	/* cleared as it exits */
 		}
 
 		values[0] = CStringGetTextDatum(sub->name);

@@ -29,8 +29,16 @@
  * back to 1 s once a leader has run for a minute; the error that stopped
  * the pipeline stays in subscription_status() meanwhile.  A backend that
  * is disabling or dropping a subscription marks it paused until its
- * transaction ends, so that the supervisor does not restart a leader that
- * backend has just stopped.
+ * transaction ends and wakes the supervisor, which stops the leader and
+ * does not start it again meanwhile.
+ *
+ * The supervisor tells whether a leader it started still runs, and stops
+ * it, through its background worker handle (launcher.c), never through a
+ * pid that might since name another process.  A leader an earlier
+ * supervisor of the database started (that one exited with an error) has
+ * no handle here: the supervisor leaves the slot to it, and stops it by
+ * the pid the leader clears from its slot as it exits.  The database's
+ * slot names its supervisor the same way, cleared as the supervisor exits.
  *
  * src/supervisor.c
  *
@@ -60,6 +68,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "launcher.h"
 #include "pipeline.h"
 
 #define BACKOFF_MIN_MS		1000
@@ -86,57 +95,61 @@ PGDLLEXPORT void pa_launcher_main(Datum arg);
 static bool
 register_supervisor(Oid dboid, bool wait)
 {
-	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
+	char		name[16];
 	pid_t		pid;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 5;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_supervisor_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply supervisor %u", dboid);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply supervisor");
-	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
-	bgw.bgw_notify_pid = MyProcPid;
-
-	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	snprintf(name, sizeof(name), "%u", dboid);
+	handle = pa_worker_launch(PA_WORKER_SUPERVISOR, name,
+							  ObjectIdGetDatum(dboid), NULL, 0);
+	if (handle == NULL)
 		return false;
 	if (wait)
 		(void) WaitForBackgroundWorkerStartup(handle, &pid);
+	pfree(handle);
 	return true;
 }
 
+/*
+ * A backend's pid, recorded in a slot it clears itself, is still that
+ * backend's (paused_by: the backend may have been killed).
+ */
 static bool
 pid_alive(pid_t pid)
 {
 	return pid != 0 && BackendPidGetProc(pid) != NULL;
 }
 
+/* Wake this database's supervisor, if it runs; false if none does. */
+bool
+pa_wake_supervisor(void)
+{
+	bool		running = false;
+
+	if (pa_shared == NULL)
+		return false;
+	LWLockAcquire(pa_shared->lock, LW_SHARED);
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaDbSlot   *db = &pa_shared->dbs[i];
+
+		if (db->dboid == MyDatabaseId && db->supervisor != NULL)
+		{
+			running = true;
+			SetLatch(&db->supervisor->procLatch);
+		}
+	}
+	LWLockRelease(pa_shared->lock);
+	return running;
+}
+
 /* From a backend: make sure this database has a running supervisor. */
 void
 pa_ensure_supervisor(void)
 {
-	bool		running = false;
-	PaDbSlot   *db;
-
 	if (pa_shared == NULL)
 		return;
-	LWLockAcquire(pa_shared->lock, LW_SHARED);
-	for (int i = 0; i < pa_max_subscriptions; i++)
-	{
-		db = &pa_shared->dbs[i];
-		if (db->dboid == MyDatabaseId && pid_alive(db->supervisor_pid))
-		{
-			running = true;
-			if (BackendPidGetProc(db->supervisor_pid))
-				SetLatch(&BackendPidGetProc(db->supervisor_pid)->procLatch);
-		}
-	}
-	LWLockRelease(pa_shared->lock);
-
-	if (!running && !register_supervisor(MyDatabaseId, false))
+	if (!pa_wake_supervisor() && !register_supervisor(MyDatabaseId, false))
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start the parallel_apply supervisor of this database"),
@@ -189,6 +202,22 @@ pa_launcher_main(Datum arg)
 	}
 }
 
+/*
+ * A supervisor that exits gives its database's slot back, so a slot's
+ * supervisor is always a running process (a crash reinitializes shared
+ * memory).  Registered before this process's PGPROC is released.
+ */
+static void
+release_database(int code, Datum arg)
+{
+	PaDbSlot   *db = (PaDbSlot *) DatumGetPointer(arg);
+
+	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+	if (db->supervisor == MyProc)
+		db->supervisor = NULL;
+	LWLockRelease(pa_shared->lock);
+}
+
 /* Claim this database's supervisor slot; see PaClaim. */
 static PaClaim
 claim_database(void)
@@ -203,12 +232,12 @@ claim_database(void)
 
 		if (db->dboid == MyDatabaseId)
 		{
-			if (pid_alive(db->supervisor_pid) && db->supervisor_pid != MyProcPid)
+			if (db->supervisor != NULL && db->supervisor != MyProc)
 				result = PA_CLAIM_OTHER;
 			free_slot = db;
 			break;
 		}
-		if (free_slot == NULL && !pid_alive(db->supervisor_pid))
+		if (free_slot == NULL && db->supervisor == NULL)
 			free_slot = db;
 	}
 	if (result == PA_CLAIMED && free_slot == NULL)
@@ -216,7 +245,8 @@ claim_database(void)
 	if (result == PA_CLAIMED)
 	{
 		free_slot->dboid = MyDatabaseId;
-		free_slot->supervisor_pid = MyProcPid;
+		free_slot->supervisor = MyProc;
+		on_shmem_exit(release_database, PointerGetDatum(free_slot));
 	}
 	LWLockRelease(pa_shared->lock);
 	return result;
@@ -239,32 +269,16 @@ lock_database(void)
 static void
 start_leader(PaSubSlot *slot, PaSubscription *sub)
 {
-	BackgroundWorker bgw;
 	int			idx = pa_subslot_index(slot);
 	Oid			extra[2] = {sub->subid, MyDatabaseId};
-	MemoryContext oldcxt;
-	bool		ok;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_leader_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply receiver %s", sub->name);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply receiver %s", sub->name);
-	bgw.bgw_main_arg = Int32GetDatum(idx);
-	bgw.bgw_notify_pid = MyProcPid;
-	memcpy(bgw.bgw_extra, extra, sizeof(extra));
-
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	ok = RegisterDynamicBackgroundWorker(&bgw, &leaders[idx].handle);
-	MemoryContextSwitchTo(oldcxt);
-	if (!ok)
+	leaders[idx].handle = pa_worker_launch(PA_WORKER_LEADER, sub->name,
+										   Int32GetDatum(idx),
+										   extra, sizeof(extra));
+	if (leaders[idx].handle == NULL)
 	{
 		pa_set_error(slot, NULL,
 					 "could not start the receiver: no free background worker slot (raise max_worker_processes)");
-		leaders[idx].handle = NULL;
 		SpinLockAcquire(&slot->mutex);
 		slot->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   BACKOFF_MAX_MS / 4);
@@ -277,6 +291,7 @@ start_leader(PaSubSlot *slot, PaSubscription *sub)
 	SpinLockRelease(&slot->mutex);
 }
 
+/* Whether the leader this supervisor started for slot idx still runs. */
 static bool
 leader_running(int idx)
 {
@@ -291,11 +306,34 @@ leader_running(int idx)
 	return false;
 }
 
+/*
+ * The pid of a leader of slot idx that this supervisor did not start (an
+ * earlier supervisor of the database did, and exited), or 0.  A leader
+ * clears its pid from the slot as it exits.
+ */
+static pid_t
+orphan_leader(int idx)
+{
+	PaSubSlot  *slot = pa_subslot(idx);
+	pid_t		pid;
+
+	if (leaders[idx].handle != NULL)
+		return 0;
+	SpinLockAcquire(&slot->mutex);
+	pid = slot->leader_pid;
+	SpinLockRelease(&slot->mutex);
+	return pid;
+}
+
 static void
 stop_leader(int idx)
 {
+	pid_t		orphan = orphan_leader(idx);
+
 	if (leaders[idx].handle != NULL)
 		TerminateBackgroundWorker(leaders[idx].handle);
+	else if (orphan != 0)
+		kill(orphan, SIGTERM);	/* no handle: its pid is all there is */
 }
 
 /* A leader is gone: when may the next one start? */
@@ -343,12 +381,11 @@ reconcile(List *subs)
 
 		if (!sub->enabled || paused)
 		{
-			if (running)
-				stop_leader(idx);
+			stop_leader(idx);
 			leaders[idx].subid = InvalidOid;	/* stopped on purpose */
 			continue;
 		}
-		if (running)
+		if (running || orphan_leader(idx) != 0)
 			continue;
 		if (leaders[idx].subid == sub->subid && next_start == 0)
 		{
@@ -372,9 +409,9 @@ reconcile(List *subs)
 
 		if (seen[i] || !slot->in_use || slot->dboid != MyDatabaseId)
 			continue;
-		if (leader_running(i))
+		if (leader_running(i) || orphan_leader(i) != 0)
 			stop_leader(i);
-		else if (!pid_alive(slot->leader_pid))
+		else
 		{
 			leaders[i].subid = InvalidOid;
 			pa_subslot_release(slot);

@@ -92,11 +92,11 @@ my $status = $sub->safe_psql('postgres',
 	"SELECT state, num_writers, last_error IS NULL
 	   FROM subscription_status() WHERE subscription_name = 'basic'");
 is($status, 'streaming|1|t', 'subscription_status');
-like(
+is(
 	$sub->safe_psql('postgres',
-		"SELECT string_agg(backend_type, ',' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply%'"),
-	qr/parallel_apply receiver basic.*parallel_apply writer basic:0/,
-	'workers are named in pg_stat_activity');
+		"SELECT string_agg(backend_type || '=' || application_name, ',' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type IN ('parallel_apply receiver', 'parallel_apply writer')"),
+	'parallel_apply receiver=parallel_apply receiver basic,parallel_apply writer=parallel_apply writer basic:0',
+	'workers: a constant backend_type per kind, named in application_name');
 
 # a password in the DSN never shows: a second, disabled subscription whose
 # DSN carries one (trust authentication ignores it)

@@ -66,7 +66,7 @@ $sub->safe_psql('postgres', "SELECT alter_subscription_config('s', new_name := '
 is($sub->safe_psql('postgres', 'SELECT string_agg(subscription_name, \',\') FROM subscription_status()'),
 	't', 'renamed');
 ok($sub->poll_query_until('postgres',
-		"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply writer t:%'"),
+		"SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer t:%'"),
 	'the writers carry the new name');
 $pub->safe_psql('postgres', "INSERT INTO b VALUES (53, 'after the rename')");
 wait_caught_up($sub, 't');

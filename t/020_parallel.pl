@@ -113,7 +113,7 @@ sub subscriber_writers
 {
 	my ($subname, $db) = @_;
 	return $sub->safe_psql($db // 'postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply writer $subname:%'");
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer $subname:%'");
 }
 
 ##########################################################################
@@ -135,7 +135,8 @@ is( $sub->safe_psql('postgres', q{
 SELECT count(*) FROM writer_status() w
   JOIN pg_stat_activity a ON a.pid = w.pid
  WHERE w.subscription_name = 's1'
-   AND a.backend_type = 'parallel_apply writer s1:' || w.writer}),
+   AND a.backend_type = 'parallel_apply writer'
+   AND a.application_name = 'parallel_apply writer s1:' || w.writer}),
 	'8', 'writer_status pids are the writer processes of pg_stat_activity');
 is( $sub->safe_psql('postgres',
 		"SELECT num_writers || ' ' || state FROM subscription_status() WHERE subscription_name = 's1'"),
@@ -165,25 +166,25 @@ is( $sub->safe_psql('postgres',
 	is($sub->safe_psql('postgres', 'SELECT alter_group_config(num_writers := 6)'),
 		'1', 'alter_group_config changed one subscription');
 	ok( $sub->poll_query_until('postgres',
-			"SELECT count(*) = 6 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply writer s1:%'"),
+			"SELECT count(*) = 6 FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer s1:%'"),
 		'6 writers after alter_group_config(num_writers := 6)');
 	ok( $sub->poll_query_until('postgres',
 			"SELECT num_writers = 6 FROM subscription_status() WHERE subscription_name = 's1'"),
 		'subscription_status says 6');
 	$sub->safe_psql('postgres', 'SELECT alter_group_config(num_writers := 2)');
 	ok( $sub->poll_query_until('postgres',
-			"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply writer s1:%'"),
+			"SELECT count(*) = 2 FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer s1:%'"),
 		'2 writers after alter_group_config(num_writers := 2)');
 	is( $sub->safe_psql('postgres',
 			"SELECT string_agg(writer::text, ',' ORDER BY writer) FROM writer_status() WHERE subscription_name = 's1' AND pid IS NOT NULL"),
 		'0,1', 'writers 0 and 1 remain');
 	is($sub->safe_psql('postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel_apply receiver s1'"),
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver s1'"),
 		'1', 'the receiver still runs');
 	# and back up while the load still runs
 	$sub->safe_psql('postgres', "SELECT alter_subscription_config('s1', num_writers := 8)");
 	ok( $sub->poll_query_until('postgres',
-			"SELECT count(*) = 8 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply writer s1:%'"),
+			"SELECT count(*) = 8 FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer s1:%'"),
 		'8 writers after alter_subscription_config(num_writers := 8)');
 	finish_load('pool resized', @load);
 	catch_up_or_die($sub, 's1');

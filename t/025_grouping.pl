@@ -174,7 +174,7 @@ session_query($lock1, 'BEGIN; SELECT id FROM acct WHERE id = 1 FOR UPDATE');
 session_query($lock10, 'BEGIN; SELECT id FROM acct WHERE id = 10 FOR UPDATE');
 $sub->safe_psql('postgres', "SELECT enable_subscription('g')");
 my $blocked_by = sub {
-	return "SELECT $_[0] = ANY (pg_blocking_pids(pid)) FROM pg_stat_activity WHERE backend_type = 'parallel_apply writer g:0'";
+	return "SELECT $_[0] = ANY (pg_blocking_pids(pid)) FROM pg_stat_activity WHERE application_name = 'parallel_apply writer g:0'";
 };
 ok(poll_until($sub, $blocked_by->($pid1)), 'group retry: the writer waits for account 1');
 # the provider has sent all twenty; give the receiver a moment to queue them
@@ -187,7 +187,7 @@ ok(poll_until($sub, $blocked_by->($pid10)),
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM hist') - $hist0, 0,
 	'group retry: transactions 1-9 are applied in one group, not visible yet');
 $sub->safe_psql('postgres',
-	"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE backend_type = 'parallel_apply writer g:0'");
+	"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'parallel_apply writer g:0'");
 ok(poll_until($sub, "SELECT count(*) = $hist0 + 9 FROM hist"),
 	'group retry: after the cancel, transactions 1-9 committed while 10 waits');
 ok(poll_until($sub, $blocked_by->($pid10)),

@@ -204,7 +204,7 @@ UPDATE hot SET v = v + :d WHERE id = :r;
 	# a writer waits for the local transaction
 	ok( $sub->poll_query_until('postgres', q{
 SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
- WHERE a.backend_type LIKE 'parallel_apply writer c:%'
+ WHERE a.application_name LIKE 'parallel_apply writer c:%'
    AND l.locktype = 'transactionid' AND NOT l.granted}),
 		'a writer waits for the row the local session locked');
 	sleep 2;

@@ -221,7 +221,7 @@ is($sub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_origin'),
 	$origins, 'no replication origin left');
 is($pub->safe_psql('postgres', 'SELECT count(*) FROM pg_replication_slots'),
 	$slots, 'no slot created on the provider');
-is($sub->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply%bad%'"),
+is($sub->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply%bad%'"),
 	'0', 'no worker started for it');
 
 note(sprintf('040_crash ran %.0f s', time - $t0));

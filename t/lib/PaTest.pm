@@ -269,12 +269,14 @@ sub pgbench_tables_equal
 	return rows_equal($pub, $sub, [ pgbench_tables() ], $msg, $db // 'postgres');
 }
 
-# The pids of a node's processes whose backend_type is LIKE $pattern.
+# The pids of a node's processes whose backend_type or application_name
+# (a worker's full name, e.g. "parallel_apply writer <sub>:<n>") is LIKE
+# $pattern.
 sub worker_pids
 {
 	my ($node, $pattern, $db) = @_;
 	my $r = $node->safe_psql($db // 'postgres',
-		"SELECT string_agg(pid::text, ' ' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type LIKE '$pattern'");
+		"SELECT string_agg(pid::text, ' ' ORDER BY application_name) FROM pg_stat_activity WHERE backend_type LIKE '$pattern' OR application_name LIKE '$pattern'");
 	return grep { /^\d+$/ } split / /, $r;
 }
 
@@ -284,8 +286,8 @@ sub wait_for_writers
 {
 	my ($node, $subname, $n, $db) = @_;
 	return $node->poll_query_until($db // 'postgres', qq{
-SELECT count(*) FILTER (WHERE backend_type LIKE 'parallel_apply writer $subname:%') = $n
-   AND count(*) FILTER (WHERE backend_type = 'parallel_apply receiver $subname') = 1
+SELECT count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer $subname:%') = $n
+   AND count(*) FILTER (WHERE application_name = 'parallel_apply receiver $subname') = 1
   FROM pg_stat_activity});
 }
 
