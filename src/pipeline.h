@@ -166,7 +166,8 @@ typedef struct PaDbSlot
  * memory with its own idea of the structs; the first field lets it notice.
  */
 #define PA_LAYOUT_MAGIC \
-	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot)))
+	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot) ^ \
+			   (sizeof(PaDbSlot) << 24)))
 
 typedef struct PaShared
 {
