@@ -21,6 +21,7 @@ OBJS = \
 # subscriber
 OBJS += \
 	src/catalog.o \
+	src/conn.o \
 	src/launcher.o \
 	src/dispatcher.o \
 	src/pool.o \

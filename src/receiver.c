@@ -347,7 +347,6 @@ pa_leader_main(Datum arg)
 {
 	int			slotidx = DatumGetInt32(arg);
 	Oid			extra[2];
-	char	   *err = NULL;
 	XLogRecPtr	start;
 
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
@@ -395,13 +394,7 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
-		load_file("libpqwalreceiver", false);
-		conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);
-		if (conn == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
-							sub->name, err)));
+		conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
 		StartTransactionCommand();
 		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));

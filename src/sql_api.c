@@ -58,6 +58,7 @@
 
 #include "catalog.h"
 #include "compat.h"
+#include "conn.h"
 #include "pipeline.h"
 #include "pool.h"
 #include "progress.h"
@@ -143,33 +144,7 @@ spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
 	SPI_finish();
 }
 
-static WalReceiverConn *
-connect_provider(const char *dsn, const char *appname, bool missing_ok)
-{
-	char	   *err = NULL;
-	WalReceiverConn *conn;
-	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
-
-	if (opts == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("could not connect to the provider: invalid connection string"),
-				 errdetail("%s", err ? pchomp(err) : "out of memory"),
-				 errhint("Give provider_dsn as key=value pairs or a postgresql:// URI.")));
-	PQconninfoFree(opts);
-
-	load_file("libpqwalreceiver", false);
-	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
-	if (conn == NULL && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to the provider: %s",
-						err ? pchomp(err) : "unknown error"),
-				 errhint("Check provider_dsn, and that the provider accepts replication connections from here (pg_hba.conf).")));
-	return conn;
-}
-
-/* One text value from a query on the provider, or NULL. */
+/* Whether item is one of the comma-separated identifiers of csv. */
 static bool
 list_has(const char *csv, const char *item)
 {
@@ -535,7 +510,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 						  psprintf("parallel_apply subscription \"%s\"", name));
 
 	/* the provider: reachable, configured, with the publications */
-	conn = connect_provider(dsn, name, false);
+	conn = pa_provider_connect(dsn, name, NULL, false);
 	check_provider(conn, pubs);
 	walrcv_disconnect(conn);
 
@@ -609,7 +584,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	pa_progress_drop_origins(sub->subid);
 
 	/* last, since it cannot be undone: the slot on the provider */
-	conn = connect_provider(sub->dsn, name, true);
+	conn = pa_provider_connect(sub->dsn, name, NULL, true);
 	if (conn == NULL)
 		ereport(WARNING,
 				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
@@ -618,27 +593,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 						 sub->slot_name)));
 	else
 	{
-		char	   *exists;
-
-		exists = pa_provider_value(conn,
-								psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-										 quote_literal_cstr(sub->slot_name)));
-		if (exists != NULL)
-		{
-			WalRcvExecResult *res;
-
-			res = walrcv_exec(conn,
-							  psprintf("DROP_REPLICATION_SLOT %s WAIT",
-									   quote_identifier(sub->slot_name)),
-							  0, NULL);
-			if (res->status != WALRCV_OK_COMMAND)
-				ereport(WARNING,
-						(errmsg("could not drop replication slot \"%s\" on the provider: %s",
-								sub->slot_name, res->err),
-						 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s').",
-								 sub->slot_name)));
-			walrcv_clear_result(res);
-		}
+		pa_drop_provider_slot(conn, sub->slot_name);
 		walrcv_disconnect(conn);
 	}
 	nudge_supervisor();
@@ -806,7 +761,7 @@ update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
 static void
 alter_dsn(PaSubscription *sub, char *dsn)
 {
-	WalReceiverConn *conn = connect_provider(dsn, sub->name, false);
+	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false);
 
 	check_provider(conn, sub->publications);
 	walrcv_disconnect(conn);
@@ -821,7 +776,7 @@ alter_dsn(PaSubscription *sub, char *dsn)
 static void
 alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 {
-	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
 	ArrayBuildState *astate = NULL;
 	ListCell   *lc;
 
@@ -923,7 +878,7 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
 
-	conn = connect_provider(sub->dsn, name, false);
+	conn = pa_provider_connect(sub->dsn, name, NULL, false);
 	v = pa_provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
 	walrcv_disconnect(conn);
 	target = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));

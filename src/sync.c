@@ -64,6 +64,7 @@
 #include "apply.h"
 #include "catalog.h"
 #include "compat.h"
+#include "conn.h"
 #include "pool.h"
 #include "sync.h"
 
@@ -81,94 +82,21 @@ static void record_synced(Oid subid, const char *nspname,
 static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn);
 static StringInfoData copybuf;
 
-static WalRcvExecResult *
-exec_or_error(WalReceiverConn *conn, const char *sql, int ntypes,
-			  const Oid *types, WalRcvExecStatus expected, const char *what)
-{
-	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
-
-	if (res->status != expected)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not %s on the provider: %s", what,
-						res->err ? res->err : "unexpected result")));
-	return res;
-}
-
-static WalReceiverConn *
-connect_provider(const char *dsn, const char *appname)
-{
-	char	   *err = NULL;
-	WalReceiverConn *conn;
-
-	load_file("libpqwalreceiver", false);
-	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
-
-	if (conn == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to the provider: %s", err)));
-	return conn;
-}
-
-/*
- * The first column of the first row of a query on the provider, as text;
- * NULL when there is no row or the value is NULL.
- */
-char *
-pa_provider_value(WalReceiverConn *conn, const char *sql)
-{
-	Oid			types[1] = {TEXTOID};
-	WalRcvExecResult *res = walrcv_exec(conn, sql, 1, types);
-	TupleTableSlot *slot;
-	char	   *result = NULL;
-	bool		isnull;
-
-	if (res->status != WALRCV_OK_TUPLES)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not query the provider: %s", res->err)));
-	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
-	{
-		Datum		d = slot_getattr(slot, 1, &isnull);
-
-		if (!isnull)
-			result = TextDatumGetCString(d);
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	return result;
-}
-
-/* The encoding of the provider's database, by name. */
-char *
-pa_provider_encoding(WalReceiverConn *conn)
-{
-	char	   *v = pa_provider_value(conn,
-									  "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database"
-									  " WHERE datname = pg_catalog.current_database()");
-
-	if (v == NULL)
-		elog(ERROR, "the provider's database is not in its pg_database");
-	return v;
-}
-
 static void
 begin_snapshot(WalReceiverConn *conn, const char *snapshot)
 {
 	char	   *sql;
 
-	exec_or_error(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
+	pa_provider_exec(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
 				  0, NULL, WALRCV_OK_COMMAND, "start a transaction");
 	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
-	exec_or_error(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
+	pa_provider_exec(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
 }
 
 static List *
 list_tables(PaSubscription *sub, const char *snapshot)
 {
-	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
 	StringInfoData sql;
 	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
 	WalRcvExecResult *res;
@@ -179,7 +107,7 @@ list_tables(PaSubscription *sub, const char *snapshot)
 	if (snapshot != NULL)
 		begin_snapshot(conn, snapshot);
 	else
-		exec_or_error(conn, "BEGIN READ ONLY", 0, NULL, WALRCV_OK_COMMAND,
+		pa_provider_exec(conn, "BEGIN READ ONLY", 0, NULL, WALRCV_OK_COMMAND,
 					  "start a transaction");
 	initStringInfo(&sql);
 	appendStringInfoString(&sql,
@@ -198,7 +126,7 @@ list_tables(PaSubscription *sub, const char *snapshot)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
 						 quote_literal_cstr(lfirst(lc)));
 	appendStringInfoString(&sql, ") ORDER BY 1, 2");
-	res = exec_or_error(conn, sql.data, 3, types, WALRCV_OK_TUPLES,
+	res = pa_provider_exec(conn, sql.data, 3, types, WALRCV_OK_TUPLES,
 						"list the published tables");
 
 	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
@@ -215,7 +143,7 @@ list_tables(PaSubscription *sub, const char *snapshot)
 	}
 	ExecDropSingleTupleTableSlot(tslot);
 	walrcv_clear_result(res);
-	exec_or_error(conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
+	pa_provider_exec(conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
 	walrcv_disconnect(conn);
 	return tasks;
 }
@@ -373,7 +301,7 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 	TupleTableSlot *tslot;
 	bool		isnull;
 
-	res = exec_or_error(conn,
+	res = pa_provider_exec(conn,
 						psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
 								 quote_identifier(name), temporary ? " TEMPORARY" : "",
 								 export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT"),
@@ -406,7 +334,7 @@ static WalReceiverConn *
 temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 				   XLogRecPtr *consistent)
 {
-	WalReceiverConn *conn = connect_provider(sub->dsn, sub->name);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
 
 	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
 	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
@@ -564,7 +492,7 @@ remote_columns(const char *qualified)
 				   " AND NOT a.attisdropped AND a.attgenerated = ''"
 				   " ORDER BY a.attnum",
 				   quote_literal_cstr(qualified));
-	res = exec_or_error(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
+	res = pa_provider_exec(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
 						"read the columns of a published table");
 	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
 	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
@@ -602,7 +530,7 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
 					 relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
 					 qualified);
-	res = exec_or_error(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
+	res = pa_provider_exec(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
 						"start copying a table");
 	walrcv_clear_result(res);
 
@@ -726,7 +654,7 @@ copy_table_here(Oid subid, const char *nspname, const char *relname,
 	List	   *cols;
 	Oid			relid;
 
-	copy_conn = connect_provider(dsn, "parallel_apply initial copy");
+	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
 	begin_snapshot(copy_conn, snapshot);
 	cols = remote_columns(qualified);
 	if (relkind == '\0')
@@ -754,7 +682,7 @@ copy_table_here(Oid subid, const char *nspname, const char *relname,
 		record_relid(subid, relid, snap_lsn);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
-		exec_or_error(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
+		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
 					  "end a transaction");
 		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
 	}

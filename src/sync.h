@@ -13,11 +13,8 @@
 #include "replication/walreceiver.h"
 
 #include "catalog.h"
+#include "conn.h"
 #include "pipeline.h"
-
-/* A query's first value on the provider, as text, or NULL; its encoding. */
-extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
-extern char *pa_provider_encoding(WalReceiverConn *conn);
 
 /* Leader: create the slot, copy the tables (if asked), mark ready. */
 extern void pa_sync_run(WalReceiverConn *conn, PaSubscription *sub,
