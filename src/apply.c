@@ -710,9 +710,7 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 	check_privileges(trel, ACL_SELECT);
 	*localslot = table_slot_create(trel, &state->estate->es_tupleTable);
 
-	idxoid = RelationGetReplicaIndex(trel);
-	if (!OidIsValid(idxoid))
-		idxoid = RelationGetPrimaryKeyIndex(trel);
+	idxoid = pa_relmap_key_index(trel);
 
 	if (OidIsValid(idxoid))
 	{

@@ -6,7 +6,8 @@
  * The table is small and read rarely (the supervisor's scan once a
  * second, a leader at start), so it is read through SPI rather than with
  * hand-built scans: the code stays short and the SQL shows what is read.
- * The SQL API writes it the same way (sql_api.c).
+ * The SQL API writes it the same way (sql_api.c); every statement on the
+ * extension's tables goes through pa_catalog_query/pa_catalog_exec.
  *
  * src/catalog.c
  *
@@ -81,6 +82,33 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	return sub;
 }
 
+void
+pa_catalog_query(const char *sql, int nargs, Oid *types, Datum *values,
+				 const char *nulls, bool read_only, long count, int expected)
+{
+	int			ret;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only,
+								count);
+	if (ret != expected)
+		elog(ERROR, "could not run \"%s\": %s", sql,
+			 SPI_result_code_string(ret));
+}
+
+uint64
+pa_catalog_exec(const char *sql, int nargs, Oid *types, Datum *values,
+				const char *nulls, int expected)
+{
+	uint64		n;
+
+	pa_catalog_query(sql, nargs, types, values, nulls, false, 0, expected);
+	n = SPI_processed;
+	SPI_finish();
+	return n;
+}
+
 static List *
 query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
 {
@@ -90,10 +118,7 @@ query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
 							   " FROM parallel_apply.subscription %s ORDER BY sub_id",
 							   where);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read parallel_apply.subscription");
+	pa_catalog_query(sql, nargs, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		result = lappend(result, row_to_sub(SPI_tuptable->vals[i],
 											SPI_tuptable->tupdesc, cxt));
@@ -133,12 +158,8 @@ pa_catalog_set_sync_state(Oid subid, char state)
 	Oid			argtypes[2] = {OIDOID, CHAROID};
 	Datum		args[2] = {ObjectIdGetDatum(subid), CharGetDatum(state)};
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("UPDATE parallel_apply.subscription SET sync_state = $2 WHERE sub_id = $1",
-							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update parallel_apply.subscription");
-	SPI_finish();
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET sync_state = $2 WHERE sub_id = $1",
+						   2, argtypes, args, NULL, SPI_OK_UPDATE);
 }
 
 bool

@@ -39,6 +39,19 @@ extern List *pa_catalog_list(void);
 extern PaSubscription *pa_catalog_get(Oid subid);
 extern PaSubscription *pa_catalog_get_by_name(const char *name);
 extern void pa_catalog_set_sync_state(Oid subid, char state);
+
+/*
+ * A statement on the extension's tables through SPI, in the caller's
+ * transaction.  pa_catalog_query leaves SPI connected for the caller to
+ * read SPI_tuptable and SPI_processed, then SPI_finish(); pa_catalog_exec
+ * (a change) returns the rows changed.  A result other than expected is
+ * an error.
+ */
+extern void pa_catalog_query(const char *sql, int nargs, Oid *types,
+							 Datum *values, const char *nulls,
+							 bool read_only, long count, int expected);
+extern uint64 pa_catalog_exec(const char *sql, int nargs, Oid *types,
+							  Datum *values, const char *nulls, int expected);
 extern bool pa_extension_installed(void);
 
 /*

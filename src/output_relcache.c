@@ -74,6 +74,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "output_plugin.h"
+#include "parallel_apply.h"
 
 /* A published relation whose RELATION was sent, and its schema's hash. */
 typedef struct SentRelation
@@ -170,7 +171,6 @@ void
 pa_relcache_startup(PaOutputData *data)
 {
 	static bool callbacks_registered = false;
-	HASHCTL		ctl;
 
 	/* a session that ended in an error never ran its shutdown callback */
 	pa_relcache_shutdown();
@@ -181,14 +181,10 @@ pa_relcache_startup(PaOutputData *data)
 	PublicationContext = AllocSetContextCreate(RelSyncContext,
 											   "parallel_apply publications",
 											   ALLOCSET_SMALL_SIZES);
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(PaRelSyncEntry);
-	ctl.hcxt = RelSyncContext;
-	RelSyncCache = hash_create("parallel_apply relation cache", 128, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.entrysize = sizeof(SentRelation);
-	SentRelations = hash_create("parallel_apply sent relations", 128, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RelSyncCache = pa_oid_hash_create("parallel_apply relation cache", 128,
+									  sizeof(PaRelSyncEntry), RelSyncContext);
+	SentRelations = pa_oid_hash_create("parallel_apply sent relations", 128,
+									   sizeof(SentRelation), RelSyncContext);
 	Publications = NIL;
 	PublicationsValid = false;
 

@@ -72,6 +72,17 @@ shmem_startup(void)
 	pa_shmem_startup();
 }
 
+/* A setting that sizes shared memory: set at server start. */
+static void
+define_shmem_size(const char *name, const char *desc, int *var, int boot,
+				  int max)
+{
+	DefineCustomIntVariable(name, desc,
+							"Sizes shared memory; changing it needs a restart.",
+							var, boot, 1, max, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
 void
 _PG_init(void)
 {
@@ -92,16 +103,12 @@ _PG_init(void)
 		return;
 	}
 
-	DefineCustomIntVariable("parallel_apply.max_writers_per_subscription",
-							"Most writer processes one subscription can have.",
-							"Sizes shared memory; changing it needs a restart.",
-							&pa_max_writers, 8, 1, PA_MAX_WRITERS_LIMIT,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("parallel_apply.max_subscriptions",
-							"Most subscriptions this server can apply at once.",
-							"Sizes shared memory; changing it needs a restart.",
-							&pa_max_subscriptions, 16, 1, 1024,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	define_shmem_size("parallel_apply.max_writers_per_subscription",
+					  "Most writer processes one subscription can have.",
+					  &pa_max_writers, 8, PA_MAX_WRITERS_LIMIT);
+	define_shmem_size("parallel_apply.max_subscriptions",
+					  "Most subscriptions this server can apply at once.",
+					  &pa_max_subscriptions, 16, 1024);
 	DefineCustomIntVariable("parallel_apply.max_transactions_per_commit",
 							"Most provider transactions a writer applies in one local transaction.",
 							"Only transactions already queued and next in commit order are grouped; 1 commits each on its own.",

@@ -13,4 +13,20 @@
 /* Reported in the STARTUP message; follows the extension's version. */
 #define PARALLEL_APPLY_VERSION "parallel_apply 1.0"
 
+#include "utils/hsearch.h"
+
+/* A hash table keyed by Oid, entries of entrysize, allocated in cxt. */
+static inline HTAB *
+pa_oid_hash_create(const char *name, long nelem, Size entrysize,
+				   MemoryContext cxt)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = entrysize;
+	ctl.hcxt = cxt;
+	return hash_create(name, nelem, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 #endif							/* PARALLEL_APPLY_H */

@@ -490,6 +490,16 @@ pa_check_proto_version(int proto_version, int min, int max)
 }
 
 void
+pa_unknown_message(char type)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("unknown parallel_apply message type 0x%02x",
+					(unsigned char) type)));
+	pg_unreachable();
+}
+
+void
 pa_read_startup(StringInfo in, PaStartupData *startup)
 {
 	startup->proto_version = read_byte(in);

@@ -177,6 +177,9 @@ extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
 
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
+/* The error for a message type the reader does not know. */
+extern void pa_unknown_message(char type) pg_attribute_noreturn();
+
 extern void pa_read_startup(StringInfo in, PaStartupData *startup);
 extern void pa_read_begin(StringInfo in, PaBeginData *begin);
 extern void pa_read_commit(StringInfo in, PaCommitData *commit);

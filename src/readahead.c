@@ -209,9 +209,7 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 	if (heap->rd_rel->relkind != RELKIND_RELATION ||
 		tup->ncols != rel->remoterel.natts)
 		return;
-	idxoid = RelationGetReplicaIndex(heap);
-	if (!OidIsValid(idxoid))
-		idxoid = RelationGetPrimaryKeyIndex(heap);
+	idxoid = pa_relmap_key_index(heap);
 	if (!OidIsValid(idxoid))
 		return;
 

@@ -58,8 +58,8 @@
  * (transaction) context so that an error half-way leaks nothing, and moves
  * it under the map's context once complete.  The entry's old context is
  * freed only then, so pointers taken from an entry (keys, columns) stay
- * valid until the next open that rebuilds it, its next RELATION, or
- * pa_relmap_reset; the dispatcher relies on that outside transactions.
+ * valid until the next open that rebuilds it or its next RELATION; the
+ * dispatcher relies on that outside transactions.
  *
  * Open relations.  pa_relmap_open leaves the local table open in
  * entry->localrel until pa_relmap_close.  If the (sub)transaction aborts
@@ -103,6 +103,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "parallel_apply.h"
 #include "relmap.h"
 
 char	   *pa_relmap_subscription_name = NULL;
@@ -231,21 +232,14 @@ relmap_subxact_cb(SubXactEvent event, SubTransactionId mySubid,
 static void
 relmap_init(void)
 {
-	HASHCTL		ctl;
-
 	if (RelMap != NULL)
 		return;
 
-	if (RelMapContext == NULL)
-		RelMapContext = AllocSetContextCreate(TopMemoryContext,
-											  "parallel_apply relation map",
-											  ALLOCSET_DEFAULT_SIZES);
-
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(PaRelMapEntry);
-	ctl.hcxt = RelMapContext;
-	RelMap = hash_create("parallel_apply relation map", 128, &ctl,
-						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RelMapContext = AllocSetContextCreate(TopMemoryContext,
+										  "parallel_apply relation map",
+										  ALLOCSET_DEFAULT_SIZES);
+	RelMap = pa_oid_hash_create("parallel_apply relation map", 128,
+								sizeof(PaRelMapEntry), RelMapContext);
 
 	if (!callbacks_registered)
 	{
@@ -326,24 +320,27 @@ pa_relmap_update(PaRelationData *remoterel)
 	entry->cxt = cxt;
 }
 
+/*
+ * The index rows of rel are found by: its replica identity index, else its
+ * primary key; InvalidOid when it has neither (then only a sequential scan
+ * finds them).
+ */
+Oid
+pa_relmap_key_index(Relation rel)
+{
+	Oid			idxoid = RelationGetReplicaIndex(rel);
+
+	if (!OidIsValid(idxoid))
+		idxoid = RelationGetPrimaryKeyIndex(rel);
+	return idxoid;
+}
+
 PaRelMapEntry *
 pa_relmap_lookup(Oid remoteid)
 {
 	if (RelMap == NULL)
 		return NULL;
 	return (PaRelMapEntry *) hash_search(RelMap, &remoteid, HASH_FIND, NULL);
-}
-
-void
-pa_relmap_reset(void)
-{
-	if (RelMapOpenCount > 0)
-		elog(ERROR, "cannot reset the relation map while a relation is open");
-
-	if (RelMapContext != NULL)
-		MemoryContextDelete(RelMapContext);
-	RelMapContext = NULL;
-	RelMap = NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -753,12 +750,9 @@ sync_lsn_of(Oid relid)
 	values[1] = ObjectIdGetDatum(relid);
 	/* the caller may have no snapshot (a relation opened for keys) */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT sync_lsn FROM parallel_apply.subscription_rel"
-							  " WHERE sub_id = $1 AND relid = $2",
-							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read parallel_apply.subscription_rel");
+	pa_catalog_query("SELECT sync_lsn FROM parallel_apply.subscription_rel"
+					 " WHERE sub_id = $1 AND relid = $2",
+					 2, types, values, NULL, true, 1, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));

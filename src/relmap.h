@@ -153,8 +153,7 @@ extern void pa_relmap_update(PaRelationData *remoterel);
  * The entry of a remote relation, or NULL when no RELATION was seen.  No
  * catalog access: the derived state is whatever the last pa_relmap_open
  * built (check localrelvalid).  Pointers into the entry stay valid until
- * the next pa_relmap_open that rebuilds it, pa_relmap_update of it, or
- * pa_relmap_reset.
+ * the next pa_relmap_open that rebuilds it or pa_relmap_update of it.
  */
 extern PaRelMapEntry *pa_relmap_lookup(Oid remoteid);
 
@@ -186,7 +185,7 @@ extern void pa_relmap_close(PaRelMapEntry *entry, LOCKMODE lockmode);
 extern Datum pa_relmap_input(PaRelMapEntry *entry, int attno, char kind,
 							 StringInfo value);
 
-/* Forget everything (after a reconnect: RELATIONs are sent again). */
-extern void pa_relmap_reset(void);
+/* The replica identity index of a local table, else its primary key. */
+extern Oid	pa_relmap_key_index(Relation rel);
 
 #endif							/* PA_RELMAP_H */

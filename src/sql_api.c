@@ -129,21 +129,6 @@ check_synchronous_commit(const char *v)
 			 errhint("Use off, local, on, remote_write or remote_apply.")));
 }
 
-static void
-spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
-		 const char *nulls, int expected)
-{
-	int			ret;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-	if (ret != expected)
-		elog(ERROR, "could not update parallel_apply.subscription: %s",
-			 SPI_result_code_string(ret));
-	SPI_finish();
-}
-
 /* Whether item is one of the comma-separated identifiers of csv. */
 static bool
 list_has(const char *csv, const char *item)
@@ -399,11 +384,8 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 	}
 	if (missing == 0)
 		return;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT count(*) FROM pg_catalog.pg_replication_origin",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not count replication origins");
+	pa_catalog_query("SELECT count(*) FROM pg_catalog.pg_replication_origin",
+					 0, NULL, NULL, NULL, true, 0, SPI_OK_SELECT);
 	existing = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
@@ -514,11 +496,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	check_provider(conn, pubs);
 	walrcv_disconnect(conn);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
-					false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read parallel_apply.subscription_id_seq");
+	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
+					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
 	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
@@ -539,16 +518,12 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[11] = BoolGetDatum(run_as_owner);
 	values[12] = ObjectIdGetDatum(subid);
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription"
-							  " (sub_id, sub_name, group_name, provider_dsn, publications,"
-							  "  slot_name, enabled, synchronize_data, num_writers,"
-							  "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
-							  " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)",
-							  13, types, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not insert into parallel_apply.subscription");
-	SPI_finish();
+	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
+						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
+						   "  slot_name, enabled, synchronize_data, num_writers,"
+						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
+						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)",
+						   13, types, values, nulls, SPI_OK_INSERT);
 
 	nudge_supervisor();
 	PG_RETURN_OID(subid);
@@ -577,9 +552,9 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 
 	stop_pipeline(sub);
 	values[0] = ObjectIdGetDatum(sub->subid);
-	spi_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
-	spi_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
 	pa_progress_drop_origins(sub->subid);
 
@@ -650,7 +625,7 @@ set_enabled(const char *name, bool enabled)
 		stop_pipeline(sub);
 	values[0] = ObjectIdGetDatum(sub->subid);
 	values[1] = BoolGetDatum(enabled);
-	spi_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (enabled)
 	{
@@ -711,7 +686,7 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		check_origin_capacity(sub->subid, NULL, false, PG_GETARG_INT32(1),
 							  psprintf("parallel_apply subscription \"%s\"", sub->name));
 		values[1] = PG_GETARG_DATUM(1);
-		spi_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
+		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
 				 2, types, values, nulls, SPI_OK_UPDATE);
 	}
 	if (!PG_ARGISNULL(2))
@@ -720,7 +695,7 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 
 		check_synchronous_commit(v);
 		values[2] = CStringGetTextDatum(v);
-		spi_exec("UPDATE parallel_apply.subscription SET synchronous_commit = $3 WHERE sub_id = $1",
+		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET synchronous_commit = $3 WHERE sub_id = $1",
 				 3, types, values, nulls, SPI_OK_UPDATE);
 		/* writers read it when they start: restart the pipeline */
 		if (strcmp(v, sub->synchronous_commit) != 0 && sub->enabled)
@@ -750,7 +725,7 @@ update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
 	Oid			types[2] = {OIDOID, type};
 	Datum		values[2] = {ObjectIdGetDatum(sub->subid), value};
 
-	spi_exec(psprintf("UPDATE parallel_apply.subscription SET %s = $2 WHERE sub_id = $1",
+	(void) pa_catalog_exec(psprintf("UPDATE parallel_apply.subscription SET %s = $2 WHERE sub_id = $1",
 					  column),
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (sub->enabled)
@@ -841,14 +816,9 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("UPDATE parallel_apply.subscription SET num_writers = $1"
-							  " WHERE $2 IS NULL OR group_name = $2",
-							  2, types, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update parallel_apply.subscription");
-	n = SPI_processed;
-	SPI_finish();
+	n = pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $1"
+						" WHERE $2 IS NULL OR group_name = $2",
+						2, types, values, nulls, SPI_OK_UPDATE);
 
 
 	if (n == 0 && !PG_ARGISNULL(1))

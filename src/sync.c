@@ -186,11 +186,8 @@ synced_tables(Oid subid)
 	List	   *result = NIL;
 	bool		isnull;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT relid FROM parallel_apply.subscription_rel WHERE sub_id = $1",
-							  1, types, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read parallel_apply.subscription_rel");
+	pa_catalog_query("SELECT relid FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+					 1, types, values, NULL, true, 0, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
@@ -579,12 +576,8 @@ forget_table(Oid subid, Oid relid)
 
 	values[0] = ObjectIdGetDatum(subid);
 	values[1] = ObjectIdGetDatum(relid);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1 AND relid = $2",
-							  2, types, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete from parallel_apply.subscription_rel");
-	SPI_finish();
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1 AND relid = $2",
+						   2, types, values, NULL, SPI_OK_DELETE);
 }
 
 /*
@@ -616,12 +609,8 @@ record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn)
 	values[0] = ObjectIdGetDatum(subid);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = LSNGetDatum(snap_lsn);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3)",
-							  3, types, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not insert into parallel_apply.subscription_rel");
-	SPI_finish();
+	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3)",
+						   3, types, values, NULL, SPI_OK_INSERT);
 }
 
 /*
