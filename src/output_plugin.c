@@ -31,9 +31,9 @@
  *
  * Batching.  The walsender sends (and flushes to the socket) every write
  * of the plugin as one CopyData message: one send() and one wakeup of the
- * client per message, six for a small transaction of four changes, which
- * cost the walsender and the receiver more CPU than the decoding.  From
- * protocol version 2 on, the messages of a transaction are collected and
+ * client per message, so small transactions would cost the walsender and
+ * the receiver more in messages than in their changes.  From protocol
+ * version 2 on, the messages of a transaction are collected and
  * written as one BATCH at COMMIT, or earlier whenever PA_BATCH_BYTES have
  * gathered, so a large transaction still streams in bounded pieces.
  * STARTUP and non-transactional messages are written alone.

@@ -9,8 +9,7 @@
  * writer.  Whether that part caps scaling is a question of its rate with
  * a CPU of its own.  Streaming from a provider cannot show that rate on a
  * machine with few CPUs: the provider's walsender decodes at the same
- * time, on the same CPUs, and it needs more CPU per transaction than the
- * leader does.  So the stream is recorded once and replayed here, where
+ * time, on the same CPUs.  So the stream is recorded once and replayed here, where
  * nothing decodes meanwhile.
  *
  * The file is a binary COPY of (lsn pg_lsn, data bytea) rows, as written by
