@@ -59,7 +59,9 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
-#include "pool.h"
+#include "pipeline.h"
+#include "protocol.h"
+#include "queue.h"
 #include "readahead.h"
 #include "relmap.h"
 
@@ -270,10 +272,7 @@ read_ahead_change(const char *data, int len)
 	Oid			relid;
 	PaRelMapEntry *rel;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, data, len);
 	switch (pa_read_msgtype(&in))
 	{
 		case PA_MSG_INSERT:
@@ -314,7 +313,7 @@ read_ahead_txn(StringInfo msgs)
 	MemoryContext oldcxt = MemoryContextSwitchTo(lookup_cxt);
 	StringInfoData msg;
 
-	while (go_on && pa_q_message(msgs, &msg))
+	while (go_on && pa_q_next_message(msgs, &msg))
 	{
 		go_on = read_ahead_change(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
@@ -339,7 +338,7 @@ static AheadMsg *
 next_unscanned(StringInfo msgs)
 {
 	AheadMsg   *m;
-	PaTxnHeader h;
+	PaQTxn		txn;
 
 	if (scan_blocked)
 		return NULL;
@@ -355,12 +354,12 @@ next_unscanned(StringInfo msgs)
 		push_copy(data, len);
 	}
 	m = &ring[(ring_head + ring_scanned) % PA_MAX_INFLIGHT];
-	if (m->len < 1 || m->data[0] != PA_Q_TXN)
+	if (m->len < 1 || pa_q_kind(m->data, m->len) != PA_Q_TXN)
 		return NULL;
-	pa_q_start(msgs, m->data, m->len);
-	(void) pa_q_txn_header(msgs, &h);
-	if (h.barrier)
+	pa_q_read_txn(m->data, m->len, &txn);
+	if (txn.hdr.barrier)
 		return NULL;
+	pa_q_messages(msgs, txn.msgs, txn.msgs_len);
 	return m;
 }
 
@@ -383,7 +382,7 @@ pa_readahead_step(void)
 	if (cur_msgs != NULL)
 	{
 		/* stopped inside: what follows may depend on it */
-		pa_q_start(&msgs, cur_msgs, cur_len);
+		pa_q_messages(&msgs, cur_msgs, cur_len);
 		cur_msgs = NULL;
 		if (!read_ahead_txn(&msgs))
 			allowed = false;

@@ -120,6 +120,7 @@
 #include "coalesce.h"
 #include "pool.h"
 #include "progress.h"
+#include "queue.h"
 #include "readahead.h"
 #include "relmap.h"
 #include "sync.h"
@@ -476,10 +477,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	uint8		flags;
 	StringInfoData key;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, data, len);
 	type = pa_read_msgtype(&in);
 
 	if (type == PA_MSG_RELATION)
@@ -555,11 +553,11 @@ done:
 static void
 apply_buffer(const char *p, Size len)
 {
-	StringInfoData in;
+	StringInfoData it;
 	StringInfoData msg;
 
-	pa_q_start(&in, p, len);
-	while (pa_q_message(&in, &msg))
+	pa_q_messages(&it, p, len);
+	while (pa_q_next_message(&it, &msg))
 	{
 		apply_one(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
@@ -576,20 +574,9 @@ apply_spill(void)
 	if (BufFileSeek(spill, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rewind parallel_apply spill file")));
-	for (;;)
+	while (pa_q_file_message(spill, &buf))
 	{
-		uint32		n;
-		size_t		got = BufFileRead(spill, &n, sizeof(n));
-
-		if (got == 0)
-			break;
-		if (got != sizeof(n))
-			elog(ERROR, "truncated parallel_apply spill file");
-		resetStringInfo(&buf);
-		enlargeStringInfo(&buf, n);
-		if (BufFileRead(spill, buf.data, n) != n)
-			elog(ERROR, "truncated parallel_apply spill file");
-		apply_one(buf.data, (int) n);
+		apply_one(buf.data, buf.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(buf.data);
@@ -658,18 +645,16 @@ static void
 read_txn(const char *data, Size len)
 {
 	GroupTxn   *g = &group[group_n];
-	StringInfoData in;
-	const char *deps;
-	Size		depbytes;
+	PaQTxn		txn;
 
-	pa_q_start(&in, data, len);
-	deps = pa_q_txn_header(&in, &g->hdr);
-	depbytes = sizeof(PaDep) * g->hdr.ndeps;
-	g->deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
-	memcpy(g->deps, deps, depbytes);
-	g->len = in.len - in.cursor;	/* the messages: apply_buffer reads them */
+	pa_q_read_txn(data, len, &txn);
+	g->hdr = txn.hdr;
+	g->deps = MemoryContextAlloc(txn_cxt, sizeof(PaDep) * Max(g->hdr.ndeps, 1));
+	for (int i = 0; i < g->hdr.ndeps; i++)
+		g->deps[i] = pa_q_dep(&txn, i);
+	g->len = txn.msgs_len;		/* the messages: apply_buffer reads them */
 	g->msgs = MemoryContextAlloc(txn_cxt, Max(g->len, 1));
-	memcpy(g->msgs, pa_q_bytes(&in, g->len), g->len);
+	memcpy(g->msgs, txn.msgs, g->len);
 	group_n++;
 	group_bytes += len;
 }
@@ -695,7 +680,6 @@ take_next(void)
 	shm_mq_result res;
 	Size		len;
 	void	   *data;
-	PaTxnHeader h;
 	uint64		committed;
 	uint64		rseq;
 
@@ -711,23 +695,16 @@ take_next(void)
 	res = pa_readahead_peek(&len, &data, true);
 	if (res != SHM_MQ_SUCCESS)
 		return false;			/* nothing there; a detach is seen later */
-	if (len >= 1 && ((char *) data)[0] == PA_Q_TXN)
+	if (len >= 1 && pa_q_kind(data, len) == PA_Q_TXN)
 	{
-		StringInfoData in;
-		const char *deps;
+		PaQTxn		txn;
 		bool		joins;
 
-		pa_q_start(&in, data, len);
-		deps = pa_q_txn_header(&in, &h);
-		joins = !h.barrier && h.prev_writer < 0 &&
-			h.seq == group[group_n - 1].hdr.seq + 1;
-		for (int i = 0; joins && i < h.ndeps; i++)
-		{
-			PaDep		dep;
-
-			memcpy(&dep, deps + i * sizeof(PaDep), sizeof(dep));
-			joins = dep.seq <= committed;
-		}
+		pa_q_read_txn(data, len, &txn);
+		joins = !txn.hdr.barrier && txn.hdr.prev_writer < 0 &&
+			txn.hdr.seq == group[group_n - 1].hdr.seq + 1;
+		for (int i = 0; joins && i < txn.hdr.ndeps; i++)
+			joins = pa_q_dep(&txn, i).seq <= committed;
 		if (joins)
 		{
 			read_txn(data, len);
@@ -947,7 +924,9 @@ handle_queue_message(const char *data, Size len)
 	PaRelationData reldata;
 	StringInfoData in;
 	PaTxnHeader end;
-	char		kind = data[0];
+	const char *batch;
+	Size		batch_len;
+	char		kind = pa_q_kind(data, len);
 
 	/* from the session's STARTUP: set before any transaction was sent */
 	SpinLockAcquire(&slot->mutex);
@@ -970,9 +949,7 @@ handle_queue_message(const char *data, Size len)
 			apply_txns(false);
 			break;
 		case PA_Q_RELATION:
-			/* the kind, then the RELATION message */
-			pa_q_start(&in, data, len);
-			(void) pa_q_bytes(&in, 1);
+			pa_q_read_relation(data, len, &in);
 			if (pa_read_msgtype(&in) != PA_MSG_RELATION)
 				elog(ERROR, "parallel_apply queue message of kind 'R' without a RELATION");
 			pa_read_relation(&in, &reldata);
@@ -983,9 +960,7 @@ handle_queue_message(const char *data, Size len)
 			/* a group of one, its messages in the spill file */
 			MemoryContextReset(txn_cxt);
 			memset(&group[0], 0, sizeof(GroupTxn));
-			pa_q_start(&in, data, len);
-			(void) pa_q_txn_header(&in, &group[0].hdr);
-			pa_q_end(&in);
+			pa_q_read_stream_header(data, len, &group[0].hdr);
 			group[0].hdr.ndeps = 0;
 			group_n = 1;
 			if (spill != NULL)
@@ -995,21 +970,20 @@ handle_queue_message(const char *data, Size len)
 		case PA_Q_STREAM_CHUNK:
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply chunk outside a streamed transaction");
+			pa_q_read_stream_chunk(data, len, &batch, &batch_len);
 			{
 				/* a new 1 GB segment needs the owner too */
 				ResourceOwner saved = CurrentResourceOwner;
 
 				CurrentResourceOwner = spill_owner;
-				BufFileWrite(spill, (void *) (data + 1), len - 1);
+				BufFileWrite(spill, (void *) batch, batch_len);
 				CurrentResourceOwner = saved;
 			}
 			break;
 		case PA_Q_STREAM_END:
 			if (spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
-			pa_q_start(&in, data, len);
-			(void) pa_q_txn_header(&in, &end);
-			pa_q_end(&in);
+			pa_q_read_stream_header(data, len, &end);
 			pa_readahead_pop();
 			group[0].hdr.end_lsn = end.end_lsn;
 			group[0].hdr.commit_time = end.commit_time;
