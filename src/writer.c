@@ -139,28 +139,39 @@ typedef struct GroupTxn
 } GroupTxn;
 
 
-static PaSubSlot *slot;
-static PaWriterSlot *me;
-static int	my_index;
-static Oid	my_subid;
-static bool flush_commits = false;
-static MemoryContext txn_cxt;	/* the group being applied */
-static MemoryContext change_cxt;	/* reset after each change */
-static MemoryContext kept_cxt;	/* the same, for a kept update */
+/*
+ * The writer process's state, reached through MyWriter (as core's apply
+ * worker has MyLogicalRepWorker); only the signal flags below stand apart.
+ */
+typedef struct PaWriter
+{
+	PaSubSlot  *slot;			/* the subscription's shared state */
+	PaWriterSlot *me;			/* this writer's part of it */
+	int			index;			/* which writer of the subscription */
+	Oid			subid;
+	bool		flush_commits;	/* see after_commit() */
+	MemoryContext txn_cxt;		/* the group being applied */
+	MemoryContext change_cxt;	/* reset after each change */
+	MemoryContext kept_cxt;		/* the same, for a kept update */
 
-/* the group of transactions being applied, see the header comment */
-static GroupTxn group[PA_MAX_GROUP_LIMIT];
-static int	group_n;
-static Size group_bytes;
-static uint64 first_seq;		/* the group's first transaction */
-static int	earliest_failures;
+	/* the group of transactions being applied, see the header comment */
+	GroupTxn	group[PA_MAX_GROUP_LIMIT];
+	int			group_n;
+	Size		group_bytes;
+	uint64		first_seq;		/* the group's first transaction */
+	int			earliest_failures;
 
-/* the transaction being applied: one of the group */
-static GroupTxn *cur;
-static uint64 committed_before_change;	/* committed_seq read before the
-										 * change being applied */
-static BufFile *spill;			/* a streamed transaction */
-static bool applying_kept = false;	/* applying what coalesce.c kept */
+	/* the transaction being applied: one of the group */
+	GroupTxn   *cur;
+	uint64		committed_before_change;	/* committed_seq read before
+											 * the change being applied */
+	BufFile    *spill;			/* a streamed transaction */
+	ResourceOwner spill_owner;	/* see create_spill_file() */
+	bool		applying_kept;	/* applying what coalesce.c kept */
+} PaWriter;
+
+static PaWriter MyWriterData;
+static PaWriter *MyWriter = &MyWriterData;
 
 /* see "Signals" in the header comment */
 static volatile sig_atomic_t applying = false;	/* in try_apply() */
@@ -185,25 +196,25 @@ retry_request_handler(SIGNAL_ARGS)
 static void
 set_state(PaWriterState state)
 {
-	SpinLockAcquire(&slot->mutex);
-	me->state = state;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->state = state;
+	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
 static void
 writer_on_exit(int code, Datum arg)
 {
-	SpinLockAcquire(&slot->mutex);
-	me->pid = 0;
-	me->state = PA_WRITER_STOPPED;
-	me->seq = 0;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->pid = 0;
+	MyWriter->me->state = PA_WRITER_STOPPED;
+	MyWriter->me->seq = 0;
+	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
 static uint64
 committed_seq(void)
 {
-	return pg_atomic_read_u64(&slot->committed_seq);
+	return pg_atomic_read_u64(&MyWriter->slot->committed_seq);
 }
 
 /*
@@ -214,11 +225,12 @@ committed_seq(void)
 static void
 wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
 
 	if (committed_seq() >= target)
 		return;
-	Assert(w != my_index);
+	Assert(w != MyWriter->index);
 	Assert(IsTransactionState());
 
 	/*
@@ -234,7 +246,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 	}
 
 	SpinLockAcquire(&slot->mutex);
-	me->state = state;
+	MyWriter->me->state = state;
 	if (counter)
 		(*counter)++;
 	SpinLockRelease(&slot->mutex);
@@ -255,7 +267,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 		{
 			LOCKTAG		tag;
 
-			pa_txn_locktag(&tag, my_subid, waitfor);
+			pa_txn_locktag(&tag, MyWriter->subid, waitfor);
 			if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 			{
 				/* the visible wait: w is applying waitfor */
@@ -279,6 +291,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 static void
 wait_for_retry_barrier(uint64 seq)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	uint64		rseq;
 	int			rwriter;
 
@@ -286,7 +299,7 @@ wait_for_retry_barrier(uint64 seq)
 	rseq = slot->retry_seq;
 	rwriter = slot->retry_writer;
 	SpinLockRelease(&slot->mutex);
-	if (rseq != 0 && rseq < seq && rwriter != my_index && rwriter >= 0)
+	if (rseq != 0 && rseq < seq && rwriter != MyWriter->index && rwriter >= 0)
 		wait_for_seq(rseq, rwriter, PA_WRITER_WAIT_DEPENDENCY, NULL);
 }
 
@@ -297,16 +310,17 @@ wait_for_retry_barrier(uint64 seq)
 static void
 request_retry(uint64 seq)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	uint64		committed = committed_seq();
 
 	SpinLockAcquire(&slot->mutex);
 	if (slot->retry_seq <= committed || slot->retry_seq > seq)
 	{
 		slot->retry_seq = seq;
-		slot->retry_writer = my_index;
+		slot->retry_writer = MyWriter->index;
 	}
-	me->retries++;
-	me->state = PA_WRITER_RETRYING;
+	MyWriter->me->retries++;
+	MyWriter->me->state = PA_WRITER_RETRYING;
 	SpinLockRelease(&slot->mutex);
 	pg_memory_barrier();
 
@@ -315,7 +329,7 @@ request_retry(uint64 seq)
 		pid_t		pid;
 		uint64		wseq;
 
-		if (w == my_index)
+		if (w == MyWriter->index)
 			continue;
 		SpinLockAcquire(&slot->mutex);
 		pid = slot->writers[w].pid;
@@ -359,7 +373,7 @@ is_retriable(int sqlerrcode, bool earliest)
 static bool
 earliest_at_change(void)
 {
-	return committed_before_change + 1 >= first_seq;
+	return MyWriter->committed_before_change + 1 >= MyWriter->first_seq;
 }
 
 static void
@@ -375,7 +389,8 @@ row_not_found(PaRelMapEntry *rel, const char *what)
 					pa_relmap_subscription_name, what,
 					rel->remoterel.nspname, rel->remoterel.relname),
 			 errdetail("Remote transaction %u committed at %X/%X.",
-					   cur->hdr.xid, LSN_FORMAT_ARGS(cur->hdr.commit_lsn))));
+					   MyWriter->cur->hdr.xid,
+					   LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn))));
 }
 
 /*
@@ -388,7 +403,7 @@ can_keep(PaRelMapEntry *rel, char oldkind, PaTupleData *newtup,
 {
 	PaKeyDef   *ri;
 
-	if (applying_kept || !pa_coalesce_updates || !rel->coalescable ||
+	if (MyWriter->applying_kept || !pa_coalesce_updates || !rel->coalescable ||
 		oldkind != 0)
 		return false;
 	for (int c = 0; c < newtup->ncols; c++)
@@ -424,7 +439,7 @@ before_change(PaRelMapEntry *rel)
 	Oid			relid = rel->remoteid;
 	Oid			which = rel->fires_triggers ? InvalidOid : relid;
 
-	if (applying_kept || !pa_coalesce_pending(which))
+	if (MyWriter->applying_kept || !pa_coalesce_pending(which))
 		return rel;
 	pa_relmap_close(rel, NoLock);
 	pa_coalesce_flush(which);
@@ -436,27 +451,27 @@ static void apply_in(const char *data, int len, MemoryContext cxt);
 static void
 apply_one(const char *data, int len)
 {
-	apply_in(data, len, change_cxt);
+	apply_in(data, len, MyWriter->change_cxt);
 }
 
 /* coalesce.c's callback: apply a kept UPDATE now, keeping nothing. */
 static void
 apply_kept(const char *data, int len)
 {
-	uint64		saved = committed_before_change;
+	uint64		saved = MyWriter->committed_before_change;
 
-	Assert(!applying_kept);
-	applying_kept = true;
+	Assert(!MyWriter->applying_kept);
+	MyWriter->applying_kept = true;
 	PG_TRY();
 	{
-		apply_in(data, len, kept_cxt);
+		apply_in(data, len, MyWriter->kept_cxt);
 	}
 	PG_FINALLY();
 	{
-		applying_kept = false;
+		MyWriter->applying_kept = false;
 	}
 	PG_END_TRY();
-	committed_before_change = saved;
+	MyWriter->committed_before_change = saved;
 }
 
 /* Apply one message, parsed in cxt, which is reset afterwards. */
@@ -491,7 +506,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	}
 
 	/* each pa_apply_* call takes its snapshot and ends with a CCI */
-	committed_before_change = committed_seq();
+	MyWriter->committed_before_change = committed_seq();
 	switch (type)
 	{
 		case PA_MSG_INSERT:
@@ -571,10 +586,10 @@ apply_spill(void)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (BufFileSeek(spill, 0, 0, SEEK_SET) != 0)
+	if (BufFileSeek(MyWriter->spill, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rewind parallel_apply spill file")));
-	while (pa_q_file_message(spill, &buf))
+	while (pa_q_file_message(MyWriter->spill, &buf))
 	{
 		apply_one(buf.data, buf.len);
 		CHECK_FOR_INTERRUPTS();
@@ -590,22 +605,24 @@ apply_spill(void)
 static void
 after_commit(int first, int n, XLogRecPtr local_end)
 {
-	GroupTxn   *last = &group[first + n - 1];
+	PaSubSlot  *slot = MyWriter->slot;
+	GroupTxn   *last = &MyWriter->group[first + n - 1];
 
 	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
 	/* the count first: a leader woken by the seq sees the room too */
-	pg_atomic_fetch_add_u64(&me->committed, n);
-	pg_atomic_write_u64(&me->blocks_read, pgBufferUsage.shared_blks_read);
+	pg_atomic_fetch_add_u64(&MyWriter->me->committed, n);
+	pg_atomic_write_u64(&MyWriter->me->blocks_read,
+						pgBufferUsage.shared_blks_read);
 	pg_atomic_write_u64(&slot->committed_seq, last->hdr.seq);
 	ConditionVariableBroadcast(&slot->progress_cv);
 
 	SpinLockAcquire(&slot->mutex);
-	me->applied += n;
-	me->commits++;
-	me->read_ahead = pa_readahead_txns();
-	me->coalesced += pa_coalesce_take_count(false);
-	me->seq = 0;
-	me->state = PA_WRITER_IDLE;
+	MyWriter->me->applied += n;
+	MyWriter->me->commits++;
+	MyWriter->me->read_ahead = pa_readahead_txns();
+	MyWriter->me->coalesced += pa_coalesce_take_count(false);
+	MyWriter->me->seq = 0;
+	MyWriter->me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
 
 	/*
@@ -613,7 +630,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	 * flushes, so that their commits share WAL flushes.  The leader hears
 	 * of the commit after the flush, so its feedback says "flushed" at once.
 	 */
-	if (flush_commits)
+	if (MyWriter->flush_commits)
 	{
 		uint64		old = pg_atomic_read_u64(&slot->flushed_seq);
 
@@ -632,11 +649,13 @@ after_commit(int first, int n, XLogRecPtr local_end)
 static void
 set_current(int i)
 {
-	cur = &group[i];
-	pa_relmap_commit_lsn = cur->hdr.commit_lsn;
+	PaSubSlot  *slot = MyWriter->slot;
+
+	MyWriter->cur = &MyWriter->group[i];
+	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
 	SpinLockAcquire(&slot->mutex);
-	me->remote_xid = cur->hdr.xid;
-	me->commit_lsn = cur->hdr.commit_lsn;
+	MyWriter->me->remote_xid = MyWriter->cur->hdr.xid;
+	MyWriter->me->commit_lsn = MyWriter->cur->hdr.commit_lsn;
 	SpinLockRelease(&slot->mutex);
 }
 
@@ -644,28 +663,29 @@ set_current(int i)
 static void
 read_txn(const char *data, Size len)
 {
-	GroupTxn   *g = &group[group_n];
+	GroupTxn   *g = &MyWriter->group[MyWriter->group_n];
 	PaQTxn		txn;
 
 	pa_q_read_txn(data, len, &txn);
 	g->hdr = txn.hdr;
-	g->deps = MemoryContextAlloc(txn_cxt, sizeof(PaDep) * Max(g->hdr.ndeps, 1));
+	g->deps = MemoryContextAlloc(MyWriter->txn_cxt,
+								 sizeof(PaDep) * Max(g->hdr.ndeps, 1));
 	for (int i = 0; i < g->hdr.ndeps; i++)
 		g->deps[i] = pa_q_dep(&txn, i);
 	g->len = txn.msgs_len;		/* the messages: apply_buffer reads them */
-	g->msgs = MemoryContextAlloc(txn_cxt, Max(g->len, 1));
+	g->msgs = MemoryContextAlloc(MyWriter->txn_cxt, Max(g->len, 1));
 	memcpy(g->msgs, txn.msgs, g->len);
-	group_n++;
-	group_bytes += len;
+	MyWriter->group_n++;
+	MyWriter->group_bytes += len;
 }
 
 /* Start a new group with the transaction in data. */
 static void
 start_group(const char *data, Size len)
 {
-	MemoryContextReset(txn_cxt);
-	group_n = 0;
-	group_bytes = 0;
+	MemoryContextReset(MyWriter->txn_cxt);
+	MyWriter->group_n = 0;
+	MyWriter->group_bytes = 0;
 	read_txn(data, len);
 }
 
@@ -677,13 +697,15 @@ start_group(const char *data, Size len)
 static bool
 take_next(void)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	shm_mq_result res;
 	Size		len;
 	void	   *data;
 	uint64		committed;
 	uint64		rseq;
 
-	if (group_n >= pa_max_group || group_bytes >= GROUP_MAX_BYTES)
+	if (MyWriter->group_n >= pa_max_group ||
+		MyWriter->group_bytes >= GROUP_MAX_BYTES)
 		return false;
 	SpinLockAcquire(&slot->mutex);
 	rseq = slot->retry_seq;
@@ -702,7 +724,7 @@ take_next(void)
 
 		pa_q_read_txn(data, len, &txn);
 		joins = !txn.hdr.barrier && txn.hdr.prev_writer < 0 &&
-			txn.hdr.seq == group[group_n - 1].hdr.seq + 1;
+			txn.hdr.seq == MyWriter->group[MyWriter->group_n - 1].hdr.seq + 1;
 		for (int i = 0; joins && i < txn.hdr.ndeps; i++)
 			joins = pa_q_dep(&txn, i).seq <= committed;
 		if (joins)
@@ -724,6 +746,9 @@ take_next(void)
 static bool
 try_apply(int first, int attempt, bool extend, bool streamed)
 {
+	PaSubSlot  *slot = MyWriter->slot;
+	PaWriterSlot *me = MyWriter->me;
+	GroupTxn   *g = &MyWriter->group[first];
 	MemoryContext oldcxt = CurrentMemoryContext;
 	volatile int last = first;
 	bool		ok = true;
@@ -735,10 +760,10 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	QueryCancelPending = false;
 	retry_requested = false;
 	applying = true;
-	committed_before_change = 0;
-	first_seq = group[first].hdr.seq;
+	MyWriter->committed_before_change = 0;
+	MyWriter->first_seq = g->hdr.seq;
 	SpinLockAcquire(&slot->mutex);
-	me->seq = first_seq;
+	me->seq = MyWriter->first_seq;
 	me->state = PA_WRITER_APPLYING;
 	SpinLockRelease(&slot->mutex);
 	set_current(first);
@@ -748,27 +773,27 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	PG_TRY();
 	{
 		LOCKTAG		tag;
-		PaTxnHeader *h = &group[first].hdr;
+		PaTxnHeader *h = &g->hdr;
 
 		StartTransactionCommand();
 		/* hold the group's lock until its commit or abort */
-		pa_txn_locktag(&tag, my_subid, first_seq);
+		pa_txn_locktag(&tag, MyWriter->subid, MyWriter->first_seq);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-		pg_atomic_write_u64(&me->locked_seq, first_seq);
+		pg_atomic_write_u64(&me->locked_seq, MyWriter->first_seq);
 		ConditionVariableBroadcast(&slot->progress_cv);
 
 		/* while waiting below, read ahead: this transaction first */
 		pa_readahead_allow(true);
 		if (!streamed)
-			pa_readahead_current(group[first].msgs, group[first].len);
-		wait_for_retry_barrier(first_seq);
+			pa_readahead_current(g->msgs, g->len);
+		wait_for_retry_barrier(MyWriter->first_seq);
 		for (int i = 0; i < h->ndeps; i++)
-			wait_for_seq(group[first].deps[i].seq, group[first].deps[i].writer,
+			wait_for_seq(g->deps[i].seq, g->deps[i].writer,
 						 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
 		pa_readahead_current(NULL, 0);
 		/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
 		if ((attempt > 0 || h->barrier) && h->prev_writer >= 0)
-			wait_for_seq(first_seq - 1, h->prev_writer,
+			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 
 		for (int i = first;; i++)
@@ -778,7 +803,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			if (streamed)
 				apply_spill();
 			else
-				apply_buffer(cur->msgs, cur->len);
+				apply_buffer(MyWriter->cur->msgs, MyWriter->cur->len);
 			last = i;
 			if (!extend || !take_next())
 				break;
@@ -786,11 +811,12 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		/* what coalesce.c kept, before waiting for the turn to commit */
 		pa_coalesce_flush(InvalidOid);
 		if (h->prev_writer >= 0)
-			wait_for_seq(first_seq - 1, h->prev_writer,
+			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 		pa_readahead_allow(false);
-		replorigin_session_origin_lsn = group[last].hdr.end_lsn;
-		replorigin_session_origin_timestamp = group[last].hdr.commit_time;
+		replorigin_session_origin_lsn = MyWriter->group[last].hdr.end_lsn;
+		replorigin_session_origin_timestamp =
+			MyWriter->group[last].hdr.commit_time;
 		CommitTransactionCommand();
 		/* committed: nothing is left to cancel */
 		applying = false;
@@ -813,19 +839,21 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			!retry_requested;
 		if (!canceled &&
 			(!is_retriable(edata->sqlerrcode, earliest) ||
-			 (earliest && ++earliest_failures > MAX_EARLIEST_RETRIES)))
+			 (earliest &&
+			  ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)))
 			PG_RE_THROW();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		if (canceled)
 			ereport(LOG,
 					(errmsg("parallel_apply subscription \"%s\": writer %d was canceled by request while applying remote transaction %u",
-							pa_relmap_subscription_name, my_index, cur->hdr.xid),
+							pa_relmap_subscription_name, MyWriter->index,
+							MyWriter->cur->hdr.xid),
 					 errdetail("The transaction was rolled back; it is applied again.")));
 		else
 			ereport(DEBUG1,
 					(errmsg("parallel_apply: retrying remote transaction %u: %s",
-							cur->hdr.xid, edata->message)));
+							MyWriter->cur->hdr.xid, edata->message)));
 		FreeErrorData(edata);
 		ok = false;
 	}
@@ -841,21 +869,21 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 static void
 apply_txns(bool streamed)
 {
-	earliest_failures = 0;
+	MyWriter->earliest_failures = 0;
 	if (try_apply(0, 0, !streamed, streamed))
 	{
-		after_commit(0, group_n, XactLastCommitEnd);
+		after_commit(0, MyWriter->group_n, XactLastCommitEnd);
 		return;
 	}
-	request_retry(group[0].hdr.seq);
-	for (int i = 0; i < group_n; i++)
+	request_retry(MyWriter->group[0].hdr.seq);
+	for (int i = 0; i < MyWriter->group_n; i++)
 	{
 		int			attempt = 1;
 
 		while (!try_apply(i, attempt, false, streamed))
 		{
 			attempt++;
-			request_retry(group[i].hdr.seq);
+			request_retry(MyWriter->group[i].hdr.seq);
 		}
 		after_commit(i, 1, XactLastCommitEnd);
 	}
@@ -873,22 +901,23 @@ static void
 discard_txn(void)
 {
 	static bool warned = false;
+	PaSubSlot  *slot = MyWriter->slot;
 
 	if (!warned)
 		ereport(WARNING,
 				(errmsg("parallel_apply.debug_discard_changes is on: writer %d of subscription \"%s\" discards what it receives",
-						my_index, pa_relmap_subscription_name)));
+						MyWriter->index, pa_relmap_subscription_name)));
 	warned = true;
 	set_current(0);
 	for (;;)
 	{
 		ConditionVariablePrepareToSleep(&slot->progress_cv);
-		if (committed_seq() + 1 >= cur->hdr.seq)
+		if (committed_seq() + 1 >= MyWriter->cur->hdr.seq)
 			break;
 		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	replorigin_session_advance(cur->hdr.end_lsn, InvalidXLogRecPtr);
+	replorigin_session_advance(MyWriter->cur->hdr.end_lsn, InvalidXLogRecPtr);
 	after_commit(0, 1, GetXLogInsertRecPtr());
 }
 #endif
@@ -898,17 +927,16 @@ discard_txn(void)
  * transactions that apply it (one per attempt), so it belongs to a
  * resource owner of the writer's own, not to a transaction.
  */
-static ResourceOwner spill_owner = NULL;
-
 static BufFile *
 create_spill_file(void)
 {
 	ResourceOwner saved = CurrentResourceOwner;
 	BufFile    *file;
 
-	if (spill_owner == NULL)
-		spill_owner = ResourceOwnerCreate(NULL, "parallel_apply spill files");
-	CurrentResourceOwner = spill_owner;
+	if (MyWriter->spill_owner == NULL)
+		MyWriter->spill_owner = ResourceOwnerCreate(NULL,
+													"parallel_apply spill files");
+	CurrentResourceOwner = MyWriter->spill_owner;
 	file = BufFileCreateTemp(true);
 	CurrentResourceOwner = saved;
 	return file;
@@ -921,6 +949,7 @@ create_spill_file(void)
 static void
 handle_queue_message(const char *data, Size len)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	PaRelationData reldata;
 	StringInfoData in;
 	PaTxnHeader end;
@@ -958,42 +987,42 @@ handle_queue_message(const char *data, Size len)
 			break;
 		case PA_Q_STREAM_BEGIN:
 			/* a group of one, its messages in the spill file */
-			MemoryContextReset(txn_cxt);
-			memset(&group[0], 0, sizeof(GroupTxn));
-			pa_q_read_stream_header(data, len, &group[0].hdr);
-			group[0].hdr.ndeps = 0;
-			group_n = 1;
-			if (spill != NULL)
-				BufFileClose(spill);
-			spill = create_spill_file();
+			MemoryContextReset(MyWriter->txn_cxt);
+			memset(&MyWriter->group[0], 0, sizeof(GroupTxn));
+			pa_q_read_stream_header(data, len, &MyWriter->group[0].hdr);
+			MyWriter->group[0].hdr.ndeps = 0;
+			MyWriter->group_n = 1;
+			if (MyWriter->spill != NULL)
+				BufFileClose(MyWriter->spill);
+			MyWriter->spill = create_spill_file();
 			break;
 		case PA_Q_STREAM_CHUNK:
-			if (spill == NULL)
+			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply chunk outside a streamed transaction");
 			pa_q_read_stream_chunk(data, len, &batch, &batch_len);
 			{
 				/* a new 1 GB segment needs the owner too */
 				ResourceOwner saved = CurrentResourceOwner;
 
-				CurrentResourceOwner = spill_owner;
-				BufFileWrite(spill, (void *) batch, batch_len);
+				CurrentResourceOwner = MyWriter->spill_owner;
+				BufFileWrite(MyWriter->spill, (void *) batch, batch_len);
 				CurrentResourceOwner = saved;
 			}
 			break;
 		case PA_Q_STREAM_END:
-			if (spill == NULL)
+			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			pa_q_read_stream_header(data, len, &end);
 			pa_readahead_pop();
-			group[0].hdr.end_lsn = end.end_lsn;
-			group[0].hdr.commit_time = end.commit_time;
+			MyWriter->group[0].hdr.end_lsn = end.end_lsn;
+			MyWriter->group[0].hdr.commit_time = end.commit_time;
 			apply_txns(true);
-			BufFileClose(spill);
-			spill = NULL;
+			BufFileClose(MyWriter->spill);
+			MyWriter->spill = NULL;
 			break;
 		case PA_Q_COPY:
 			set_state(PA_WRITER_COPYING);
-			pa_sync_copy_table(slot, me, data, len);
+			pa_sync_copy_table(slot, MyWriter->me, data, len);
 			set_state(PA_WRITER_IDLE);
 			break;
 		default:
@@ -1015,8 +1044,8 @@ pa_writer_main(Datum arg)
 	char	   *origin_name;
 
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
-	my_index = (int) extra[0];
-	my_subid = (Oid) extra[2];
+	MyWriter->index = (int) extra[0];
+	MyWriter->subid = (Oid) extra[2];
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -1026,22 +1055,25 @@ pa_writer_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
 
 	pa_check_shared();
-	slot = pa_subslot(slotidx);
-	me = &slot->writers[my_index];
-	if (!slot->in_use || slot->subid != my_subid)
+	MyWriter->slot = pa_subslot(slotidx);
+	MyWriter->me = &MyWriter->slot->writers[MyWriter->index];
+	if (!MyWriter->slot->in_use || MyWriter->slot->subid != MyWriter->subid)
 		proc_exit(0);
-	SpinLockAcquire(&slot->mutex);
-	me->pid = MyProcPid;
-	me->state = PA_WRITER_STARTING;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->pid = MyProcPid;
+	MyWriter->me->state = PA_WRITER_STARTING;
+	SpinLockRelease(&MyWriter->slot->mutex);
 	before_shmem_exit(writer_on_exit, (Datum) 0);
 
-	txn_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply transaction",
-									ALLOCSET_DEFAULT_SIZES);
-	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
-									   ALLOCSET_DEFAULT_SIZES);
-	kept_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply kept change",
-									 ALLOCSET_DEFAULT_SIZES);
+	MyWriter->txn_cxt = AllocSetContextCreate(TopMemoryContext,
+											  "parallel_apply transaction",
+											  ALLOCSET_DEFAULT_SIZES);
+	MyWriter->change_cxt = AllocSetContextCreate(TopMemoryContext,
+												 "parallel_apply change",
+												 ALLOCSET_DEFAULT_SIZES);
+	MyWriter->kept_cxt = AllocSetContextCreate(TopMemoryContext,
+											   "parallel_apply kept change",
+											   ALLOCSET_DEFAULT_SIZES);
 	pa_coalesce_init(apply_kept);
 
 	PG_TRY();
@@ -1060,7 +1092,7 @@ pa_writer_main(Datum arg)
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-		sub = pa_catalog_get(my_subid);
+		sub = pa_catalog_get(MyWriter->subid);
 		MemoryContextSwitchTo(oldcxt);
 		PopActiveSnapshot();
 		if (sub == NULL)
@@ -1072,7 +1104,7 @@ pa_writer_main(Datum arg)
 					 errmsg("the owner of parallel_apply subscription \"%s\" (role OID %u) does not exist",
 							sub->name, sub->owner),
 					 errhint("Recreate the subscription, or make it apply as each table's owner: run_as_owner := false.")));
-		origin_name = pa_writer_origin_name(my_subid, my_index);
+		origin_name = pa_writer_origin_name(MyWriter->subid, MyWriter->index);
 		originid = replorigin_by_name(origin_name, false);
 		CommitTransactionCommand();
 
@@ -1080,12 +1112,13 @@ pa_writer_main(Datum arg)
 		pa_relmap_subid = sub->subid;
 		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
-		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 
 		replorigin_session_setup(originid);
 		replorigin_session_origin = originid;
 
-		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1], my_index, &seg));
+		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1],
+										 MyWriter->index, &seg));
 		set_state(PA_WRITER_IDLE);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -1113,7 +1146,7 @@ pa_writer_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(slot, me);
+		pa_error_to_slot(MyWriter->slot, MyWriter->me);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
