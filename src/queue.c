@@ -287,6 +287,7 @@ pa_q_read_copy(const char *data, Size len, PaCopyTask *task)
 {
 	StringInfoData in;
 	const char *relkind;
+	const char *lsn;
 
 	cursor_start(&in, data, len);
 	cursor_kind(&in, PA_Q_COPY);
@@ -297,8 +298,9 @@ pa_q_read_copy(const char *data, Size len, PaCopyTask *task)
 	task->relkind = relkind[0];
 	task->snapshot = cursor_string(&in);
 	task->dsn = cursor_string(&in);
+	lsn = cursor_string(&in);
 	task->snap_lsn = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
-													 CStringGetDatum(cursor_string(&in))));
+													 CStringGetDatum(lsn)));
 	cursor_end(&in);
 }
 

@@ -32,7 +32,7 @@ typedef struct PaDep
 	int32		writer;
 } PaDep;
 
-/* What PA_Q_TXN, PA_Q_STREAM_BEGIN and PA_Q_STREAM_END say of a transaction. */
+/* What PA_Q_TXN, PA_Q_STREAM_BEGIN and _END say of a transaction. */
 typedef struct PaTxnHeader
 {
 	char		kind;			/* set by the pa_q_write_* function */

@@ -128,6 +128,7 @@
 #define MAX_EARLIEST_RETRIES 10
 #define SPIN_BEFORE_SLEEP	2000
 #define GROUP_MAX_BYTES		(8 * 1024 * 1024)
+#define LOOKAHEAD_MAX_BYTES	(8 * 1024 * 1024)
 
 /* a transaction taken from the queue, kept until it commits */
 typedef struct GroupTxn
@@ -138,6 +139,35 @@ typedef struct GroupTxn
 	Size		len;
 } GroupTxn;
 
+/*
+ * The messages the writer has taken from its queue and not applied yet,
+ * in order: taken ahead to be read ahead (readahead.c), or peeked at and
+ * kept for the main loop.  At most PA_MAX_INFLIGHT messages or
+ * LOOKAHEAD_MAX_BYTES (a message bigger than that alone), the queue's own
+ * bounds.
+ */
+typedef struct AheadMsg
+{
+	char	   *data;
+	Size		len;
+} AheadMsg;
+
+typedef struct Lookahead
+{
+	shm_mq_handle *mqh;			/* the writer's queue */
+	MemoryContext cxt;			/* the copied messages */
+	AheadMsg	ring[PA_MAX_INFLIGHT];
+	int			head;
+	int			count;
+	Size		bytes;
+	int			scanned;		/* from the head: read ahead or skipped */
+	bool		scan_blocked;	/* a scanned message stopped reading ahead:
+								 * nothing after it until it is popped */
+	bool		peeked_from_queue;	/* the last peek returned the queue's
+									 * buffer */
+	void	   *peeked_data;
+	Size		peeked_len;
+} Lookahead;
 
 /*
  * The writer process's state, reached through MyWriter (as core's apply
@@ -168,6 +198,9 @@ typedef struct PaWriter
 	BufFile    *spill;			/* a streamed transaction */
 	ResourceOwner spill_owner;	/* see create_spill_file() */
 	bool		applying_kept;	/* applying what coalesce.c kept */
+
+	Lookahead	queue;			/* the queue, and what was taken from it */
+	PaReadAhead ahead;			/* reading ahead, see readahead.c */
 } PaWriter;
 
 static PaWriter MyWriterData;
@@ -216,6 +249,160 @@ committed_seq(void)
 {
 	return pg_atomic_read_u64(&MyWriter->slot->committed_seq);
 }
+
+/* ---------------------------------------------------------------------
+ * The queue and the lookahead
+ * ---------------------------------------------------------------------
+ */
+
+static void
+lookahead_init(shm_mq_handle *mqh)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	q->mqh = mqh;
+	q->cxt = AllocSetContextCreate(TopMemoryContext,
+								   "parallel_apply lookahead",
+								   ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+push_copy(const void *data, Size len)
+{
+	Lookahead  *q = &MyWriter->queue;
+	AheadMsg   *m = &q->ring[(q->head + q->count) % PA_MAX_INFLIGHT];
+
+	Assert(q->count < PA_MAX_INFLIGHT);
+	m->data = MemoryContextAlloc(q->cxt, Max(len, 1));
+	memcpy(m->data, data, len);
+	m->len = len;
+	q->count++;
+	q->bytes += len;
+}
+
+/*
+ * The writer's next queue message: the oldest one taken ahead, else the
+ * next in the queue (shm_mq_receive's result codes).  The caller then
+ * either pops it (done with it; a message returned from the queue itself
+ * is valid only until then) or keeps it for the next peek.
+ */
+static shm_mq_result
+peek_message(Size *len, void **data, bool nowait)
+{
+	Lookahead  *q = &MyWriter->queue;
+	shm_mq_result res;
+
+	if (q->count > 0)
+	{
+		*len = q->ring[q->head].len;
+		*data = q->ring[q->head].data;
+		q->peeked_from_queue = false;
+		return SHM_MQ_SUCCESS;
+	}
+	res = shm_mq_receive(q->mqh, len, data, nowait);
+	q->peeked_from_queue = (res == SHM_MQ_SUCCESS);
+	q->peeked_data = *data;
+	q->peeked_len = *len;
+	return res;
+}
+
+static void
+pop_message(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (q->peeked_from_queue)
+	{
+		q->peeked_from_queue = false;
+		return;
+	}
+	Assert(q->count > 0);
+	q->bytes -= q->ring[q->head].len;
+	pfree(q->ring[q->head].data);
+	q->ring[q->head].data = NULL;
+	q->head = (q->head + 1) % PA_MAX_INFLIGHT;
+	q->count--;
+	if (q->scanned > 0)
+		q->scanned--;
+	if (q->scanned == 0)
+		q->scan_blocked = false;
+}
+
+static void
+keep_message(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (!q->peeked_from_queue)
+		return;
+	/* the queue's buffer is reused by the next receive: copy the message */
+	Assert(q->count == 0);
+	push_copy(q->peeked_data, q->peeked_len);
+	q->peeked_from_queue = false;
+}
+
+/*
+ * The next message not read ahead yet, taken from the queue if needed;
+ * NULL when there is none, or reading ahead stopped before it.
+ */
+static AheadMsg *
+next_unscanned(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (q->scan_blocked)
+		return NULL;
+	if (q->scanned == q->count)
+	{
+		Size		len;
+		void	   *data;
+
+		if (q->count >= PA_MAX_INFLIGHT || q->bytes >= LOOKAHEAD_MAX_BYTES)
+			return NULL;
+		if (shm_mq_receive(q->mqh, &len, &data, true) != SHM_MQ_SUCCESS)
+			return NULL;		/* nothing there; a detach is seen later */
+		push_copy(data, len);
+	}
+	return &q->ring[(q->head + q->scanned) % PA_MAX_INFLIGHT];
+}
+
+/*
+ * One step of reading ahead (one transaction) instead of blocking in a
+ * wait: true when a step was made (look at the wait again, then call it
+ * again), false when there is nothing (worth) reading ahead.
+ */
+static bool
+read_ahead_step(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+	AheadMsg   *m;
+
+	if (!pa_readahead_wanted(&MyWriter->ahead))
+		return false;
+	Assert(!q->peeked_from_queue);
+	if (pa_readahead_current_step(&MyWriter->ahead))
+		return true;
+	m = next_unscanned();
+	if (m == NULL)
+		return false;
+	switch (pa_readahead_message(&MyWriter->ahead, m->data, m->len))
+	{
+		case PA_READAHEAD_NONE:
+			return false;
+		case PA_READAHEAD_STOP:
+			q->scan_blocked = true;
+			break;
+		case PA_READAHEAD_DONE:
+			break;
+	}
+	q->scanned++;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Waiting
+ * ---------------------------------------------------------------------
+ */
 
 /*
  * Wait until transaction target, applied by writer w, has committed; see
@@ -272,7 +459,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 			{
 				/* the visible wait: w is applying waitfor */
 				ConditionVariableCancelSleep();
-				if (pa_readahead_step())
+				if (read_ahead_step())
 					continue;	/* read ahead instead; then look again */
 				(void) LockAcquire(&tag, ShareLock, false, false);
 				LockRelease(&tag, ShareLock, false);
@@ -619,7 +806,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	SpinLockAcquire(&slot->mutex);
 	MyWriter->me->applied += n;
 	MyWriter->me->commits++;
-	MyWriter->me->read_ahead = pa_readahead_txns();
+	MyWriter->me->read_ahead = MyWriter->ahead.txns;
 	MyWriter->me->coalesced += pa_coalesce_take_count(false);
 	MyWriter->me->seq = 0;
 	MyWriter->me->state = PA_WRITER_IDLE;
@@ -714,7 +901,7 @@ take_next(void)
 	if (rseq > committed)
 		return false;			/* a retry is under way: stay small */
 
-	res = pa_readahead_peek(&len, &data, true);
+	res = peek_message(&len, &data, true);
 	if (res != SHM_MQ_SUCCESS)
 		return false;			/* nothing there; a detach is seen later */
 	if (len >= 1 && pa_q_kind(data, len) == PA_Q_TXN)
@@ -730,11 +917,11 @@ take_next(void)
 		if (joins)
 		{
 			read_txn(data, len);
-			pa_readahead_pop();
+			pop_message();
 			return true;
 		}
 	}
-	pa_readahead_keep();		/* for the main loop */
+	keep_message();				/* for the main loop */
 	return false;
 }
 
@@ -783,14 +970,14 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		ConditionVariableBroadcast(&slot->progress_cv);
 
 		/* while waiting below, read ahead: this transaction first */
-		pa_readahead_allow(true);
+		pa_readahead_allow(&MyWriter->ahead, true);
 		if (!streamed)
-			pa_readahead_current(g->msgs, g->len);
+			pa_readahead_current(&MyWriter->ahead, g->msgs, g->len);
 		wait_for_retry_barrier(MyWriter->first_seq);
 		for (int i = 0; i < h->ndeps; i++)
 			wait_for_seq(g->deps[i].seq, g->deps[i].writer,
 						 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
-		pa_readahead_current(NULL, 0);
+		pa_readahead_current(&MyWriter->ahead, NULL, 0);
 		/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
 		if ((attempt > 0 || h->barrier) && h->prev_writer >= 0)
 			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
@@ -813,7 +1000,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		if (h->prev_writer >= 0)
 			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
-		pa_readahead_allow(false);
+		pa_readahead_allow(&MyWriter->ahead, false);
 		replorigin_session_origin_lsn = MyWriter->group[last].hdr.end_lsn;
 		replorigin_session_origin_timestamp =
 			MyWriter->group[last].hdr.commit_time;
@@ -829,7 +1016,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		bool		canceled;
 
 		applying = false;
-		pa_readahead_allow(false);
+		pa_readahead_allow(&MyWriter->ahead, false);
 		MemoryContextSwitchTo(oldcxt);
 		pa_coalesce_discard();
 		(void) pa_coalesce_take_count(true);
@@ -943,7 +1130,7 @@ create_spill_file(void)
 }
 
 /*
- * Handle the message pa_readahead_peek() returned, and pop it: as soon as
+ * Handle the message peek_message() returned, and pop it: as soon as
  * it is copied where it is needed (applying may read further messages).
  */
 static void
@@ -967,7 +1154,7 @@ handle_queue_message(const char *data, Size len)
 	{
 		case PA_Q_TXN:
 			start_group(data, len);
-			pa_readahead_pop();
+			pop_message();
 #ifdef PA_DEBUG_SWITCHES
 			if (pa_debug_discard)
 			{
@@ -1013,7 +1200,7 @@ handle_queue_message(const char *data, Size len)
 			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			pa_q_read_stream_header(data, len, &end);
-			pa_readahead_pop();
+			pop_message();
 			MyWriter->group[0].hdr.end_lsn = end.end_lsn;
 			MyWriter->group[0].hdr.commit_time = end.commit_time;
 			apply_txns(true);
@@ -1030,7 +1217,7 @@ handle_queue_message(const char *data, Size len)
 				 (unsigned char) data[0]);
 	}
 	if (kind != PA_Q_TXN && kind != PA_Q_STREAM_END)
-		pa_readahead_pop();
+		pop_message();
 }
 
 void
@@ -1117,8 +1304,9 @@ pa_writer_main(Datum arg)
 		replorigin_session_setup(originid);
 		replorigin_session_origin = originid;
 
-		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1],
-										 MyWriter->index, &seg));
+		lookahead_init(pa_pool_attach((dsm_handle) extra[1],
+									  MyWriter->index, &seg));
+		pa_readahead_init(&MyWriter->ahead);
 		set_state(PA_WRITER_IDLE);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -1130,7 +1318,7 @@ pa_writer_main(Datum arg)
 
 			/* taken ahead while a group was being applied, else waited for */
 			HOLD_CANCEL_INTERRUPTS();
-			res = pa_readahead_peek(&len, &data, false);
+			res = peek_message(&len, &data, false);
 			RESUME_CANCEL_INTERRUPTS();
 			if (res == SHM_MQ_DETACHED)
 				break;			/* the leader retired us, or is gone */
