@@ -88,12 +88,10 @@ static uint64 coalesced;
 static Oid *relids;				/* relations with something kept */
 static int	nrelids;
 static int	maxrelids;
-static PaCoalesceApplyFn apply_fn;
 
 void
-pa_coalesce_init(PaCoalesceApplyFn fn)
+pa_coalesce_init(void)
 {
-	apply_fn = fn;
 	coalesce_cxt = AllocSetContextCreate(TopMemoryContext,
 										 "parallel_apply pending updates",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -151,47 +149,69 @@ pa_coalesce_pending(Oid relid)
 }
 
 /*
- * Apply what is kept for remote relation relid (InvalidOid: everything),
- * in the order the rows were first kept.
+ * Take out what is kept for remote relation relid (InvalidOid: all), for
+ * the caller to apply, in the order the rows were first kept:
+ * pa_coalesce_flush_start(), then pa_coalesce_flush_next() for each
+ * message until it returns false (and forgets the relation).  A message is
+ * taken out before it is given: applying it may fail, and then all is
+ * discarded.  Nothing may be kept meanwhile.
  */
 void
-pa_coalesce_flush(Oid relid)
+pa_coalesce_flush_start(PaCoalesceFlush *it, Oid relid)
 {
-	if (!pa_coalesce_pending(relid))
-		return;
+	it->relid = relid;
+	it->next = 0;
+	it->active = pa_coalesce_pending(relid);
+}
 
-	for (int i = 0; i < npending; i++)
+bool
+pa_coalesce_flush_next(PaCoalesceFlush *it, const char **msg, int *len)
+{
+	if (!it->active)
+		return false;
+	while (it->next < npending)
 	{
-		Pending    *p = &pending[i];
-		char	   *msg = p->msg;
+		Pending    *p = &pending[it->next++];
 
-		if (msg == NULL || (OidIsValid(relid) && p->relid != relid))
+		if (p->msg == NULL ||
+			(OidIsValid(it->relid) && p->relid != it->relid))
 			continue;
-		/* taken out first: applying may fail, and then all is discarded */
+		*msg = p->msg;
+		*len = p->msglen;
 		p->msg = NULL;
 		kept_bytes -= p->msglen;
-		apply_fn(msg, p->msglen);
+		return true;
 	}
 
-	if (!OidIsValid(relid) || nrelids == 1)
+	/* all taken out and applied: forget them */
+	it->active = false;
+	if (!OidIsValid(it->relid) || nrelids == 1)
 	{
 		pa_coalesce_discard();
-		return;
+		return false;
 	}
 	for (int i = 0; i < nrelids; i++)
 	{
-		if (relids[i] == relid)
+		if (relids[i] == it->relid)
 		{
 			relids[i] = relids[--nrelids];
 			break;
 		}
 	}
+	return false;
+}
+
+/* Is there room to keep msglen more bytes? If not, take all first. */
+bool
+pa_coalesce_room(int msglen)
+{
+	return kept_bytes + msglen <= COALESCE_MAX_BYTES;
 }
 
 /*
  * Keep an UPDATE of remote relation relid whose row has the key bytes
  * key/keylen instead of applying it now; the caller has checked that it
- * qualifies (see the header comment).
+ * qualifies (see the header comment), and made room.
  */
 void
 pa_coalesce_keep(Oid relid, const char *key, int keylen,
@@ -202,9 +222,6 @@ pa_coalesce_keep(Oid relid, const char *key, int keylen,
 	bool		found;
 	Pending    *p;
 	MemoryContext oldcxt;
-
-	if (kept_bytes + msglen > COALESCE_MAX_BYTES)
-		pa_coalesce_flush(InvalidOid);
 
 	hash = hash_bytes_extended((const unsigned char *) key, keylen, relid);
 	oldcxt = MemoryContextSwitchTo(coalesce_cxt);

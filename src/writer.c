@@ -614,25 +614,6 @@ can_keep(PaRelMapEntry *rel, char oldkind, PaTupleData *newtup,
 	return true;
 }
 
-/*
- * Before a change to rel (open) is applied, apply what coalesce.c kept
- * that the change could see or be ordered against: the kept updates of
- * the same table, all of them when rel's triggers fire here.  Returns rel
- * opened again (a kept update of it opens it itself).
- */
-static PaRelMapEntry *
-before_change(PaRelMapEntry *rel)
-{
-	Oid			relid = rel->remoteid;
-	Oid			which = rel->fires_triggers ? InvalidOid : relid;
-
-	if (MyWriter->applying_kept || !pa_coalesce_pending(which))
-		return rel;
-	pa_relmap_close(rel, NoLock);
-	pa_coalesce_flush(which);
-	return pa_relmap_open(relid, RowExclusiveLock);
-}
-
 static void apply_in(const char *data, int len, MemoryContext cxt);
 
 static void
@@ -641,7 +622,7 @@ apply_one(const char *data, int len)
 	apply_in(data, len, MyWriter->change_cxt);
 }
 
-/* coalesce.c's callback: apply a kept UPDATE now, keeping nothing. */
+/* Apply a kept UPDATE now, keeping nothing. */
 static void
 apply_kept(const char *data, int len)
 {
@@ -659,6 +640,41 @@ apply_kept(const char *data, int len)
 	}
 	PG_END_TRY();
 	MyWriter->committed_before_change = saved;
+}
+
+/*
+ * Apply what coalesce.c kept for remote relation relid (InvalidOid:
+ * everything), as each would have been applied at once.
+ */
+static void
+flush_kept(Oid relid)
+{
+	PaCoalesceFlush it;
+	const char *msg;
+	int			len;
+
+	pa_coalesce_flush_start(&it, relid);
+	while (pa_coalesce_flush_next(&it, &msg, &len))
+		apply_kept(msg, len);
+}
+
+/*
+ * Before a change to rel (open) is applied, apply what coalesce.c kept
+ * that the change could see or be ordered against: the kept updates of
+ * the same table, all of them when rel's triggers fire here.  Returns rel
+ * opened again (a kept update of it opens it itself).
+ */
+static PaRelMapEntry *
+before_change(PaRelMapEntry *rel)
+{
+	Oid			relid = rel->remoteid;
+	Oid			which = rel->fires_triggers ? InvalidOid : relid;
+
+	if (MyWriter->applying_kept || !pa_coalesce_pending(which))
+		return rel;
+	pa_relmap_close(rel, NoLock);
+	flush_kept(which);
+	return pa_relmap_open(relid, RowExclusiveLock);
 }
 
 /* Apply one message, parsed in cxt, which is reset afterwards. */
@@ -687,7 +703,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 		pa_read_relation(&in, &reldata);
 		pa_read_end(&in);
 		/* what is kept was decoded with the old definition */
-		pa_coalesce_flush(reldata.remoteid);
+		flush_kept(reldata.remoteid);
 		pa_relmap_update(&reldata);
 		goto done;
 	}
@@ -717,6 +733,8 @@ apply_in(const char *data, int len, MemoryContext cxt)
 			{
 				/* closed first: keeping may apply what was kept */
 				pa_relmap_close(rel, NoLock);
+				if (!pa_coalesce_room(len))
+					flush_kept(InvalidOid);
 				pa_coalesce_keep(relid, key.data, key.len, data, len);
 				break;
 			}
@@ -736,7 +754,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 		case PA_MSG_TRUNCATE:
 			relids = pa_read_truncate(&in, &nrelids, &flags);
 			pa_read_end(&in);
-			pa_coalesce_flush(InvalidOid);
+			flush_kept(InvalidOid);
 			pa_apply_truncate(nrelids, relids, flags);
 			break;
 		default:
@@ -996,7 +1014,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 				break;
 		}
 		/* what coalesce.c kept, before waiting for the turn to commit */
-		pa_coalesce_flush(InvalidOid);
+		flush_kept(InvalidOid);
 		if (h->prev_writer >= 0)
 			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
@@ -1261,7 +1279,7 @@ pa_writer_main(Datum arg)
 	MyWriter->kept_cxt = AllocSetContextCreate(TopMemoryContext,
 											   "parallel_apply kept change",
 											   ALLOCSET_DEFAULT_SIZES);
-	pa_coalesce_init(apply_kept);
+	pa_coalesce_init();
 
 	PG_TRY();
 	{
