@@ -5,16 +5,16 @@
  *		local transaction are applied once, with the last one's values.
  *
  * A writer commits a group of consecutive remote transactions as one local
- * transaction (writer.c); no one sees the states in between.  On a table
- * with a few hot rows (pgbench's ten branches) a group of 32 transactions
- * updates the same row again and again, and every update searches the
- * index, follows the row's HOT chain, prunes its page and writes a new
- * version.  So an UPDATE that qualifies is not applied at once: its
- * message is kept, keyed by the remote relation and the bytes of its
- * replica identity key, and a later qualifying UPDATE of the same row
- * replaces it.  The kept messages are applied, in the order their rows
- * were first kept, before the group commits, and earlier whenever
- * something could observe them or depend on their order:
+ * transaction (writer.c); no one sees the states in between, so of several
+ * updates of one row in a group only the last needs to be applied, and
+ * each one skipped saves an index search, a walk of the row's HOT chain
+ * and a new row version.  So an UPDATE that qualifies is not applied at
+ * once: its message is kept, keyed by the remote relation and the bytes of
+ * its replica identity key, and a later qualifying UPDATE of the same row
+ * replaces it.  The writer applies the kept messages (this file only keeps
+ * them and hands them back), in the order their rows were first kept,
+ * before the group commits, and earlier whenever something could observe
+ * them or depend on their order:
  *
  *	- any other change to the same relation (an INSERT, DELETE, an UPDATE
  *	  that does not qualify), and its RELATION message (the kept messages

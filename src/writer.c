@@ -74,13 +74,16 @@
  * error what was kept is dropped with the rest of the local transaction.
  *
  * Reading ahead.  Before blocking in a wait for a turn or a dependency,
- * the writer reads ahead (readahead.c): it takes the next transactions
- * from its queue into its lookahead and looks up the rows they will
+ * the writer reads ahead: it takes the next transactions from its queue
+ * into its lookahead (here) and has readahead.c look up the rows they will
  * change, one transaction per step, looking at its wait between steps.
  * Everything taken from the queue goes through that lookahead, in order.
  *
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
+ *
+ * The message formats of the queue are queue.c's.  The process's state is
+ * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
  * Each writer commits with its own replication origin (progress.c).
  * With the subscription's synchronous_commit off, commits are
