@@ -74,14 +74,21 @@ pa_q_write_txn(shm_mq_iovec *iov, PaTxnHeader *h, const PaDep *deps,
 	return 3;
 }
 
-/* PA_Q_STREAM_BEGIN: *h, no dependencies (a stream runs alone). */
-int
-pa_q_write_stream_begin(shm_mq_iovec *iov, PaTxnHeader *h)
+/* A PaTxnHeader alone: a stream runs alone, it has no dependencies. */
+static int
+write_stream_header(shm_mq_iovec *iov, PaTxnHeader *h, char kind)
 {
-	h->kind = PA_Q_STREAM_BEGIN;
+	h->kind = kind;
 	h->ndeps = 0;
 	set_iov(&iov[0], h, sizeof(*h));
 	return 1;
+}
+
+/* PA_Q_STREAM_BEGIN: *h. */
+int
+pa_q_write_stream_begin(shm_mq_iovec *iov, PaTxnHeader *h)
+{
+	return write_stream_header(iov, h, PA_Q_STREAM_BEGIN);
 }
 
 /* PA_Q_STREAM_CHUNK: the next part of a streamed transaction's batch. */
@@ -97,10 +104,7 @@ pa_q_write_stream_chunk(shm_mq_iovec *iov, StringInfo batch)
 int
 pa_q_write_stream_end(shm_mq_iovec *iov, PaTxnHeader *h)
 {
-	h->kind = PA_Q_STREAM_END;
-	h->ndeps = 0;
-	set_iov(&iov[0], h, sizeof(*h));
-	return 1;
+	return write_stream_header(iov, h, PA_Q_STREAM_END);
 }
 
 /* PA_Q_RELATION: one RELATION protocol message. */

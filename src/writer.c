@@ -680,6 +680,96 @@ before_change(PaRelMapEntry *rel)
 	return pa_relmap_open(relid, RowExclusiveLock);
 }
 
+/*
+ * Apply the INSERT, UPDATE or DELETE at in (the message data/len), or keep
+ * the UPDATE (coalesce.c).
+ */
+static void
+apply_row_change(StringInfo in, char type, const char *data, int len)
+{
+	PaTupleData oldtup,
+				newtup;
+	char		oldkind = 0;
+	PaRelMapEntry *rel;
+	Oid			relid;
+	StringInfoData key;
+
+	switch (type)
+	{
+		case PA_MSG_INSERT:
+			relid = pa_read_insert(in, &newtup);
+			break;
+		case PA_MSG_UPDATE:
+			relid = pa_read_update(in, &oldkind, &oldtup, &newtup);
+			break;
+		case PA_MSG_DELETE:
+			relid = pa_read_delete(in, &oldkind, &oldtup);
+			break;
+		default:
+			/* the leader passes on only the messages it checked */
+			elog(ERROR, "unexpected parallel_apply message type 0x%02x in a queued transaction",
+				 (unsigned char) type);
+	}
+	pa_read_end(in);
+	rel = pa_relmap_open(relid, RowExclusiveLock);
+	if (type == PA_MSG_UPDATE)
+	{
+		if (pa_relmap_skip(rel))
+		{
+			/* neither kept nor applied: see pa_relmap_skip() */
+			pa_relmap_close(rel, NoLock);
+			return;
+		}
+		if (can_keep(rel, oldkind, &newtup, &key))
+		{
+			/* closed first: keeping may apply what was kept */
+			pa_relmap_close(rel, NoLock);
+			if (!pa_coalesce_room(len))
+				flush_kept(InvalidOid);
+			pa_coalesce_keep(relid, key.data, key.len, data, len);
+			return;
+		}
+	}
+	rel = before_change(rel);
+	if (type == PA_MSG_INSERT)
+		pa_apply_insert(rel, &newtup);
+	else if (type == PA_MSG_UPDATE)
+	{
+		if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
+			row_not_found(rel, "update");
+	}
+	else if (!pa_apply_delete(rel, oldkind, &oldtup))
+		row_not_found(rel, "delete");
+	pa_relmap_close(rel, NoLock);
+}
+
+/* A RELATION, at in. */
+static void
+apply_relation(StringInfo in)
+{
+	PaRelationData reldata;
+
+	pa_read_relation(in, &reldata);
+	pa_read_end(in);
+	/* what is kept was decoded with the old definition */
+	flush_kept(reldata.remoteid);
+	pa_relmap_update(&reldata);
+}
+
+/* A TRUNCATE, at in. */
+static void
+apply_truncate(StringInfo in)
+{
+	Oid		   *relids;
+	int			nrelids;
+	uint8		flags;
+
+	relids = pa_read_truncate(in, &nrelids, &flags);
+	pa_read_end(in);
+	flush_kept(InvalidOid);
+	pa_apply_truncate(nrelids, relids, flags);
+}
+
 /* Apply one message, parsed in cxt, which is reset afterwards. */
 static void
 apply_in(const char *data, int len, MemoryContext cxt)
@@ -687,87 +777,20 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 	StringInfoData in;
 	char		type;
-	PaRelationData reldata;
-	PaTupleData oldtup,
-				newtup;
-	char		oldkind;
-	PaRelMapEntry *rel;
-	Oid			relid;
-	Oid		   *relids;
-	int			nrelids;
-	uint8		flags;
-	StringInfoData key;
 
 	pa_stringinfo_over(&in, data, len);
 	type = pa_read_msgtype(&in);
-
 	if (type == PA_MSG_RELATION)
+		apply_relation(&in);
+	else
 	{
-		pa_read_relation(&in, &reldata);
-		pa_read_end(&in);
-		/* what is kept was decoded with the old definition */
-		flush_kept(reldata.remoteid);
-		pa_relmap_update(&reldata);
-		goto done;
+		/* each pa_apply_* call takes its snapshot and ends with a CCI */
+		MyWriter->committed_before_change = committed_seq();
+		if (type == PA_MSG_TRUNCATE)
+			apply_truncate(&in);
+		else
+			apply_row_change(&in, type, data, len);
 	}
-
-	/* each pa_apply_* call takes its snapshot and ends with a CCI */
-	MyWriter->committed_before_change = committed_seq();
-	switch (type)
-	{
-		case PA_MSG_INSERT:
-			relid = pa_read_insert(&in, &newtup);
-			pa_read_end(&in);
-			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
-			pa_apply_insert(rel, &newtup);
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_UPDATE:
-			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
-			pa_read_end(&in);
-			rel = pa_relmap_open(relid, RowExclusiveLock);
-			if (pa_relmap_skip(rel))
-			{
-				/* neither kept nor applied: see pa_relmap_skip() */
-				pa_relmap_close(rel, NoLock);
-				break;
-			}
-			if (can_keep(rel, oldkind, &newtup, &key))
-			{
-				/* closed first: keeping may apply what was kept */
-				pa_relmap_close(rel, NoLock);
-				if (!pa_coalesce_room(len))
-					flush_kept(InvalidOid);
-				pa_coalesce_keep(relid, key.data, key.len, data, len);
-				break;
-			}
-			rel = before_change(rel);
-			if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
-				row_not_found(rel, "update");
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_DELETE:
-			relid = pa_read_delete(&in, &oldkind, &oldtup);
-			pa_read_end(&in);
-			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
-			if (!pa_apply_delete(rel, oldkind, &oldtup))
-				row_not_found(rel, "delete");
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_TRUNCATE:
-			relids = pa_read_truncate(&in, &nrelids, &flags);
-			pa_read_end(&in);
-			flush_kept(InvalidOid);
-			pa_apply_truncate(nrelids, relids, flags);
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unexpected parallel_apply message type 0x%02x in a transaction",
-							(unsigned char) type)));
-	}
-
-done:
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(cxt);
 }
