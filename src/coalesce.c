@@ -59,64 +59,56 @@
 
 #define COALESCE_MAX_BYTES	(4 * 1024 * 1024)
 
-typedef struct Pending
+typedef struct HashEntry
+{
+	uint64		hash;			/* hash key */
+	int			first;			/* first kept one with this hash */
+} HashEntry;
+
+bool		pa_coalesce_updates = true;
+
+/* one kept UPDATE */
+struct PaCoalescePending
 {
 	Oid			relid;			/* remote relation */
 	char	   *key;
 	int			keylen;
 	char	   *msg;			/* the UPDATE message to apply, or NULL
-								 * once applied */
+								 * once taken out */
 	int			msglen;
-	int			next;			/* next Pending with the same hash, -1 */
-} Pending;
+	int			next;			/* next one with the same hash, -1 */
+};
 
-typedef struct HashEntry
-{
-	uint64		hash;			/* hash key */
-	int			first;			/* first Pending with this hash */
-} HashEntry;
-
-bool		pa_coalesce_updates = true;
-
-static MemoryContext coalesce_cxt;
-static HTAB *table;
-static Pending *pending;
-static int	npending;
-static int	maxpending;
-static Size kept_bytes;
-static uint64 coalesced;
-static Oid *relids;				/* relations with something kept */
-static int	nrelids;
-static int	maxrelids;
+typedef struct PaCoalescePending Pending;
 
 void
-pa_coalesce_init(void)
+pa_coalesce_init(PaCoalesce *c)
 {
-	coalesce_cxt = AllocSetContextCreate(TopMemoryContext,
-										 "parallel_apply pending updates",
-										 ALLOCSET_DEFAULT_SIZES);
-	pa_coalesce_discard();
+	c->cxt = AllocSetContextCreate(TopMemoryContext,
+								   "parallel_apply pending updates",
+								   ALLOCSET_DEFAULT_SIZES);
+	pa_coalesce_discard(c);
 }
 
 /* Forget everything kept: after it was applied, or rolled back. */
 void
-pa_coalesce_discard(void)
+pa_coalesce_discard(PaCoalesce *c)
 {
 	HASHCTL		ctl;
 
-	MemoryContextReset(coalesce_cxt);
+	MemoryContextReset(c->cxt);
 	ctl.keysize = sizeof(uint64);
 	ctl.entrysize = sizeof(HashEntry);
-	ctl.hcxt = coalesce_cxt;
-	table = hash_create("parallel_apply pending updates", 256, &ctl,
-						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	maxpending = 256;
-	pending = MemoryContextAlloc(coalesce_cxt, maxpending * sizeof(Pending));
-	npending = 0;
-	maxrelids = 8;
-	relids = MemoryContextAlloc(coalesce_cxt, maxrelids * sizeof(Oid));
-	nrelids = 0;
-	kept_bytes = 0;
+	ctl.hcxt = c->cxt;
+	c->table = hash_create("parallel_apply pending updates", 256, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	c->maxpending = 256;
+	c->pending = MemoryContextAlloc(c->cxt, c->maxpending * sizeof(Pending));
+	c->npending = 0;
+	c->maxrelids = 8;
+	c->relids = MemoryContextAlloc(c->cxt, c->maxrelids * sizeof(Oid));
+	c->nrelids = 0;
+	c->kept_bytes = 0;
 }
 
 /*
@@ -124,28 +116,28 @@ pa_coalesce_discard(void)
  * commit); after a rollback, forget = true drops what did not count.
  */
 uint64
-pa_coalesce_take_count(bool forget)
+pa_coalesce_take_count(PaCoalesce *c, bool forget)
 {
-	uint64		n = forget ? 0 : coalesced;
+	uint64		n = forget ? 0 : c->coalesced;
 
-	coalesced = 0;
+	c->coalesced = 0;
 	return n;
 }
 
 static bool
-has_pending(Oid relid)
+has_pending(PaCoalesce *c, Oid relid)
 {
-	for (int i = 0; i < nrelids; i++)
-		if (relids[i] == relid)
+	for (int i = 0; i < c->nrelids; i++)
+		if (c->relids[i] == relid)
 			return true;
 	return false;
 }
 
 /* Is anything kept for remote relation relid (InvalidOid: at all)? */
 bool
-pa_coalesce_pending(Oid relid)
+pa_coalesce_pending(PaCoalesce *c, Oid relid)
 {
-	return nrelids > 0 && (!OidIsValid(relid) || has_pending(relid));
+	return c->nrelids > 0 && (!OidIsValid(relid) || has_pending(c, relid));
 }
 
 /*
@@ -157,21 +149,24 @@ pa_coalesce_pending(Oid relid)
  * discarded.  Nothing may be kept meanwhile.
  */
 void
-pa_coalesce_flush_start(PaCoalesceFlush *it, Oid relid)
+pa_coalesce_flush_start(PaCoalesce *c, PaCoalesceFlush *it, Oid relid)
 {
+	it->c = c;
 	it->relid = relid;
 	it->next = 0;
-	it->active = pa_coalesce_pending(relid);
+	it->active = pa_coalesce_pending(c, relid);
 }
 
 bool
 pa_coalesce_flush_next(PaCoalesceFlush *it, const char **msg, int *len)
 {
+	PaCoalesce *c = it->c;
+
 	if (!it->active)
 		return false;
-	while (it->next < npending)
+	while (it->next < c->npending)
 	{
-		Pending    *p = &pending[it->next++];
+		Pending    *p = &c->pending[it->next++];
 
 		if (p->msg == NULL ||
 			(OidIsValid(it->relid) && p->relid != it->relid))
@@ -179,22 +174,22 @@ pa_coalesce_flush_next(PaCoalesceFlush *it, const char **msg, int *len)
 		*msg = p->msg;
 		*len = p->msglen;
 		p->msg = NULL;
-		kept_bytes -= p->msglen;
+		c->kept_bytes -= p->msglen;
 		return true;
 	}
 
 	/* all taken out and applied: forget them */
 	it->active = false;
-	if (!OidIsValid(it->relid) || nrelids == 1)
+	if (!OidIsValid(it->relid) || c->nrelids == 1)
 	{
-		pa_coalesce_discard();
+		pa_coalesce_discard(c);
 		return false;
 	}
-	for (int i = 0; i < nrelids; i++)
+	for (int i = 0; i < c->nrelids; i++)
 	{
-		if (relids[i] == it->relid)
+		if (c->relids[i] == it->relid)
 		{
-			relids[i] = relids[--nrelids];
+			c->relids[i] = c->relids[--c->nrelids];
 			break;
 		}
 	}
@@ -203,9 +198,9 @@ pa_coalesce_flush_next(PaCoalesceFlush *it, const char **msg, int *len)
 
 /* Is there room to keep msglen more bytes? If not, take all first. */
 bool
-pa_coalesce_room(int msglen)
+pa_coalesce_room(PaCoalesce *c, int msglen)
 {
-	return kept_bytes + msglen <= COALESCE_MAX_BYTES;
+	return c->kept_bytes + msglen <= COALESCE_MAX_BYTES;
 }
 
 /*
@@ -214,7 +209,7 @@ pa_coalesce_room(int msglen)
  * qualifies (see the header comment), and made room.
  */
 void
-pa_coalesce_keep(Oid relid, const char *key, int keylen,
+pa_coalesce_keep(PaCoalesce *c, Oid relid, const char *key, int keylen,
 				 const char *msg, int msglen)
 {
 	uint64		hash;
@@ -224,35 +219,35 @@ pa_coalesce_keep(Oid relid, const char *key, int keylen,
 	MemoryContext oldcxt;
 
 	hash = hash_bytes_extended((const unsigned char *) key, keylen, relid);
-	oldcxt = MemoryContextSwitchTo(coalesce_cxt);
-	he = hash_search(table, &hash, HASH_ENTER, &found);
+	oldcxt = MemoryContextSwitchTo(c->cxt);
+	he = hash_search(c->table, &hash, HASH_ENTER, &found);
 	if (!found)
 		he->first = -1;
-	for (int i = he->first; i >= 0; i = pending[i].next)
+	for (int i = he->first; i >= 0; i = c->pending[i].next)
 	{
-		p = &pending[i];
+		p = &c->pending[i];
 		if (p->msg != NULL && p->relid == relid && p->keylen == keylen &&
 			memcmp(p->key, key, keylen) == 0)
 		{
 			/* a later update of a row kept: it replaces the earlier one */
-			kept_bytes -= p->msglen;
+			c->kept_bytes -= p->msglen;
 			pfree(p->msg);
 			p->msg = palloc(msglen);
 			memcpy(p->msg, msg, msglen);
 			p->msglen = msglen;
-			kept_bytes += msglen;
-			coalesced++;
+			c->kept_bytes += msglen;
+			c->coalesced++;
 			MemoryContextSwitchTo(oldcxt);
 			return;
 		}
 	}
 
-	if (npending == maxpending)
+	if (c->npending == c->maxpending)
 	{
-		maxpending *= 2;
-		pending = repalloc(pending, maxpending * sizeof(Pending));
+		c->maxpending *= 2;
+		c->pending = repalloc(c->pending, c->maxpending * sizeof(Pending));
 	}
-	p = &pending[npending];
+	p = &c->pending[c->npending];
 	p->relid = relid;
 	p->key = palloc(keylen);
 	memcpy(p->key, key, keylen);
@@ -261,17 +256,17 @@ pa_coalesce_keep(Oid relid, const char *key, int keylen,
 	memcpy(p->msg, msg, msglen);
 	p->msglen = msglen;
 	p->next = he->first;
-	he->first = npending++;
-	kept_bytes += msglen;
+	he->first = c->npending++;
+	c->kept_bytes += msglen;
 
-	if (!has_pending(relid))
+	if (!has_pending(c, relid))
 	{
-		if (nrelids == maxrelids)
+		if (c->nrelids == c->maxrelids)
 		{
-			maxrelids *= 2;
-			relids = repalloc(relids, maxrelids * sizeof(Oid));
+			c->maxrelids *= 2;
+			c->relids = repalloc(c->relids, c->maxrelids * sizeof(Oid));
 		}
-		relids[nrelids++] = relid;
+		c->relids[c->nrelids++] = relid;
 	}
 	MemoryContextSwitchTo(oldcxt);
 }

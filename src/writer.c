@@ -204,6 +204,7 @@ typedef struct PaWriter
 
 	Lookahead	queue;			/* the queue, and what was taken from it */
 	PaReadAhead ahead;			/* reading ahead, see readahead.c */
+	PaCoalesce	kept;			/* kept updates, see coalesce.c */
 } PaWriter;
 
 static PaWriter MyWriterData;
@@ -656,7 +657,7 @@ flush_kept(Oid relid)
 	const char *msg;
 	int			len;
 
-	pa_coalesce_flush_start(&it, relid);
+	pa_coalesce_flush_start(&MyWriter->kept, &it, relid);
 	while (pa_coalesce_flush_next(&it, &msg, &len))
 		apply_kept(msg, len);
 }
@@ -673,7 +674,8 @@ before_change(PaRelMapEntry *rel)
 	Oid			relid = rel->remoteid;
 	Oid			which = rel->fires_triggers ? InvalidOid : relid;
 
-	if (MyWriter->applying_kept || !pa_coalesce_pending(which))
+	if (MyWriter->applying_kept ||
+		!pa_coalesce_pending(&MyWriter->kept, which))
 		return rel;
 	pa_relmap_close(rel, NoLock);
 	flush_kept(which);
@@ -724,9 +726,10 @@ apply_row_change(StringInfo in, char type, const char *data, int len)
 		{
 			/* closed first: keeping may apply what was kept */
 			pa_relmap_close(rel, NoLock);
-			if (!pa_coalesce_room(len))
+			if (!pa_coalesce_room(&MyWriter->kept, len))
 				flush_kept(InvalidOid);
-			pa_coalesce_keep(relid, key.data, key.len, data, len);
+			pa_coalesce_keep(&MyWriter->kept, relid, key.data, key.len,
+							 data, len);
 			return;
 		}
 	}
@@ -851,7 +854,8 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	MyWriter->me->applied += n;
 	MyWriter->me->commits++;
 	MyWriter->me->read_ahead = MyWriter->ahead.txns;
-	MyWriter->me->coalesced += pa_coalesce_take_count(false);
+	MyWriter->me->coalesced += pa_coalesce_take_count(&MyWriter->kept,
+													  false);
 	MyWriter->me->seq = 0;
 	MyWriter->me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
@@ -1062,8 +1066,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		applying = false;
 		pa_readahead_allow(&MyWriter->ahead, false);
 		MemoryContextSwitchTo(oldcxt);
-		pa_coalesce_discard();
-		(void) pa_coalesce_take_count(true);
+		pa_coalesce_discard(&MyWriter->kept);
+		(void) pa_coalesce_take_count(&MyWriter->kept, true);
 		edata = CopyErrorData();
 		/* an administrator's cancel: roll back, say so, apply again */
 		canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
@@ -1305,7 +1309,7 @@ pa_writer_main(Datum arg)
 	MyWriter->kept_cxt = AllocSetContextCreate(TopMemoryContext,
 											   "parallel_apply kept change",
 											   ALLOCSET_DEFAULT_SIZES);
-	pa_coalesce_init();
+	pa_coalesce_init(&MyWriter->kept);
 
 	PG_TRY();
 	{
