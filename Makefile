@@ -26,6 +26,7 @@ OBJS += \
 	src/dispatcher.o \
 	src/pool.o \
 	src/progress.o \
+	src/queue.o \
 	src/readahead.o \
 	src/coalesce.o \
 	src/receiver.o \

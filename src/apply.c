@@ -460,22 +460,34 @@ route_tuple(ApplyState *state, TupleTableSlot *rootslot, ApplyTarget *target)
 	target->target_to_root = map ? map->attrMap : NULL;
 }
 
+/*
+ * The row in from, of the local table's row type or the target's, in the
+ * other one's, to's, through map (NULL when the two match); from itself
+ * when the target is the local table.
+ */
+static TupleTableSlot *
+convert_row(ApplyState *state, ApplyTarget *target, AttrMap *map,
+			Relation to, TupleTableSlot *from)
+{
+	TupleTableSlot *slot;
+
+	if (target->rri == state->rootinfo)
+		return from;
+
+	slot = ExecInitExtraTupleSlot(state->estate, RelationGetDescr(to),
+								  &TTSOpsVirtual);
+	if (map != NULL)
+		return execute_attr_map_slot(map, from, slot);
+	return ExecCopySlot(slot, from);
+}
+
 /* A slot of the local table's row type in the target's row type. */
 static TupleTableSlot *
 root_to_target(ApplyState *state, ApplyTarget *target,
 			   TupleTableSlot *rootslot)
 {
-	TupleTableSlot *slot;
-
-	if (target->rri == state->rootinfo)
-		return rootslot;
-
-	slot = ExecInitExtraTupleSlot(state->estate,
-								  RelationGetDescr(target->rri->ri_RelationDesc),
-								  &TTSOpsVirtual);
-	if (target->root_to_target != NULL)
-		return execute_attr_map_slot(target->root_to_target, rootslot, slot);
-	return ExecCopySlot(slot, rootslot);
+	return convert_row(state, target, target->root_to_target,
+					   target->rri->ri_RelationDesc, rootslot);
 }
 
 /* The other way round. */
@@ -483,18 +495,8 @@ static TupleTableSlot *
 target_to_root(ApplyState *state, ApplyTarget *target,
 			   TupleTableSlot *targetslot)
 {
-	TupleTableSlot *slot;
-
-	if (target->rri == state->rootinfo)
-		return targetslot;
-
-	slot = ExecInitExtraTupleSlot(state->estate,
-								  RelationGetDescr(state->rel->localrel),
-								  &TTSOpsVirtual);
-	if (target->target_to_root != NULL)
-		return execute_attr_map_slot(target->target_to_root, targetslot,
-									 slot);
-	return ExecCopySlot(slot, targetslot);
+	return convert_row(state, target, target->target_to_root,
+					   state->rel->localrel, targetslot);
 }
 
 /* The local table's attribute number of a target's attribute, or 0. */
@@ -801,6 +803,36 @@ delete_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot)
  * ---------------------------------------------------------------------
  */
 
+/* A slot of the local table's row type, holding tup when one is given. */
+static TupleTableSlot *
+local_slot(ApplyState *state, PaTupleData *tup)
+{
+	TupleTableSlot *slot;
+
+	slot = ExecInitExtraTupleSlot(state->estate,
+								  RelationGetDescr(state->rel->localrel),
+								  &TTSOpsVirtual);
+	if (tup != NULL)
+		store_tuple(state, slot, tup);
+	return slot;
+}
+
+/*
+ * Route the row tup (an old row or key, of kind oldkind) identifies into
+ * *target and find it there: false when it is missing, else the row in
+ * *localslot.
+ */
+static bool
+find_local_row(ApplyState *state, ApplyTarget *target, PaTupleData *tup,
+			   char oldkind, TupleTableSlot **localslot)
+{
+	TupleTableSlot *searchslot = local_slot(state, tup);
+
+	route_tuple(state, searchslot, target);
+	return find_row(state, target, root_to_target(state, target, searchslot),
+					tup, oldkind, localslot);
+}
+
 void
 pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 {
@@ -813,10 +845,7 @@ pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 	check_tuple(rel, newtup, false);
 	apply_begin(&state, rel, CMD_INSERT, "INSERT");
 
-	slot = ExecInitExtraTupleSlot(state.estate,
-								  RelationGetDescr(rel->localrel),
-								  &TTSOpsVirtual);
-	store_tuple(&state, slot, newtup);
+	slot = local_slot(&state, newtup);
 	fill_defaults(&state, slot);
 
 	route_tuple(&state, slot, &target);
@@ -833,7 +862,6 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	ApplyTarget target;
 	PaTupleData *src;
 	TupleDesc	desc;
-	TupleTableSlot *searchslot;
 	TupleTableSlot *localslot;
 	TupleTableSlot *newslot;
 	Bitmapset  *updated = NULL;
@@ -867,16 +895,10 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	}
 	pa_exec_set_updated_cols(state.estate, updated);
 
-	searchslot = ExecInitExtraTupleSlot(state.estate, desc, &TTSOpsVirtual);
-	store_tuple(&state, searchslot, src);
-
-	route_tuple(&state, searchslot, &target);
-	found = find_row(&state, &target,
-					 root_to_target(&state, &target, searchslot),
-					 src, oldkind, &localslot);
+	found = find_local_row(&state, &target, src, oldkind, &localslot);
 	if (found)
 	{
-		newslot = ExecInitExtraTupleSlot(state.estate, desc, &TTSOpsVirtual);
+		newslot = local_slot(&state, NULL);
 		modify_tuple(&state, newslot,
 					 target_to_root(&state, &target, localslot), newtup);
 
@@ -912,7 +934,6 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 {
 	ApplyState	state;
 	ApplyTarget target;
-	TupleTableSlot *searchslot;
 	TupleTableSlot *localslot;
 	bool		found;
 
@@ -924,15 +945,7 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 
 	apply_begin(&state, rel, CMD_DELETE, "DELETE");
 
-	searchslot = ExecInitExtraTupleSlot(state.estate,
-										RelationGetDescr(rel->localrel),
-										&TTSOpsVirtual);
-	store_tuple(&state, searchslot, oldtup);
-
-	route_tuple(&state, searchslot, &target);
-	found = find_row(&state, &target,
-					 root_to_target(&state, &target, searchslot),
-					 oldtup, oldkind, &localslot);
+	found = find_local_row(&state, &target, oldtup, oldkind, &localslot);
 	if (found)
 		delete_row(&state, target.rri, localslot);
 

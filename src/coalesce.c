@@ -5,16 +5,16 @@
  *		local transaction are applied once, with the last one's values.
  *
  * A writer commits a group of consecutive remote transactions as one local
- * transaction (writer.c); no one sees the states in between.  On a table
- * with a few hot rows (pgbench's ten branches) a group of 32 transactions
- * updates the same row again and again, and every update searches the
- * index, follows the row's HOT chain, prunes its page and writes a new
- * version.  So an UPDATE that qualifies is not applied at once: its
- * message is kept, keyed by the remote relation and the bytes of its
- * replica identity key, and a later qualifying UPDATE of the same row
- * replaces it.  The kept messages are applied, in the order their rows
- * were first kept, before the group commits, and earlier whenever
- * something could observe them or depend on their order:
+ * transaction (writer.c); no one sees the states in between, so of several
+ * updates of one row in a group only the last needs to be applied, and
+ * each one skipped saves an index search, a walk of the row's HOT chain
+ * and a new row version.  So an UPDATE that qualifies is not applied at
+ * once: its message is kept, keyed by the remote relation and the bytes of
+ * its replica identity key, and a later qualifying UPDATE of the same row
+ * replaces it.  The writer applies the kept messages (this file only keeps
+ * them and hands them back), in the order their rows were first kept,
+ * before the group commits, and earlier whenever something could observe
+ * them or depend on their order:
  *
  *	- any other change to the same relation (an INSERT, DELETE, an UPDATE
  *	  that does not qualify), and its RELATION message (the kept messages
@@ -59,66 +59,56 @@
 
 #define COALESCE_MAX_BYTES	(4 * 1024 * 1024)
 
-typedef struct Pending
+typedef struct HashEntry
+{
+	uint64		hash;			/* hash key */
+	int			first;			/* first kept one with this hash */
+} HashEntry;
+
+bool		pa_coalesce_updates = true;
+
+/* one kept UPDATE */
+struct PaCoalescePending
 {
 	Oid			relid;			/* remote relation */
 	char	   *key;
 	int			keylen;
 	char	   *msg;			/* the UPDATE message to apply, or NULL
-								 * once applied */
+								 * once taken out */
 	int			msglen;
-	int			next;			/* next Pending with the same hash, -1 */
-} Pending;
+	int			next;			/* next one with the same hash, -1 */
+};
 
-typedef struct HashEntry
-{
-	uint64		hash;			/* hash key */
-	int			first;			/* first Pending with this hash */
-} HashEntry;
-
-bool		pa_coalesce_updates = true;
-
-static MemoryContext coalesce_cxt;
-static HTAB *table;
-static Pending *pending;
-static int	npending;
-static int	maxpending;
-static Size kept_bytes;
-static uint64 coalesced;
-static Oid *relids;				/* relations with something kept */
-static int	nrelids;
-static int	maxrelids;
-static PaCoalesceApplyFn apply_fn;
+typedef struct PaCoalescePending Pending;
 
 void
-pa_coalesce_init(PaCoalesceApplyFn fn)
+pa_coalesce_init(PaCoalesce *c)
 {
-	apply_fn = fn;
-	coalesce_cxt = AllocSetContextCreate(TopMemoryContext,
-										 "parallel_apply pending updates",
-										 ALLOCSET_DEFAULT_SIZES);
-	pa_coalesce_discard();
+	c->cxt = AllocSetContextCreate(TopMemoryContext,
+								   "parallel_apply pending updates",
+								   ALLOCSET_DEFAULT_SIZES);
+	pa_coalesce_discard(c);
 }
 
 /* Forget everything kept: after it was applied, or rolled back. */
 void
-pa_coalesce_discard(void)
+pa_coalesce_discard(PaCoalesce *c)
 {
 	HASHCTL		ctl;
 
-	MemoryContextReset(coalesce_cxt);
+	MemoryContextReset(c->cxt);
 	ctl.keysize = sizeof(uint64);
 	ctl.entrysize = sizeof(HashEntry);
-	ctl.hcxt = coalesce_cxt;
-	table = hash_create("parallel_apply pending updates", 256, &ctl,
-						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	maxpending = 256;
-	pending = MemoryContextAlloc(coalesce_cxt, maxpending * sizeof(Pending));
-	npending = 0;
-	maxrelids = 8;
-	relids = MemoryContextAlloc(coalesce_cxt, maxrelids * sizeof(Oid));
-	nrelids = 0;
-	kept_bytes = 0;
+	ctl.hcxt = c->cxt;
+	c->table = hash_create("parallel_apply pending updates", 256, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	c->maxpending = 256;
+	c->pending = MemoryContextAlloc(c->cxt, c->maxpending * sizeof(Pending));
+	c->npending = 0;
+	c->maxrelids = 8;
+	c->relids = MemoryContextAlloc(c->cxt, c->maxrelids * sizeof(Oid));
+	c->nrelids = 0;
+	c->kept_bytes = 0;
 }
 
 /*
@@ -126,75 +116,100 @@ pa_coalesce_discard(void)
  * commit); after a rollback, forget = true drops what did not count.
  */
 uint64
-pa_coalesce_take_count(bool forget)
+pa_coalesce_take_count(PaCoalesce *c, bool forget)
 {
-	uint64		n = forget ? 0 : coalesced;
+	uint64		n = forget ? 0 : c->coalesced;
 
-	coalesced = 0;
+	c->coalesced = 0;
 	return n;
 }
 
 static bool
-has_pending(Oid relid)
+has_pending(PaCoalesce *c, Oid relid)
 {
-	for (int i = 0; i < nrelids; i++)
-		if (relids[i] == relid)
+	for (int i = 0; i < c->nrelids; i++)
+		if (c->relids[i] == relid)
 			return true;
 	return false;
 }
 
 /* Is anything kept for remote relation relid (InvalidOid: at all)? */
 bool
-pa_coalesce_pending(Oid relid)
+pa_coalesce_pending(PaCoalesce *c, Oid relid)
 {
-	return nrelids > 0 && (!OidIsValid(relid) || has_pending(relid));
+	return c->nrelids > 0 && (!OidIsValid(relid) || has_pending(c, relid));
 }
 
 /*
- * Apply what is kept for remote relation relid (InvalidOid: everything),
- * in the order the rows were first kept.
+ * Take out what is kept for remote relation relid (InvalidOid: all), for
+ * the caller to apply, in the order the rows were first kept:
+ * pa_coalesce_flush_start(), then pa_coalesce_flush_next() for each
+ * message until it returns false (and forgets the relation).  A message is
+ * taken out before it is given: applying it may fail, and then all is
+ * discarded.  Nothing may be kept meanwhile.
  */
 void
-pa_coalesce_flush(Oid relid)
+pa_coalesce_flush_start(PaCoalesce *c, PaCoalesceFlush *it, Oid relid)
 {
-	if (!pa_coalesce_pending(relid))
-		return;
+	it->c = c;
+	it->relid = relid;
+	it->next = 0;
+	it->active = pa_coalesce_pending(c, relid);
+}
 
-	for (int i = 0; i < npending; i++)
+bool
+pa_coalesce_flush_next(PaCoalesceFlush *it, const char **msg, int *len)
+{
+	PaCoalesce *c = it->c;
+
+	if (!it->active)
+		return false;
+	while (it->next < c->npending)
 	{
-		Pending    *p = &pending[i];
-		char	   *msg = p->msg;
+		Pending    *p = &c->pending[it->next++];
 
-		if (msg == NULL || (OidIsValid(relid) && p->relid != relid))
+		if (p->msg == NULL ||
+			(OidIsValid(it->relid) && p->relid != it->relid))
 			continue;
-		/* taken out first: applying may fail, and then all is discarded */
+		*msg = p->msg;
+		*len = p->msglen;
 		p->msg = NULL;
-		kept_bytes -= p->msglen;
-		apply_fn(msg, p->msglen);
+		c->kept_bytes -= p->msglen;
+		return true;
 	}
 
-	if (!OidIsValid(relid) || nrelids == 1)
+	/* all taken out and applied: forget them */
+	it->active = false;
+	if (!OidIsValid(it->relid) || c->nrelids == 1)
 	{
-		pa_coalesce_discard();
-		return;
+		pa_coalesce_discard(c);
+		return false;
 	}
-	for (int i = 0; i < nrelids; i++)
+	for (int i = 0; i < c->nrelids; i++)
 	{
-		if (relids[i] == relid)
+		if (c->relids[i] == it->relid)
 		{
-			relids[i] = relids[--nrelids];
+			c->relids[i] = c->relids[--c->nrelids];
 			break;
 		}
 	}
+	return false;
+}
+
+/* Is there room to keep msglen more bytes? If not, take all first. */
+bool
+pa_coalesce_room(PaCoalesce *c, int msglen)
+{
+	return c->kept_bytes + msglen <= COALESCE_MAX_BYTES;
 }
 
 /*
  * Keep an UPDATE of remote relation relid whose row has the key bytes
  * key/keylen instead of applying it now; the caller has checked that it
- * qualifies (see the header comment).
+ * qualifies (see the header comment), and made room.
  */
 void
-pa_coalesce_keep(Oid relid, const char *key, int keylen,
+pa_coalesce_keep(PaCoalesce *c, Oid relid, const char *key, int keylen,
 				 const char *msg, int msglen)
 {
 	uint64		hash;
@@ -203,39 +218,36 @@ pa_coalesce_keep(Oid relid, const char *key, int keylen,
 	Pending    *p;
 	MemoryContext oldcxt;
 
-	if (kept_bytes + msglen > COALESCE_MAX_BYTES)
-		pa_coalesce_flush(InvalidOid);
-
 	hash = hash_bytes_extended((const unsigned char *) key, keylen, relid);
-	oldcxt = MemoryContextSwitchTo(coalesce_cxt);
-	he = hash_search(table, &hash, HASH_ENTER, &found);
+	oldcxt = MemoryContextSwitchTo(c->cxt);
+	he = hash_search(c->table, &hash, HASH_ENTER, &found);
 	if (!found)
 		he->first = -1;
-	for (int i = he->first; i >= 0; i = pending[i].next)
+	for (int i = he->first; i >= 0; i = c->pending[i].next)
 	{
-		p = &pending[i];
+		p = &c->pending[i];
 		if (p->msg != NULL && p->relid == relid && p->keylen == keylen &&
 			memcmp(p->key, key, keylen) == 0)
 		{
 			/* a later update of a row kept: it replaces the earlier one */
-			kept_bytes -= p->msglen;
+			c->kept_bytes -= p->msglen;
 			pfree(p->msg);
 			p->msg = palloc(msglen);
 			memcpy(p->msg, msg, msglen);
 			p->msglen = msglen;
-			kept_bytes += msglen;
-			coalesced++;
+			c->kept_bytes += msglen;
+			c->coalesced++;
 			MemoryContextSwitchTo(oldcxt);
 			return;
 		}
 	}
 
-	if (npending == maxpending)
+	if (c->npending == c->maxpending)
 	{
-		maxpending *= 2;
-		pending = repalloc(pending, maxpending * sizeof(Pending));
+		c->maxpending *= 2;
+		c->pending = repalloc(c->pending, c->maxpending * sizeof(Pending));
 	}
-	p = &pending[npending];
+	p = &c->pending[c->npending];
 	p->relid = relid;
 	p->key = palloc(keylen);
 	memcpy(p->key, key, keylen);
@@ -244,17 +256,17 @@ pa_coalesce_keep(Oid relid, const char *key, int keylen,
 	memcpy(p->msg, msg, msglen);
 	p->msglen = msglen;
 	p->next = he->first;
-	he->first = npending++;
-	kept_bytes += msglen;
+	he->first = c->npending++;
+	c->kept_bytes += msglen;
 
-	if (!has_pending(relid))
+	if (!has_pending(c, relid))
 	{
-		if (nrelids == maxrelids)
+		if (c->nrelids == c->maxrelids)
 		{
-			maxrelids *= 2;
-			relids = repalloc(relids, maxrelids * sizeof(Oid));
+			c->maxrelids *= 2;
+			c->relids = repalloc(c->relids, c->maxrelids * sizeof(Oid));
 		}
-		relids[nrelids++] = relid;
+		c->relids[c->nrelids++] = relid;
 	}
 	MemoryContextSwitchTo(oldcxt);
 }

@@ -99,6 +99,7 @@
 #include "sync.h"
 #include "pool.h"
 #include "protocol.h"
+#include "queue.h"
 #include "relmap.h"
 
 #define PA_STREAM_THRESHOLD	(8 * 1024 * 1024)
@@ -474,14 +475,9 @@ send_relations_to(int writer)
 	hash_seq_init(&status, relations);
 	while ((re = hash_seq_search(&status)) != NULL)
 	{
-		shm_mq_iovec iov[2];
-		char		kind = PA_Q_RELATION;
+		shm_mq_iovec iov[PA_Q_MAX_IOV];
 
-		iov[0].data = &kind;
-		iov[0].len = 1;
-		iov[1].data = re->raw;
-		iov[1].len = re->len;
-		pa_pool_sendv(writer, iov, 2);
+		pa_pool_sendv(writer, iov, pa_q_write_relation(iov, re->raw, re->len));
 	}
 }
 
@@ -494,19 +490,14 @@ broadcast_new_relations(int except)
 	{
 		Oid			relid = lfirst_oid(lc);
 		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
-		char		kind = PA_Q_RELATION;
 
 		for (int w = 0; w < pa_max_writers; w++)
 		{
-			shm_mq_iovec iov[2];
+			shm_mq_iovec iov[PA_Q_MAX_IOV];
 
 			if (w == except || w >= pa_pool_size())
 				continue;
-			iov[0].data = &kind;
-			iov[0].len = 1;
-			iov[1].data = re->raw;
-			iov[1].len = re->len;
-			pa_pool_sendv(w, iov, 2);
+			pa_pool_sendv(w, iov, pa_q_write_relation(iov, re->raw, re->len));
 		}
 	}
 	list_free(new_relations);
@@ -550,10 +541,9 @@ pick_writer(void)
 }
 
 static void
-fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
+fill_header(PaTxnHeader *h, int writer)
 {
 	memset(h, 0, sizeof(*h));
-	h->kind = kind;
 	h->barrier = cur_barrier || streaming;
 	h->prev_writer = (last_writer == writer) ? -1 : last_writer;
 	h->seq = cur_seq;
@@ -561,7 +551,6 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 	h->commit_lsn = begin.final_lsn;
 	h->end_lsn = InvalidXLogRecPtr;
 	h->commit_time = begin.commit_time;
-	h->ndeps = ndeps;
 }
 
 static void
@@ -575,7 +564,7 @@ dispatch_txn(PaCommitData *commit)
 	int			ndepwriters;
 	bool		chain;
 	PaTxnHeader h;
-	shm_mq_iovec iov[3];
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
 	KeyEntry  **entries = NULL;
 
 	if (wait_before_next > 0)
@@ -679,15 +668,9 @@ dispatch_txn(PaCommitData *commit)
 	}
 
 	wait_writer_room(writer);
-	fill_header(&h, PA_Q_TXN, writer, ndeps);
+	fill_header(&h, writer);
 	h.end_lsn = commit->end_lsn;
-	iov[0].data = (const char *) &h;
-	iov[0].len = sizeof(h);
-	iov[1].data = (const char *) deps;
-	iov[1].len = sizeof(PaDep) * ndeps;
-	iov[2].data = msgs.data;
-	iov[2].len = msgs.len;
-	pa_pool_sendv(writer, iov, 3);
+	pa_pool_sendv(writer, iov, pa_q_write_txn(iov, &h, deps, ndeps, &msgs));
 	pa_pool_dispatched(writer, cur_seq);
 	broadcast_new_relations(writer);
 
@@ -703,8 +686,7 @@ dispatch_txn(PaCommitData *commit)
 static void
 flush_stream(void)
 {
-	shm_mq_iovec iov[2];
-	char		kind = PA_Q_STREAM_CHUNK;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
 
 	if (!streaming)
 	{
@@ -717,14 +699,10 @@ flush_stream(void)
 		}
 		stream_writer = pick_writer();
 		streaming = true;
-		fill_header(&h, PA_Q_STREAM_BEGIN, stream_writer, 0);
-		pa_pool_send(stream_writer, &h, sizeof(h));
+		fill_header(&h, stream_writer);
+		pa_pool_sendv(stream_writer, iov, pa_q_write_stream_begin(iov, &h));
 	}
-	iov[0].data = &kind;
-	iov[0].len = 1;
-	iov[1].data = msgs.data;
-	iov[1].len = msgs.len;
-	pa_pool_sendv(stream_writer, iov, 2);
+	pa_pool_sendv(stream_writer, iov, pa_q_write_stream_chunk(iov, &msgs));
 	resetStringInfo(&msgs);
 }
 
@@ -732,12 +710,13 @@ static void
 finish_stream(PaCommitData *commit)
 {
 	PaTxnHeader h;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
 
 	if (msgs.len > 0)
 		flush_stream();
-	fill_header(&h, PA_Q_STREAM_END, stream_writer, 0);
+	fill_header(&h, stream_writer);
 	h.end_lsn = commit->end_lsn;
-	pa_pool_send(stream_writer, &h, sizeof(h));
+	pa_pool_sendv(stream_writer, iov, pa_q_write_stream_end(iov, &h));
 	pa_pool_dispatched(stream_writer, cur_seq);
 	broadcast_new_relations(stream_writer);
 	last_writer = stream_writer;
@@ -754,10 +733,7 @@ finish_stream(PaCommitData *commit)
 static void
 append_message(const char *data, int len)
 {
-	uint32		n = (uint32) len;
-
-	appendBinaryStringInfo(&msgs, (const char *) &n, sizeof(n));
-	appendBinaryStringInfo(&msgs, data, len);
+	pa_q_append_message(&msgs, data, len);
 	if (msgs.len >= (streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
 		flush_stream();
 }
@@ -785,10 +761,7 @@ pa_dispatch_message(const char *data, int len)
 	XLogRecPtr	origin_lsn;
 	int			encoding;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, data, len);
 	type = pa_read_msgtype(&in);
 
 	switch (type)

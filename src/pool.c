@@ -23,10 +23,7 @@
  * own is an error for the whole pipeline: the leader exits too, and the
  * supervisor restarts the pipeline with backoff.
  *
- * The writers read their queue messages (pool.h gives the layout) through
- * the pa_q_* cursor at the end of this file, which checks every length
- * against the message, so that a message that is not what its kind says
- * is an error, never a read past its end.
+ * What goes through the queues, and its format, is queue.c's.
  *
  * src/pool.c
  *
@@ -441,93 +438,4 @@ pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
 	mq = shm_toc_lookup(toc, writer + 1, false);
 	shm_mq_set_receiver(mq, MyProc);
 	return shm_mq_attach(mq, *seg, NULL);
-}
-
-/* ---------------------------------------------------------------------
- * Reading queue messages, see pool.h
- * ---------------------------------------------------------------------
- */
-
-/* A cursor over the len bytes at data. */
-void
-pa_q_start(StringInfo in, const void *data, Size len)
-{
-	if (len > (Size) PG_INT32_MAX)
-		elog(ERROR, "parallel_apply queue message of %zu bytes is too long",
-			 len);
-	in->data = (char *) data;
-	in->len = (int) len;
-	in->maxlen = in->len;
-	in->cursor = 0;
-}
-
-/* The n bytes at the cursor, which moves past them. */
-const char *
-pa_q_bytes(StringInfo in, Size n)
-{
-	const char *p;
-
-	if (n > (Size) (in->len - in->cursor))
-		elog(ERROR, "parallel_apply queue message ends early");
-	p = in->data + in->cursor;
-	in->cursor += (int) n;
-	return p;
-}
-
-/* The NUL-terminated string at the cursor, which moves past its NUL. */
-const char *
-pa_q_string(StringInfo in)
-{
-	const char *s = in->data + in->cursor;
-	Size		left = in->len - in->cursor;
-	Size		slen = strnlen(s, left);
-
-	if (slen >= left)
-		elog(ERROR, "parallel_apply queue message holds an unterminated string");
-	in->cursor += (int) slen + 1;
-	return s;
-}
-
-/*
- * The header of a PA_Q_TXN or PA_Q_STREAM_* message, at the cursor, copied
- * into *h; returns its h->ndeps PaDeps, which the cursor moves past (not
- * aligned for a PaDep: memcpy them).
- */
-const char *
-pa_q_txn_header(StringInfo in, PaTxnHeader *h)
-{
-	memcpy(h, pa_q_bytes(in, sizeof(PaTxnHeader)), sizeof(PaTxnHeader));
-	/* at most one per other writer */
-	if (h->ndeps < 0 || h->ndeps > pa_max_writers)
-		elog(ERROR, "parallel_apply queue message with %d dependencies",
-			 h->ndeps);
-	return pa_q_bytes(in, sizeof(PaDep) * h->ndeps);
-}
-
-/*
- * The next protocol message at the cursor, as the dispatcher appends them
- * (uint32 length, native byte order, then the bytes), into msg, a view of
- * in's buffer; false when the cursor is at the end.
- */
-bool
-pa_q_message(StringInfo in, StringInfo msg)
-{
-	uint32		n;
-
-	if (in->cursor >= in->len)
-		return false;
-	memcpy(&n, pa_q_bytes(in, sizeof(n)), sizeof(n));
-	msg->data = (char *) pa_q_bytes(in, n);
-	msg->len = (int) n;
-	msg->maxlen = msg->len;
-	msg->cursor = 0;
-	return true;
-}
-
-/* The message must end at the cursor. */
-void
-pa_q_end(StringInfo in)
-{
-	if (in->cursor != in->len)
-		elog(ERROR, "parallel_apply queue message has trailing bytes");
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pool.h
- *		The leader's pool of writers and the queue format between them.
+ *		The leader's pool of writers and their queues.
  *
  * src/pool.h
  *
@@ -21,54 +21,7 @@
 /* Per-writer queue in the pool's DSM segment. */
 #define PA_QUEUE_SIZE	(4 * 1024 * 1024)
 
-/* Queue message kinds (first byte). */
-#define PA_Q_TXN			'T' /* a whole transaction */
-#define PA_Q_STREAM_BEGIN	'S' /* a large transaction, in chunks */
-#define PA_Q_STREAM_CHUNK	'K'
-#define PA_Q_STREAM_END		'E'
-#define PA_Q_RELATION		'R' /* a RELATION every writer must know */
-#define PA_Q_COPY			'Y' /* initial copy of one table */
-
-/* A transaction's waits: the writer of each is given, for lock waits. */
-typedef struct PaDep
-{
-	uint64		seq;
-	int32		writer;
-} PaDep;
-
-/*
- * Header of PA_Q_TXN and PA_Q_STREAM_BEGIN, followed by ndeps PaDeps and
- * then (PA_Q_TXN) the protocol messages, each as uint32 length + bytes.
- * PA_Q_STREAM_CHUNK carries messages the same way; PA_Q_STREAM_END none.
- */
-typedef struct PaTxnHeader
-{
-	char		kind;
-	bool		barrier;		/* wait for all predecessors before applying */
-	int32		prev_writer;	/* writer of seq - 1, -1 when none */
-	uint64		seq;
-	TransactionId xid;
-	XLogRecPtr	commit_lsn;
-	XLogRecPtr	end_lsn;
-	TimestampTz commit_time;
-	int32		ndeps;
-} PaTxnHeader;
-
-/* PA_Q_COPY: the kind byte, then NUL-terminated nspname, relname, relkind,
- * snapshot name and provider DSN (sync.c). */
-
-/*
- * Reading a queue message.  The leader wrote it, so one that does not hold
- * what its kind says is an internal error (elog), but it is never read past
- * its end: every read goes through a cursor, a StringInfo over the message
- * (pa_q_start), and is checked against what is left of it.
- */
-extern void pa_q_start(StringInfo in, const void *data, Size len);
-extern const char *pa_q_bytes(StringInfo in, Size n);
-extern const char *pa_q_string(StringInfo in);
-extern const char *pa_q_txn_header(StringInfo in, PaTxnHeader *h);
-extern bool pa_q_message(StringInfo in, StringInfo msg);
-extern void pa_q_end(StringInfo in);
+/* The messages in a queue: queue.h. */
 
 /* Leader side.  It remembers the seqs of the last PA_SENT_RING
  * transactions given to each writer: no writer may have more in flight. */

@@ -435,10 +435,7 @@ pa_read_frame(StringInfo in, int proto_version, PaMessageFn each, void *arg)
 
 	if (type != PA_MSG_BATCH)
 	{
-		msg.data = in->data + in->cursor;
-		msg.len = bytes_left(in);
-		msg.maxlen = msg.len;
-		msg.cursor = 0;
+		pa_stringinfo_over(&msg, in->data + in->cursor, bytes_left(in));
 		in->cursor = in->len;
 		each(&msg, arg);
 		return;
@@ -452,15 +449,13 @@ pa_read_frame(StringInfo in, int proto_version, PaMessageFn each, void *arg)
 	for (uint32 i = 0; i < n; i++)
 	{
 		int			len;
+		const char *data = read_counted(in, &len);
 
-		msg.data = (char *) read_counted(in, &len);
 		if (len == 0)
 			malformed("A batch holds an empty message.");
-		if (msg.data[0] == PA_MSG_STARTUP)
+		if (data[0] == PA_MSG_STARTUP)
 			refuse_second_startup();
-		msg.len = len;
-		msg.maxlen = len;
-		msg.cursor = 0;
+		pa_stringinfo_over(&msg, data, len);
 		each(&msg, arg);
 	}
 	pa_read_end(in);

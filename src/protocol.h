@@ -212,4 +212,17 @@ pa_check_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
 		pa_refuse_binary_datum(typid, type_safe, binary_type_limit);
 }
 
+/*
+ * A StringInfo over len bytes at data that someone else owns, to read
+ * them with the readers above; never to append to.
+ */
+static inline void
+pa_stringinfo_over(StringInfo s, const char *data, int len)
+{
+	s->data = (char *) data;
+	s->len = len;
+	s->maxlen = len;
+	s->cursor = 0;
+}
+
 #endif							/* PA_PROTOCOL_H */

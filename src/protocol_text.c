@@ -450,10 +450,7 @@ render_frame(RenderState *st, bytea *data)
 {
 	StringInfoData in;
 
-	in.data = VARDATA_ANY(data);
-	in.len = VARSIZE_ANY_EXHDR(data);
-	in.maxlen = in.len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data));
 	pa_read_frame(&in, st->proto_version, render_row, st);
 }
 

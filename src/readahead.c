@@ -1,9 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * readahead.c
- *		A writer's lookahead: the messages it has taken from its queue but
- *		not applied yet, and the reading ahead of the pages they will need
- *		while the writer waits.
+ *		Reading ahead, while a writer waits, the pages that the
+ *		transactions it has taken from its queue will need.
  *
  * A writer waits for its commit turn, or for a transaction on another
  * writer it depends on, while the pages of the transactions queued behind
@@ -11,13 +10,14 @@
  * apply is mostly reading those pages one at a time, and waiting writers
  * are idle storage bandwidth.  So a writer that would otherwise block
  * reads ahead instead: it takes the next transaction from its queue (into
- * the lookahead, kept in order here), and for each of its changes looks
- * up the row the change will search for, through the same index the
- * apply will use (the replica identity index, else the primary key; for
- * an INSERT that index, with the new values).  The index and heap pages
- * are then in shared buffers when the change is applied.  One transaction
- * per step; between steps the writer looks whether its wait is over, and
- * it blocks on the lock as before once nothing is left to read ahead.
+ * its lookahead, writer.c, which hands it here), and for each of its
+ * changes looks up the row the change will search for, through the same
+ * index the apply will use (the replica identity index, else the primary
+ * key; for an INSERT that index, with the new values).  The index and heap
+ * pages are then in shared buffers when the change is applied.  One
+ * transaction per step; between steps the writer looks whether its wait is
+ * over, and it blocks on the lock as before once nothing is left to read
+ * ahead.
  *
  * Reading ahead changes nothing and locks no row: the lookup uses
  * SnapshotAny and only takes AccessShareLock on the table and its index,
@@ -36,9 +36,6 @@
  * writer stops reading ahead during a wait after READAHEAD_IDLE_STREAK
  * transactions in a row whose pages were all in shared buffers, and tries
  * one transaction per wait after that until a lookup has to read again.
- *
- * Memory: at most PA_MAX_INFLIGHT messages or LOOKAHEAD_MAX_BYTES (a
- * message bigger than that alone), the queue's own bounds.
  *
  * src/readahead.c
  *
@@ -59,129 +56,44 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
-#include "pool.h"
+#include "pipeline.h"
+#include "protocol.h"
+#include "queue.h"
 #include "readahead.h"
 #include "relmap.h"
 
-#define LOOKAHEAD_MAX_BYTES		(8 * 1024 * 1024)
 #define READAHEAD_IDLE_STREAK	4
 
-typedef struct AheadMsg
-{
-	char	   *data;
-	Size		len;
-} AheadMsg;
-
-static shm_mq_handle *ahead_mqh;
-static MemoryContext ahead_cxt;		/* the copied messages */
-static MemoryContext lookup_cxt;	/* one transaction's lookups */
-static AheadMsg ring[PA_MAX_INFLIGHT];
-static int	ring_head;
-static int	ring_count;
-static Size ring_bytes;
-static int	ring_scanned;		/* from the head: read ahead or skipped */
-static bool peeked_from_queue;	/* the last peek returned the queue's buffer */
-static void *peeked_data;
-static Size peeked_len;
-static bool scan_blocked;		/* a scanned message stopped reading ahead:
-								 * nothing after it until it is popped */
-
-static const char *cur_msgs;	/* a transaction waiting for a dependency */
-static Size cur_len;
-static bool allowed;
-static int	idle_streak;
-static uint64 txns_read_ahead;
-
 void
-pa_readahead_init(shm_mq_handle *mqh)
+pa_readahead_init(PaReadAhead *ra)
 {
-	ahead_mqh = mqh;
-	ahead_cxt = AllocSetContextCreate(TopMemoryContext,
-									  "parallel_apply lookahead",
-									  ALLOCSET_DEFAULT_SIZES);
-	lookup_cxt = AllocSetContextCreate(TopMemoryContext,
-									   "parallel_apply read ahead",
-									   ALLOCSET_DEFAULT_SIZES);
-}
-
-static void
-push_copy(const void *data, Size len)
-{
-	AheadMsg   *m = &ring[(ring_head + ring_count) % PA_MAX_INFLIGHT];
-
-	Assert(ring_count < PA_MAX_INFLIGHT);
-	m->data = MemoryContextAlloc(ahead_cxt, Max(len, 1));
-	memcpy(m->data, data, len);
-	m->len = len;
-	ring_count++;
-	ring_bytes += len;
-}
-
-shm_mq_result
-pa_readahead_peek(Size *len, void **data, bool nowait)
-{
-	shm_mq_result res;
-
-	if (ring_count > 0)
-	{
-		*len = ring[ring_head].len;
-		*data = ring[ring_head].data;
-		peeked_from_queue = false;
-		return SHM_MQ_SUCCESS;
-	}
-	res = shm_mq_receive(ahead_mqh, len, data, nowait);
-	peeked_from_queue = (res == SHM_MQ_SUCCESS);
-	peeked_data = *data;
-	peeked_len = *len;
-	return res;
+	memset(ra, 0, sizeof(*ra));
+	ra->lookup_cxt = AllocSetContextCreate(TopMemoryContext,
+										   "parallel_apply read ahead",
+										   ALLOCSET_DEFAULT_SIZES);
 }
 
 void
-pa_readahead_pop(void)
+pa_readahead_allow(PaReadAhead *ra, bool allow)
 {
-	if (peeked_from_queue)
-	{
-		peeked_from_queue = false;
-		return;
-	}
-	Assert(ring_count > 0);
-	ring_bytes -= ring[ring_head].len;
-	pfree(ring[ring_head].data);
-	ring[ring_head].data = NULL;
-	ring_head = (ring_head + 1) % PA_MAX_INFLIGHT;
-	ring_count--;
-	if (ring_scanned > 0)
-		ring_scanned--;
-	if (ring_scanned == 0)
-		scan_blocked = false;
-}
-
-void
-pa_readahead_keep(void)
-{
-	if (!peeked_from_queue)
-		return;
-	/* the queue's buffer is reused by the next receive: copy the message */
-	Assert(ring_count == 0);
-	push_copy(peeked_data, peeked_len);
-	peeked_from_queue = false;
-}
-
-void
-pa_readahead_allow(bool allow)
-{
-	allowed = allow;
+	ra->allowed = allow;
 	if (!allow)
-		cur_msgs = NULL;
-	else if (idle_streak >= READAHEAD_IDLE_STREAK)
-		idle_streak = READAHEAD_IDLE_STREAK - 1;	/* one try per wait */
+		ra->cur_msgs = NULL;
+	else if (ra->idle_streak >= READAHEAD_IDLE_STREAK)
+		ra->idle_streak = READAHEAD_IDLE_STREAK - 1;	/* one try per wait */
 }
 
 void
-pa_readahead_current(const char *msgs, Size len)
+pa_readahead_current(PaReadAhead *ra, const char *msgs, Size len)
 {
-	cur_msgs = msgs;
-	cur_len = len;
+	ra->cur_msgs = msgs;
+	ra->cur_len = len;
+}
+
+bool
+pa_readahead_wanted(PaReadAhead *ra)
+{
+	return ra->allowed && ra->idle_streak < READAHEAD_IDLE_STREAK;
 }
 
 /* ---------------------------------------------------------------------
@@ -268,10 +180,7 @@ read_ahead_change(const char *data, int len)
 	Oid			relid;
 	PaRelMapEntry *rel;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, data, len);
 	switch (pa_read_msgtype(&in))
 	{
 		case PA_MSG_INSERT:
@@ -305,94 +214,55 @@ read_ahead_change(const char *data, int len)
  * when reading ahead must stop.
  */
 static bool
-read_ahead_txn(StringInfo msgs)
+read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
 {
 	int64		reads = pgBufferUsage.shared_blks_read;
 	bool		go_on = true;
-	MemoryContext oldcxt = MemoryContextSwitchTo(lookup_cxt);
+	MemoryContext oldcxt = MemoryContextSwitchTo(ra->lookup_cxt);
 	StringInfoData msg;
 
-	while (go_on && pa_q_message(msgs, &msg))
+	while (go_on && pa_q_next_message(msgs, &msg))
 	{
 		go_on = read_ahead_change(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 	MemoryContextSwitchTo(oldcxt);
-	MemoryContextReset(lookup_cxt);
+	MemoryContextReset(ra->lookup_cxt);
 
-	txns_read_ahead++;
+	ra->txns++;
 	if (pgBufferUsage.shared_blks_read != reads)
-		idle_streak = 0;
+		ra->idle_streak = 0;
 	else
-		idle_streak++;
+		ra->idle_streak++;
 	return go_on;
 }
 
-/*
- * The next message not read ahead yet, taken from the queue if needed, and
- * msgs a cursor at its protocol messages; NULL when there is none, or it is
- * one reading ahead must not pass.
- */
-static AheadMsg *
-next_unscanned(StringInfo msgs)
-{
-	AheadMsg   *m;
-	PaTxnHeader h;
-
-	if (scan_blocked)
-		return NULL;
-	if (ring_scanned == ring_count)
-	{
-		Size		len;
-		void	   *data;
-
-		if (ring_count >= PA_MAX_INFLIGHT || ring_bytes >= LOOKAHEAD_MAX_BYTES)
-			return NULL;
-		if (shm_mq_receive(ahead_mqh, &len, &data, true) != SHM_MQ_SUCCESS)
-			return NULL;		/* nothing there; a detach is seen later */
-		push_copy(data, len);
-	}
-	m = &ring[(ring_head + ring_scanned) % PA_MAX_INFLIGHT];
-	if (m->len < 1 || m->data[0] != PA_Q_TXN)
-		return NULL;
-	pa_q_start(msgs, m->data, m->len);
-	(void) pa_q_txn_header(msgs, &h);
-	if (h.barrier)
-		return NULL;
-	return m;
-}
-
-uint64
-pa_readahead_txns(void)
-{
-	return txns_read_ahead;
-}
-
 bool
-pa_readahead_step(void)
+pa_readahead_current_step(PaReadAhead *ra)
 {
-	AheadMsg   *m;
 	StringInfoData msgs;
 
-	if (!allowed || idle_streak >= READAHEAD_IDLE_STREAK)
+	if (ra->cur_msgs == NULL)
 		return false;
-	Assert(!peeked_from_queue);
-
-	if (cur_msgs != NULL)
-	{
-		/* stopped inside: what follows may depend on it */
-		pa_q_start(&msgs, cur_msgs, cur_len);
-		cur_msgs = NULL;
-		if (!read_ahead_txn(&msgs))
-			allowed = false;
-		return true;
-	}
-
-	m = next_unscanned(&msgs);
-	if (m == NULL)
-		return false;
-	ring_scanned++;
-	if (!read_ahead_txn(&msgs))
-		scan_blocked = true;
+	/* stopped inside: what follows may depend on it */
+	pa_q_messages(&msgs, ra->cur_msgs, ra->cur_len);
+	ra->cur_msgs = NULL;
+	if (!read_ahead_txn(ra, &msgs))
+		ra->allowed = false;
 	return true;
+}
+
+PaReadAheadResult
+pa_readahead_message(PaReadAhead *ra, const char *data, Size len)
+{
+	PaQTxn		txn;
+	StringInfoData msgs;
+
+	if (len < 1 || pa_q_kind(data, len) != PA_Q_TXN)
+		return PA_READAHEAD_NONE;
+	pa_q_read_txn(data, len, &txn);
+	if (txn.hdr.barrier)
+		return PA_READAHEAD_NONE;
+	pa_q_messages(&msgs, txn.msgs, txn.msgs_len);
+	return read_ahead_txn(ra, &msgs) ? PA_READAHEAD_DONE : PA_READAHEAD_STOP;
 }

@@ -66,6 +66,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "pool.h"
+#include "queue.h"
 #include "sync.h"
 
 typedef struct CopyTask
@@ -153,17 +154,16 @@ send_task(int writer, CopyTask *t, const char *snapshot, XLogRecPtr snap_lsn,
 		  const char *dsn)
 {
 	StringInfoData msg;
-	char		relkind[2] = {t->relkind, '\0'};
-	char	   *lsn = psprintf("%X/%X", LSN_FORMAT_ARGS(snap_lsn));
+	PaCopyTask	task;
 
+	task.nspname = t->nspname;
+	task.relname = t->relname;
+	task.relkind = t->relkind;
+	task.snapshot = snapshot;
+	task.dsn = dsn;
+	task.snap_lsn = snap_lsn;
 	initStringInfo(&msg);
-	appendStringInfoChar(&msg, PA_Q_COPY);
-	appendBinaryStringInfo(&msg, t->nspname, strlen(t->nspname) + 1);
-	appendBinaryStringInfo(&msg, t->relname, strlen(t->relname) + 1);
-	appendBinaryStringInfo(&msg, relkind, 2);
-	appendBinaryStringInfo(&msg, snapshot, strlen(snapshot) + 1);
-	appendBinaryStringInfo(&msg, dsn, strlen(dsn) + 1);
-	appendBinaryStringInfo(&msg, lsn, strlen(lsn) + 1);
+	pa_q_write_copy(&msg, &task);
 	pa_pool_send(writer, msg.data, msg.len);
 	pfree(msg.data);
 }
@@ -683,30 +683,14 @@ void
 pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 				   Size len)
 {
-	StringInfoData in;
-	const char *nspname;
-	const char *relname;
-	const char *relkind;
-	const char *snapshot;
-	const char *dsn;
-	XLogRecPtr	snap_lsn;
+	PaCopyTask	task;
 
-	/* the kind, then the strings send_task() wrote */
-	pa_q_start(&in, data, len);
-	(void) pa_q_bytes(&in, 1);
-	nspname = pa_q_string(&in);
-	relname = pa_q_string(&in);
-	relkind = pa_q_string(&in);
-	snapshot = pa_q_string(&in);
-	dsn = pa_q_string(&in);
-	snap_lsn = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
-											   CStringGetDatum(pa_q_string(&in))));
-	pa_q_end(&in);
+	pa_q_read_copy(data, len, &task);
 
 	PG_TRY();
 	{
-		copy_table(pa_relmap_subid, nspname, relname, relkind[0], snapshot,
-				   snap_lsn, dsn);
+		copy_table(pa_relmap_subid, task.nspname, task.relname, task.relkind,
+				   task.snapshot, task.snap_lsn, task.dsn);
 	}
 	PG_CATCH();
 	{

@@ -74,13 +74,16 @@
  * error what was kept is dropped with the rest of the local transaction.
  *
  * Reading ahead.  Before blocking in a wait for a turn or a dependency,
- * the writer reads ahead (readahead.c): it takes the next transactions
- * from its queue into its lookahead and looks up the rows they will
+ * the writer reads ahead: it takes the next transactions from its queue
+ * into its lookahead (here) and has readahead.c look up the rows they will
  * change, one transaction per step, looking at its wait between steps.
  * Everything taken from the queue goes through that lookahead, in order.
  *
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
+ *
+ * The message formats of the queue are queue.c's.  The process's state is
+ * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
  * Each writer commits with its own replication origin (progress.c).
  * With the subscription's synchronous_commit off, commits are
@@ -120,6 +123,7 @@
 #include "coalesce.h"
 #include "pool.h"
 #include "progress.h"
+#include "queue.h"
 #include "readahead.h"
 #include "relmap.h"
 #include "sync.h"
@@ -127,6 +131,7 @@
 #define MAX_EARLIEST_RETRIES 10
 #define SPIN_BEFORE_SLEEP	2000
 #define GROUP_MAX_BYTES		(8 * 1024 * 1024)
+#define LOOKAHEAD_MAX_BYTES	(8 * 1024 * 1024)
 
 /* a transaction taken from the queue, kept until it commits */
 typedef struct GroupTxn
@@ -137,29 +142,73 @@ typedef struct GroupTxn
 	Size		len;
 } GroupTxn;
 
+/*
+ * The messages the writer has taken from its queue and not applied yet,
+ * in order: taken ahead to be read ahead (readahead.c), or peeked at and
+ * kept for the main loop.  At most PA_MAX_INFLIGHT messages or
+ * LOOKAHEAD_MAX_BYTES (a message bigger than that alone), the queue's own
+ * bounds.
+ */
+typedef struct AheadMsg
+{
+	char	   *data;
+	Size		len;
+} AheadMsg;
 
-static PaSubSlot *slot;
-static PaWriterSlot *me;
-static int	my_index;
-static Oid	my_subid;
-static bool flush_commits = false;
-static MemoryContext txn_cxt;	/* the group being applied */
-static MemoryContext change_cxt;	/* reset after each change */
-static MemoryContext kept_cxt;	/* the same, for a kept update */
+typedef struct Lookahead
+{
+	shm_mq_handle *mqh;			/* the writer's queue */
+	MemoryContext cxt;			/* the copied messages */
+	AheadMsg	ring[PA_MAX_INFLIGHT];
+	int			head;
+	int			count;
+	Size		bytes;
+	int			scanned;		/* from the head: read ahead or skipped */
+	bool		scan_blocked;	/* a scanned message stopped reading ahead:
+								 * nothing after it until it is popped */
+	bool		peeked_from_queue;	/* the last peek returned the queue's
+									 * buffer */
+	void	   *peeked_data;
+	Size		peeked_len;
+} Lookahead;
 
-/* the group of transactions being applied, see the header comment */
-static GroupTxn group[PA_MAX_GROUP_LIMIT];
-static int	group_n;
-static Size group_bytes;
-static uint64 first_seq;		/* the group's first transaction */
-static int	earliest_failures;
+/*
+ * The writer process's state, reached through MyWriter (as core's apply
+ * worker has MyLogicalRepWorker); only the signal flags below stand apart.
+ */
+typedef struct PaWriter
+{
+	PaSubSlot  *slot;			/* the subscription's shared state */
+	PaWriterSlot *me;			/* this writer's part of it */
+	int			index;			/* which writer of the subscription */
+	Oid			subid;
+	bool		flush_commits;	/* see after_commit() */
+	MemoryContext txn_cxt;		/* the group being applied */
+	MemoryContext change_cxt;	/* reset after each change */
+	MemoryContext kept_cxt;		/* the same, for a kept update */
 
-/* the transaction being applied: one of the group */
-static GroupTxn *cur;
-static uint64 committed_before_change;	/* committed_seq read before the
-										 * change being applied */
-static BufFile *spill;			/* a streamed transaction */
-static bool applying_kept = false;	/* applying what coalesce.c kept */
+	/* the group of transactions being applied, see the header comment */
+	GroupTxn	group[PA_MAX_GROUP_LIMIT];
+	int			group_n;
+	Size		group_bytes;
+	uint64		first_seq;		/* the group's first transaction */
+	int			earliest_failures;
+
+	/* the transaction being applied: one of the group */
+	GroupTxn   *cur;
+	uint64		committed_before_change;	/* committed_seq read before
+											 * the change being applied */
+	BufFile    *spill;			/* a streamed transaction */
+	ResourceOwner spill_owner;	/* see create_spill_file() */
+	bool		applying_kept;	/* applying what coalesce.c kept */
+
+	Lookahead	queue;			/* the queue, and what was taken from it */
+	PaReadAhead ahead;			/* reading ahead, see readahead.c */
+	PaCoalesce	kept;			/* kept updates, see coalesce.c */
+} PaWriter;
+
+static PaWriter MyWriterData;
+static PaWriter *MyWriter = &MyWriterData;
 
 /* see "Signals" in the header comment */
 static volatile sig_atomic_t applying = false;	/* in try_apply() */
@@ -184,26 +233,180 @@ retry_request_handler(SIGNAL_ARGS)
 static void
 set_state(PaWriterState state)
 {
-	SpinLockAcquire(&slot->mutex);
-	me->state = state;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->state = state;
+	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
 static void
 writer_on_exit(int code, Datum arg)
 {
-	SpinLockAcquire(&slot->mutex);
-	me->pid = 0;
-	me->state = PA_WRITER_STOPPED;
-	me->seq = 0;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->pid = 0;
+	MyWriter->me->state = PA_WRITER_STOPPED;
+	MyWriter->me->seq = 0;
+	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
 static uint64
 committed_seq(void)
 {
-	return pg_atomic_read_u64(&slot->committed_seq);
+	return pg_atomic_read_u64(&MyWriter->slot->committed_seq);
 }
+
+/* ---------------------------------------------------------------------
+ * The queue and the lookahead
+ * ---------------------------------------------------------------------
+ */
+
+static void
+lookahead_init(shm_mq_handle *mqh)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	q->mqh = mqh;
+	q->cxt = AllocSetContextCreate(TopMemoryContext,
+								   "parallel_apply lookahead",
+								   ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+push_copy(const void *data, Size len)
+{
+	Lookahead  *q = &MyWriter->queue;
+	AheadMsg   *m = &q->ring[(q->head + q->count) % PA_MAX_INFLIGHT];
+
+	Assert(q->count < PA_MAX_INFLIGHT);
+	m->data = MemoryContextAlloc(q->cxt, Max(len, 1));
+	memcpy(m->data, data, len);
+	m->len = len;
+	q->count++;
+	q->bytes += len;
+}
+
+/*
+ * The writer's next queue message: the oldest one taken ahead, else the
+ * next in the queue (shm_mq_receive's result codes).  The caller then
+ * either pops it (done with it; a message returned from the queue itself
+ * is valid only until then) or keeps it for the next peek.
+ */
+static shm_mq_result
+peek_message(Size *len, void **data, bool nowait)
+{
+	Lookahead  *q = &MyWriter->queue;
+	shm_mq_result res;
+
+	if (q->count > 0)
+	{
+		*len = q->ring[q->head].len;
+		*data = q->ring[q->head].data;
+		q->peeked_from_queue = false;
+		return SHM_MQ_SUCCESS;
+	}
+	res = shm_mq_receive(q->mqh, len, data, nowait);
+	q->peeked_from_queue = (res == SHM_MQ_SUCCESS);
+	q->peeked_data = *data;
+	q->peeked_len = *len;
+	return res;
+}
+
+static void
+pop_message(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (q->peeked_from_queue)
+	{
+		q->peeked_from_queue = false;
+		return;
+	}
+	Assert(q->count > 0);
+	q->bytes -= q->ring[q->head].len;
+	pfree(q->ring[q->head].data);
+	q->ring[q->head].data = NULL;
+	q->head = (q->head + 1) % PA_MAX_INFLIGHT;
+	q->count--;
+	if (q->scanned > 0)
+		q->scanned--;
+	if (q->scanned == 0)
+		q->scan_blocked = false;
+}
+
+static void
+keep_message(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (!q->peeked_from_queue)
+		return;
+	/* the queue's buffer is reused by the next receive: copy the message */
+	Assert(q->count == 0);
+	push_copy(q->peeked_data, q->peeked_len);
+	q->peeked_from_queue = false;
+}
+
+/*
+ * The next message not read ahead yet, taken from the queue if needed;
+ * NULL when there is none, or reading ahead stopped before it.
+ */
+static AheadMsg *
+next_unscanned(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+
+	if (q->scan_blocked)
+		return NULL;
+	if (q->scanned == q->count)
+	{
+		Size		len;
+		void	   *data;
+
+		if (q->count >= PA_MAX_INFLIGHT || q->bytes >= LOOKAHEAD_MAX_BYTES)
+			return NULL;
+		if (shm_mq_receive(q->mqh, &len, &data, true) != SHM_MQ_SUCCESS)
+			return NULL;		/* nothing there; a detach is seen later */
+		push_copy(data, len);
+	}
+	return &q->ring[(q->head + q->scanned) % PA_MAX_INFLIGHT];
+}
+
+/*
+ * One step of reading ahead (one transaction) instead of blocking in a
+ * wait: true when a step was made (look at the wait again, then call it
+ * again), false when there is nothing (worth) reading ahead.
+ */
+static bool
+read_ahead_step(void)
+{
+	Lookahead  *q = &MyWriter->queue;
+	AheadMsg   *m;
+
+	if (!pa_readahead_wanted(&MyWriter->ahead))
+		return false;
+	Assert(!q->peeked_from_queue);
+	if (pa_readahead_current_step(&MyWriter->ahead))
+		return true;
+	m = next_unscanned();
+	if (m == NULL)
+		return false;
+	switch (pa_readahead_message(&MyWriter->ahead, m->data, m->len))
+	{
+		case PA_READAHEAD_NONE:
+			return false;
+		case PA_READAHEAD_STOP:
+			q->scan_blocked = true;
+			break;
+		case PA_READAHEAD_DONE:
+			break;
+	}
+	q->scanned++;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Waiting
+ * ---------------------------------------------------------------------
+ */
 
 /*
  * Wait until transaction target, applied by writer w, has committed; see
@@ -213,11 +416,12 @@ committed_seq(void)
 static void
 wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
 
 	if (committed_seq() >= target)
 		return;
-	Assert(w != my_index);
+	Assert(w != MyWriter->index);
 	Assert(IsTransactionState());
 
 	/*
@@ -233,7 +437,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 	}
 
 	SpinLockAcquire(&slot->mutex);
-	me->state = state;
+	MyWriter->me->state = state;
 	if (counter)
 		(*counter)++;
 	SpinLockRelease(&slot->mutex);
@@ -254,12 +458,12 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 		{
 			LOCKTAG		tag;
 
-			pa_txn_locktag(&tag, my_subid, waitfor);
+			pa_txn_locktag(&tag, MyWriter->subid, waitfor);
 			if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 			{
 				/* the visible wait: w is applying waitfor */
 				ConditionVariableCancelSleep();
-				if (pa_readahead_step())
+				if (read_ahead_step())
 					continue;	/* read ahead instead; then look again */
 				(void) LockAcquire(&tag, ShareLock, false, false);
 				LockRelease(&tag, ShareLock, false);
@@ -278,6 +482,7 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 static void
 wait_for_retry_barrier(uint64 seq)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	uint64		rseq;
 	int			rwriter;
 
@@ -285,7 +490,7 @@ wait_for_retry_barrier(uint64 seq)
 	rseq = slot->retry_seq;
 	rwriter = slot->retry_writer;
 	SpinLockRelease(&slot->mutex);
-	if (rseq != 0 && rseq < seq && rwriter != my_index && rwriter >= 0)
+	if (rseq != 0 && rseq < seq && rwriter != MyWriter->index && rwriter >= 0)
 		wait_for_seq(rseq, rwriter, PA_WRITER_WAIT_DEPENDENCY, NULL);
 }
 
@@ -296,16 +501,17 @@ wait_for_retry_barrier(uint64 seq)
 static void
 request_retry(uint64 seq)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	uint64		committed = committed_seq();
 
 	SpinLockAcquire(&slot->mutex);
 	if (slot->retry_seq <= committed || slot->retry_seq > seq)
 	{
 		slot->retry_seq = seq;
-		slot->retry_writer = my_index;
+		slot->retry_writer = MyWriter->index;
 	}
-	me->retries++;
-	me->state = PA_WRITER_RETRYING;
+	MyWriter->me->retries++;
+	MyWriter->me->state = PA_WRITER_RETRYING;
 	SpinLockRelease(&slot->mutex);
 	pg_memory_barrier();
 
@@ -314,7 +520,7 @@ request_retry(uint64 seq)
 		pid_t		pid;
 		uint64		wseq;
 
-		if (w == my_index)
+		if (w == MyWriter->index)
 			continue;
 		SpinLockAcquire(&slot->mutex);
 		pid = slot->writers[w].pid;
@@ -358,7 +564,7 @@ is_retriable(int sqlerrcode, bool earliest)
 static bool
 earliest_at_change(void)
 {
-	return committed_before_change + 1 >= first_seq;
+	return MyWriter->committed_before_change + 1 >= MyWriter->first_seq;
 }
 
 static void
@@ -374,7 +580,8 @@ row_not_found(PaRelMapEntry *rel, const char *what)
 					pa_relmap_subscription_name, what,
 					rel->remoterel.nspname, rel->remoterel.relname),
 			 errdetail("Remote transaction %u committed at %X/%X.",
-					   cur->hdr.xid, LSN_FORMAT_ARGS(cur->hdr.commit_lsn))));
+					   MyWriter->cur->hdr.xid,
+					   LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn))));
 }
 
 /*
@@ -387,7 +594,7 @@ can_keep(PaRelMapEntry *rel, char oldkind, PaTupleData *newtup,
 {
 	PaKeyDef   *ri;
 
-	if (applying_kept || !pa_coalesce_updates || !rel->coalescable ||
+	if (MyWriter->applying_kept || !pa_coalesce_updates || !rel->coalescable ||
 		oldkind != 0)
 		return false;
 	for (int c = 0; c < newtup->ncols; c++)
@@ -411,6 +618,50 @@ can_keep(PaRelMapEntry *rel, char oldkind, PaTupleData *newtup,
 	return true;
 }
 
+static void apply_in(const char *data, int len, MemoryContext cxt);
+
+static void
+apply_one(const char *data, int len)
+{
+	apply_in(data, len, MyWriter->change_cxt);
+}
+
+/* Apply a kept UPDATE now, keeping nothing. */
+static void
+apply_kept(const char *data, int len)
+{
+	uint64		saved = MyWriter->committed_before_change;
+
+	Assert(!MyWriter->applying_kept);
+	MyWriter->applying_kept = true;
+	PG_TRY();
+	{
+		apply_in(data, len, MyWriter->kept_cxt);
+	}
+	PG_FINALLY();
+	{
+		MyWriter->applying_kept = false;
+	}
+	PG_END_TRY();
+	MyWriter->committed_before_change = saved;
+}
+
+/*
+ * Apply what coalesce.c kept for remote relation relid (InvalidOid:
+ * everything), as each would have been applied at once.
+ */
+static void
+flush_kept(Oid relid)
+{
+	PaCoalesceFlush it;
+	const char *msg;
+	int			len;
+
+	pa_coalesce_flush_start(&MyWriter->kept, &it, relid);
+	while (pa_coalesce_flush_next(&it, &msg, &len))
+		apply_kept(msg, len);
+}
+
 /*
  * Before a change to rel (open) is applied, apply what coalesce.c kept
  * that the change could see or be ordered against: the kept updates of
@@ -423,39 +674,103 @@ before_change(PaRelMapEntry *rel)
 	Oid			relid = rel->remoteid;
 	Oid			which = rel->fires_triggers ? InvalidOid : relid;
 
-	if (applying_kept || !pa_coalesce_pending(which))
+	if (MyWriter->applying_kept ||
+		!pa_coalesce_pending(&MyWriter->kept, which))
 		return rel;
 	pa_relmap_close(rel, NoLock);
-	pa_coalesce_flush(which);
+	flush_kept(which);
 	return pa_relmap_open(relid, RowExclusiveLock);
 }
 
-static void apply_in(const char *data, int len, MemoryContext cxt);
-
+/*
+ * Apply the INSERT, UPDATE or DELETE at in (the message data/len), or keep
+ * the UPDATE (coalesce.c).
+ */
 static void
-apply_one(const char *data, int len)
+apply_row_change(StringInfo in, char type, const char *data, int len)
 {
-	apply_in(data, len, change_cxt);
+	PaTupleData oldtup,
+				newtup;
+	char		oldkind = 0;
+	PaRelMapEntry *rel;
+	Oid			relid;
+	StringInfoData key;
+
+	switch (type)
+	{
+		case PA_MSG_INSERT:
+			relid = pa_read_insert(in, &newtup);
+			break;
+		case PA_MSG_UPDATE:
+			relid = pa_read_update(in, &oldkind, &oldtup, &newtup);
+			break;
+		case PA_MSG_DELETE:
+			relid = pa_read_delete(in, &oldkind, &oldtup);
+			break;
+		default:
+			/* the leader passes on only the messages it checked */
+			elog(ERROR, "unexpected parallel_apply message type 0x%02x in a queued transaction",
+				 (unsigned char) type);
+	}
+	pa_read_end(in);
+	rel = pa_relmap_open(relid, RowExclusiveLock);
+	if (type == PA_MSG_UPDATE)
+	{
+		if (pa_relmap_skip(rel))
+		{
+			/* neither kept nor applied: see pa_relmap_skip() */
+			pa_relmap_close(rel, NoLock);
+			return;
+		}
+		if (can_keep(rel, oldkind, &newtup, &key))
+		{
+			/* closed first: keeping may apply what was kept */
+			pa_relmap_close(rel, NoLock);
+			if (!pa_coalesce_room(&MyWriter->kept, len))
+				flush_kept(InvalidOid);
+			pa_coalesce_keep(&MyWriter->kept, relid, key.data, key.len,
+							 data, len);
+			return;
+		}
+	}
+	rel = before_change(rel);
+	if (type == PA_MSG_INSERT)
+		pa_apply_insert(rel, &newtup);
+	else if (type == PA_MSG_UPDATE)
+	{
+		if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
+			row_not_found(rel, "update");
+	}
+	else if (!pa_apply_delete(rel, oldkind, &oldtup))
+		row_not_found(rel, "delete");
+	pa_relmap_close(rel, NoLock);
 }
 
-/* coalesce.c's callback: apply a kept UPDATE now, keeping nothing. */
+/* A RELATION, at in. */
 static void
-apply_kept(const char *data, int len)
+apply_relation(StringInfo in)
 {
-	uint64		saved = committed_before_change;
+	PaRelationData reldata;
 
-	Assert(!applying_kept);
-	applying_kept = true;
-	PG_TRY();
-	{
-		apply_in(data, len, kept_cxt);
-	}
-	PG_FINALLY();
-	{
-		applying_kept = false;
-	}
-	PG_END_TRY();
-	committed_before_change = saved;
+	pa_read_relation(in, &reldata);
+	pa_read_end(in);
+	/* what is kept was decoded with the old definition */
+	flush_kept(reldata.remoteid);
+	pa_relmap_update(&reldata);
+}
+
+/* A TRUNCATE, at in. */
+static void
+apply_truncate(StringInfo in)
+{
+	Oid		   *relids;
+	int			nrelids;
+	uint8		flags;
+
+	relids = pa_read_truncate(in, &nrelids, &flags);
+	pa_read_end(in);
+	flush_kept(InvalidOid);
+	pa_apply_truncate(nrelids, relids, flags);
 }
 
 /* Apply one message, parsed in cxt, which is reset afterwards. */
@@ -465,88 +780,20 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 	StringInfoData in;
 	char		type;
-	PaRelationData reldata;
-	PaTupleData oldtup,
-				newtup;
-	char		oldkind;
-	PaRelMapEntry *rel;
-	Oid			relid;
-	Oid		   *relids;
-	int			nrelids;
-	uint8		flags;
-	StringInfoData key;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
+	pa_stringinfo_over(&in, data, len);
 	type = pa_read_msgtype(&in);
-
 	if (type == PA_MSG_RELATION)
+		apply_relation(&in);
+	else
 	{
-		pa_read_relation(&in, &reldata);
-		pa_read_end(&in);
-		/* what is kept was decoded with the old definition */
-		pa_coalesce_flush(reldata.remoteid);
-		pa_relmap_update(&reldata);
-		goto done;
+		/* each pa_apply_* call takes its snapshot and ends with a CCI */
+		MyWriter->committed_before_change = committed_seq();
+		if (type == PA_MSG_TRUNCATE)
+			apply_truncate(&in);
+		else
+			apply_row_change(&in, type, data, len);
 	}
-
-	/* each pa_apply_* call takes its snapshot and ends with a CCI */
-	committed_before_change = committed_seq();
-	switch (type)
-	{
-		case PA_MSG_INSERT:
-			relid = pa_read_insert(&in, &newtup);
-			pa_read_end(&in);
-			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
-			pa_apply_insert(rel, &newtup);
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_UPDATE:
-			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
-			pa_read_end(&in);
-			rel = pa_relmap_open(relid, RowExclusiveLock);
-			if (pa_relmap_skip(rel))
-			{
-				/* neither kept nor applied: see pa_relmap_skip() */
-				pa_relmap_close(rel, NoLock);
-				break;
-			}
-			if (can_keep(rel, oldkind, &newtup, &key))
-			{
-				/* closed first: keeping may apply what was kept */
-				pa_relmap_close(rel, NoLock);
-				pa_coalesce_keep(relid, key.data, key.len, data, len);
-				break;
-			}
-			rel = before_change(rel);
-			if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
-				row_not_found(rel, "update");
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_DELETE:
-			relid = pa_read_delete(&in, &oldkind, &oldtup);
-			pa_read_end(&in);
-			rel = before_change(pa_relmap_open(relid, RowExclusiveLock));
-			if (!pa_apply_delete(rel, oldkind, &oldtup))
-				row_not_found(rel, "delete");
-			pa_relmap_close(rel, NoLock);
-			break;
-		case PA_MSG_TRUNCATE:
-			relids = pa_read_truncate(&in, &nrelids, &flags);
-			pa_read_end(&in);
-			pa_coalesce_flush(InvalidOid);
-			pa_apply_truncate(nrelids, relids, flags);
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unexpected parallel_apply message type 0x%02x in a transaction",
-							(unsigned char) type)));
-	}
-
-done:
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(cxt);
 }
@@ -555,11 +802,11 @@ done:
 static void
 apply_buffer(const char *p, Size len)
 {
-	StringInfoData in;
+	StringInfoData it;
 	StringInfoData msg;
 
-	pa_q_start(&in, p, len);
-	while (pa_q_message(&in, &msg))
+	pa_q_messages(&it, p, len);
+	while (pa_q_next_message(&it, &msg))
 	{
 		apply_one(msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
@@ -573,23 +820,12 @@ apply_spill(void)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	if (BufFileSeek(spill, 0, 0, SEEK_SET) != 0)
+	if (BufFileSeek(MyWriter->spill, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rewind parallel_apply spill file")));
-	for (;;)
+	while (pa_q_file_message(MyWriter->spill, &buf))
 	{
-		uint32		n;
-		size_t		got = BufFileRead(spill, &n, sizeof(n));
-
-		if (got == 0)
-			break;
-		if (got != sizeof(n))
-			elog(ERROR, "truncated parallel_apply spill file");
-		resetStringInfo(&buf);
-		enlargeStringInfo(&buf, n);
-		if (BufFileRead(spill, buf.data, n) != n)
-			elog(ERROR, "truncated parallel_apply spill file");
-		apply_one(buf.data, (int) n);
+		apply_one(buf.data, buf.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 	pfree(buf.data);
@@ -603,22 +839,25 @@ apply_spill(void)
 static void
 after_commit(int first, int n, XLogRecPtr local_end)
 {
-	GroupTxn   *last = &group[first + n - 1];
+	PaSubSlot  *slot = MyWriter->slot;
+	GroupTxn   *last = &MyWriter->group[first + n - 1];
 
 	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
 	/* the count first: a leader woken by the seq sees the room too */
-	pg_atomic_fetch_add_u64(&me->committed, n);
-	pg_atomic_write_u64(&me->blocks_read, pgBufferUsage.shared_blks_read);
+	pg_atomic_fetch_add_u64(&MyWriter->me->committed, n);
+	pg_atomic_write_u64(&MyWriter->me->blocks_read,
+						pgBufferUsage.shared_blks_read);
 	pg_atomic_write_u64(&slot->committed_seq, last->hdr.seq);
 	ConditionVariableBroadcast(&slot->progress_cv);
 
 	SpinLockAcquire(&slot->mutex);
-	me->applied += n;
-	me->commits++;
-	me->read_ahead = pa_readahead_txns();
-	me->coalesced += pa_coalesce_take_count(false);
-	me->seq = 0;
-	me->state = PA_WRITER_IDLE;
+	MyWriter->me->applied += n;
+	MyWriter->me->commits++;
+	MyWriter->me->read_ahead = MyWriter->ahead.txns;
+	MyWriter->me->coalesced += pa_coalesce_take_count(&MyWriter->kept,
+													  false);
+	MyWriter->me->seq = 0;
+	MyWriter->me->state = PA_WRITER_IDLE;
 	SpinLockRelease(&slot->mutex);
 
 	/*
@@ -626,7 +865,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	 * flushes, so that their commits share WAL flushes.  The leader hears
 	 * of the commit after the flush, so its feedback says "flushed" at once.
 	 */
-	if (flush_commits)
+	if (MyWriter->flush_commits)
 	{
 		uint64		old = pg_atomic_read_u64(&slot->flushed_seq);
 
@@ -645,11 +884,13 @@ after_commit(int first, int n, XLogRecPtr local_end)
 static void
 set_current(int i)
 {
-	cur = &group[i];
-	pa_relmap_commit_lsn = cur->hdr.commit_lsn;
+	PaSubSlot  *slot = MyWriter->slot;
+
+	MyWriter->cur = &MyWriter->group[i];
+	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
 	SpinLockAcquire(&slot->mutex);
-	me->remote_xid = cur->hdr.xid;
-	me->commit_lsn = cur->hdr.commit_lsn;
+	MyWriter->me->remote_xid = MyWriter->cur->hdr.xid;
+	MyWriter->me->commit_lsn = MyWriter->cur->hdr.commit_lsn;
 	SpinLockRelease(&slot->mutex);
 }
 
@@ -657,30 +898,29 @@ set_current(int i)
 static void
 read_txn(const char *data, Size len)
 {
-	GroupTxn   *g = &group[group_n];
-	StringInfoData in;
-	const char *deps;
-	Size		depbytes;
+	GroupTxn   *g = &MyWriter->group[MyWriter->group_n];
+	PaQTxn		txn;
 
-	pa_q_start(&in, data, len);
-	deps = pa_q_txn_header(&in, &g->hdr);
-	depbytes = sizeof(PaDep) * g->hdr.ndeps;
-	g->deps = MemoryContextAlloc(txn_cxt, Max(depbytes, 1));
-	memcpy(g->deps, deps, depbytes);
-	g->len = in.len - in.cursor;	/* the messages: apply_buffer reads them */
-	g->msgs = MemoryContextAlloc(txn_cxt, Max(g->len, 1));
-	memcpy(g->msgs, pa_q_bytes(&in, g->len), g->len);
-	group_n++;
-	group_bytes += len;
+	pa_q_read_txn(data, len, &txn);
+	g->hdr = txn.hdr;
+	g->deps = MemoryContextAlloc(MyWriter->txn_cxt,
+								 sizeof(PaDep) * Max(g->hdr.ndeps, 1));
+	for (int i = 0; i < g->hdr.ndeps; i++)
+		g->deps[i] = pa_q_dep(&txn, i);
+	g->len = txn.msgs_len;		/* the messages: apply_buffer reads them */
+	g->msgs = MemoryContextAlloc(MyWriter->txn_cxt, Max(g->len, 1));
+	memcpy(g->msgs, txn.msgs, g->len);
+	MyWriter->group_n++;
+	MyWriter->group_bytes += len;
 }
 
 /* Start a new group with the transaction in data. */
 static void
 start_group(const char *data, Size len)
 {
-	MemoryContextReset(txn_cxt);
-	group_n = 0;
-	group_bytes = 0;
+	MemoryContextReset(MyWriter->txn_cxt);
+	MyWriter->group_n = 0;
+	MyWriter->group_bytes = 0;
 	read_txn(data, len);
 }
 
@@ -692,14 +932,15 @@ start_group(const char *data, Size len)
 static bool
 take_next(void)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	shm_mq_result res;
 	Size		len;
 	void	   *data;
-	PaTxnHeader h;
 	uint64		committed;
 	uint64		rseq;
 
-	if (group_n >= pa_max_group || group_bytes >= GROUP_MAX_BYTES)
+	if (MyWriter->group_n >= pa_max_group ||
+		MyWriter->group_bytes >= GROUP_MAX_BYTES)
 		return false;
 	SpinLockAcquire(&slot->mutex);
 	rseq = slot->retry_seq;
@@ -708,34 +949,27 @@ take_next(void)
 	if (rseq > committed)
 		return false;			/* a retry is under way: stay small */
 
-	res = pa_readahead_peek(&len, &data, true);
+	res = peek_message(&len, &data, true);
 	if (res != SHM_MQ_SUCCESS)
 		return false;			/* nothing there; a detach is seen later */
-	if (len >= 1 && ((char *) data)[0] == PA_Q_TXN)
+	if (len >= 1 && pa_q_kind(data, len) == PA_Q_TXN)
 	{
-		StringInfoData in;
-		const char *deps;
+		PaQTxn		txn;
 		bool		joins;
 
-		pa_q_start(&in, data, len);
-		deps = pa_q_txn_header(&in, &h);
-		joins = !h.barrier && h.prev_writer < 0 &&
-			h.seq == group[group_n - 1].hdr.seq + 1;
-		for (int i = 0; joins && i < h.ndeps; i++)
-		{
-			PaDep		dep;
-
-			memcpy(&dep, deps + i * sizeof(PaDep), sizeof(dep));
-			joins = dep.seq <= committed;
-		}
+		pa_q_read_txn(data, len, &txn);
+		joins = !txn.hdr.barrier && txn.hdr.prev_writer < 0 &&
+			txn.hdr.seq == MyWriter->group[MyWriter->group_n - 1].hdr.seq + 1;
+		for (int i = 0; joins && i < txn.hdr.ndeps; i++)
+			joins = pa_q_dep(&txn, i).seq <= committed;
 		if (joins)
 		{
 			read_txn(data, len);
-			pa_readahead_pop();
+			pop_message();
 			return true;
 		}
 	}
-	pa_readahead_keep();		/* for the main loop */
+	keep_message();				/* for the main loop */
 	return false;
 }
 
@@ -747,6 +981,9 @@ take_next(void)
 static bool
 try_apply(int first, int attempt, bool extend, bool streamed)
 {
+	PaSubSlot  *slot = MyWriter->slot;
+	PaWriterSlot *me = MyWriter->me;
+	GroupTxn   *g = &MyWriter->group[first];
 	MemoryContext oldcxt = CurrentMemoryContext;
 	volatile int last = first;
 	bool		ok = true;
@@ -758,10 +995,10 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	QueryCancelPending = false;
 	retry_requested = false;
 	applying = true;
-	committed_before_change = 0;
-	first_seq = group[first].hdr.seq;
+	MyWriter->committed_before_change = 0;
+	MyWriter->first_seq = g->hdr.seq;
 	SpinLockAcquire(&slot->mutex);
-	me->seq = first_seq;
+	me->seq = MyWriter->first_seq;
 	me->state = PA_WRITER_APPLYING;
 	SpinLockRelease(&slot->mutex);
 	set_current(first);
@@ -771,27 +1008,27 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	PG_TRY();
 	{
 		LOCKTAG		tag;
-		PaTxnHeader *h = &group[first].hdr;
+		PaTxnHeader *h = &g->hdr;
 
 		StartTransactionCommand();
 		/* hold the group's lock until its commit or abort */
-		pa_txn_locktag(&tag, my_subid, first_seq);
+		pa_txn_locktag(&tag, MyWriter->subid, MyWriter->first_seq);
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-		pg_atomic_write_u64(&me->locked_seq, first_seq);
+		pg_atomic_write_u64(&me->locked_seq, MyWriter->first_seq);
 		ConditionVariableBroadcast(&slot->progress_cv);
 
 		/* while waiting below, read ahead: this transaction first */
-		pa_readahead_allow(true);
+		pa_readahead_allow(&MyWriter->ahead, true);
 		if (!streamed)
-			pa_readahead_current(group[first].msgs, group[first].len);
-		wait_for_retry_barrier(first_seq);
+			pa_readahead_current(&MyWriter->ahead, g->msgs, g->len);
+		wait_for_retry_barrier(MyWriter->first_seq);
 		for (int i = 0; i < h->ndeps; i++)
-			wait_for_seq(group[first].deps[i].seq, group[first].deps[i].writer,
+			wait_for_seq(g->deps[i].seq, g->deps[i].writer,
 						 PA_WRITER_WAIT_DEPENDENCY, &me->dep_waits);
-		pa_readahead_current(NULL, 0);
+		pa_readahead_current(&MyWriter->ahead, NULL, 0);
 		/* alone: after a retry, or a barrier (TRUNCATE, schema change) */
 		if ((attempt > 0 || h->barrier) && h->prev_writer >= 0)
-			wait_for_seq(first_seq - 1, h->prev_writer,
+			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 
 		for (int i = first;; i++)
@@ -801,19 +1038,20 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			if (streamed)
 				apply_spill();
 			else
-				apply_buffer(cur->msgs, cur->len);
+				apply_buffer(MyWriter->cur->msgs, MyWriter->cur->len);
 			last = i;
 			if (!extend || !take_next())
 				break;
 		}
 		/* what coalesce.c kept, before waiting for the turn to commit */
-		pa_coalesce_flush(InvalidOid);
+		flush_kept(InvalidOid);
 		if (h->prev_writer >= 0)
-			wait_for_seq(first_seq - 1, h->prev_writer,
+			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
-		pa_readahead_allow(false);
-		replorigin_session_origin_lsn = group[last].hdr.end_lsn;
-		replorigin_session_origin_timestamp = group[last].hdr.commit_time;
+		pa_readahead_allow(&MyWriter->ahead, false);
+		replorigin_session_origin_lsn = MyWriter->group[last].hdr.end_lsn;
+		replorigin_session_origin_timestamp =
+			MyWriter->group[last].hdr.commit_time;
 		CommitTransactionCommand();
 		/* committed: nothing is left to cancel */
 		applying = false;
@@ -826,29 +1064,31 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		bool		canceled;
 
 		applying = false;
-		pa_readahead_allow(false);
+		pa_readahead_allow(&MyWriter->ahead, false);
 		MemoryContextSwitchTo(oldcxt);
-		pa_coalesce_discard();
-		(void) pa_coalesce_take_count(true);
+		pa_coalesce_discard(&MyWriter->kept);
+		(void) pa_coalesce_take_count(&MyWriter->kept, true);
 		edata = CopyErrorData();
 		/* an administrator's cancel: roll back, say so, apply again */
 		canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			!retry_requested;
 		if (!canceled &&
 			(!is_retriable(edata->sqlerrcode, earliest) ||
-			 (earliest && ++earliest_failures > MAX_EARLIEST_RETRIES)))
+			 (earliest &&
+			  ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)))
 			PG_RE_THROW();
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		if (canceled)
 			ereport(LOG,
 					(errmsg("parallel_apply subscription \"%s\": writer %d was canceled by request while applying remote transaction %u",
-							pa_relmap_subscription_name, my_index, cur->hdr.xid),
+							pa_relmap_subscription_name, MyWriter->index,
+							MyWriter->cur->hdr.xid),
 					 errdetail("The transaction was rolled back; it is applied again.")));
 		else
 			ereport(DEBUG1,
 					(errmsg("parallel_apply: retrying remote transaction %u: %s",
-							cur->hdr.xid, edata->message)));
+							MyWriter->cur->hdr.xid, edata->message)));
 		FreeErrorData(edata);
 		ok = false;
 	}
@@ -864,21 +1104,21 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 static void
 apply_txns(bool streamed)
 {
-	earliest_failures = 0;
+	MyWriter->earliest_failures = 0;
 	if (try_apply(0, 0, !streamed, streamed))
 	{
-		after_commit(0, group_n, XactLastCommitEnd);
+		after_commit(0, MyWriter->group_n, XactLastCommitEnd);
 		return;
 	}
-	request_retry(group[0].hdr.seq);
-	for (int i = 0; i < group_n; i++)
+	request_retry(MyWriter->group[0].hdr.seq);
+	for (int i = 0; i < MyWriter->group_n; i++)
 	{
 		int			attempt = 1;
 
 		while (!try_apply(i, attempt, false, streamed))
 		{
 			attempt++;
-			request_retry(group[i].hdr.seq);
+			request_retry(MyWriter->group[i].hdr.seq);
 		}
 		after_commit(i, 1, XactLastCommitEnd);
 	}
@@ -896,22 +1136,23 @@ static void
 discard_txn(void)
 {
 	static bool warned = false;
+	PaSubSlot  *slot = MyWriter->slot;
 
 	if (!warned)
 		ereport(WARNING,
 				(errmsg("parallel_apply.debug_discard_changes is on: writer %d of subscription \"%s\" discards what it receives",
-						my_index, pa_relmap_subscription_name)));
+						MyWriter->index, pa_relmap_subscription_name)));
 	warned = true;
 	set_current(0);
 	for (;;)
 	{
 		ConditionVariablePrepareToSleep(&slot->progress_cv);
-		if (committed_seq() + 1 >= cur->hdr.seq)
+		if (committed_seq() + 1 >= MyWriter->cur->hdr.seq)
 			break;
 		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
 	}
 	ConditionVariableCancelSleep();
-	replorigin_session_advance(cur->hdr.end_lsn, InvalidXLogRecPtr);
+	replorigin_session_advance(MyWriter->cur->hdr.end_lsn, InvalidXLogRecPtr);
 	after_commit(0, 1, GetXLogInsertRecPtr());
 }
 #endif
@@ -921,33 +1162,35 @@ discard_txn(void)
  * transactions that apply it (one per attempt), so it belongs to a
  * resource owner of the writer's own, not to a transaction.
  */
-static ResourceOwner spill_owner = NULL;
-
 static BufFile *
 create_spill_file(void)
 {
 	ResourceOwner saved = CurrentResourceOwner;
 	BufFile    *file;
 
-	if (spill_owner == NULL)
-		spill_owner = ResourceOwnerCreate(NULL, "parallel_apply spill files");
-	CurrentResourceOwner = spill_owner;
+	if (MyWriter->spill_owner == NULL)
+		MyWriter->spill_owner = ResourceOwnerCreate(NULL,
+													"parallel_apply spill files");
+	CurrentResourceOwner = MyWriter->spill_owner;
 	file = BufFileCreateTemp(true);
 	CurrentResourceOwner = saved;
 	return file;
 }
 
 /*
- * Handle the message pa_readahead_peek() returned, and pop it: as soon as
+ * Handle the message peek_message() returned, and pop it: as soon as
  * it is copied where it is needed (applying may read further messages).
  */
 static void
 handle_queue_message(const char *data, Size len)
 {
+	PaSubSlot  *slot = MyWriter->slot;
 	PaRelationData reldata;
 	StringInfoData in;
 	PaTxnHeader end;
-	char		kind = data[0];
+	const char *batch;
+	Size		batch_len;
+	char		kind = pa_q_kind(data, len);
 
 	/* from the session's STARTUP: set before any transaction was sent */
 	SpinLockAcquire(&slot->mutex);
@@ -959,7 +1202,7 @@ handle_queue_message(const char *data, Size len)
 	{
 		case PA_Q_TXN:
 			start_group(data, len);
-			pa_readahead_pop();
+			pop_message();
 #ifdef PA_DEBUG_SWITCHES
 			if (pa_debug_discard)
 			{
@@ -970,9 +1213,7 @@ handle_queue_message(const char *data, Size len)
 			apply_txns(false);
 			break;
 		case PA_Q_RELATION:
-			/* the kind, then the RELATION message */
-			pa_q_start(&in, data, len);
-			(void) pa_q_bytes(&in, 1);
+			pa_q_read_relation(data, len, &in);
 			if (pa_read_msgtype(&in) != PA_MSG_RELATION)
 				elog(ERROR, "parallel_apply queue message of kind 'R' without a RELATION");
 			pa_read_relation(&in, &reldata);
@@ -981,45 +1222,42 @@ handle_queue_message(const char *data, Size len)
 			break;
 		case PA_Q_STREAM_BEGIN:
 			/* a group of one, its messages in the spill file */
-			MemoryContextReset(txn_cxt);
-			memset(&group[0], 0, sizeof(GroupTxn));
-			pa_q_start(&in, data, len);
-			(void) pa_q_txn_header(&in, &group[0].hdr);
-			pa_q_end(&in);
-			group[0].hdr.ndeps = 0;
-			group_n = 1;
-			if (spill != NULL)
-				BufFileClose(spill);
-			spill = create_spill_file();
+			MemoryContextReset(MyWriter->txn_cxt);
+			memset(&MyWriter->group[0], 0, sizeof(GroupTxn));
+			pa_q_read_stream_header(data, len, &MyWriter->group[0].hdr);
+			MyWriter->group[0].hdr.ndeps = 0;
+			MyWriter->group_n = 1;
+			if (MyWriter->spill != NULL)
+				BufFileClose(MyWriter->spill);
+			MyWriter->spill = create_spill_file();
 			break;
 		case PA_Q_STREAM_CHUNK:
-			if (spill == NULL)
+			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply chunk outside a streamed transaction");
+			pa_q_read_stream_chunk(data, len, &batch, &batch_len);
 			{
 				/* a new 1 GB segment needs the owner too */
 				ResourceOwner saved = CurrentResourceOwner;
 
-				CurrentResourceOwner = spill_owner;
-				BufFileWrite(spill, (void *) (data + 1), len - 1);
+				CurrentResourceOwner = MyWriter->spill_owner;
+				BufFileWrite(MyWriter->spill, (void *) batch, batch_len);
 				CurrentResourceOwner = saved;
 			}
 			break;
 		case PA_Q_STREAM_END:
-			if (spill == NULL)
+			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
-			pa_q_start(&in, data, len);
-			(void) pa_q_txn_header(&in, &end);
-			pa_q_end(&in);
-			pa_readahead_pop();
-			group[0].hdr.end_lsn = end.end_lsn;
-			group[0].hdr.commit_time = end.commit_time;
+			pa_q_read_stream_header(data, len, &end);
+			pop_message();
+			MyWriter->group[0].hdr.end_lsn = end.end_lsn;
+			MyWriter->group[0].hdr.commit_time = end.commit_time;
 			apply_txns(true);
-			BufFileClose(spill);
-			spill = NULL;
+			BufFileClose(MyWriter->spill);
+			MyWriter->spill = NULL;
 			break;
 		case PA_Q_COPY:
 			set_state(PA_WRITER_COPYING);
-			pa_sync_copy_table(slot, me, data, len);
+			pa_sync_copy_table(slot, MyWriter->me, data, len);
 			set_state(PA_WRITER_IDLE);
 			break;
 		default:
@@ -1027,7 +1265,7 @@ handle_queue_message(const char *data, Size len)
 				 (unsigned char) data[0]);
 	}
 	if (kind != PA_Q_TXN && kind != PA_Q_STREAM_END)
-		pa_readahead_pop();
+		pop_message();
 }
 
 void
@@ -1041,8 +1279,8 @@ pa_writer_main(Datum arg)
 	char	   *origin_name;
 
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
-	my_index = (int) extra[0];
-	my_subid = (Oid) extra[2];
+	MyWriter->index = (int) extra[0];
+	MyWriter->subid = (Oid) extra[2];
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -1052,23 +1290,26 @@ pa_writer_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
 
 	pa_check_shared();
-	slot = pa_subslot(slotidx);
-	me = &slot->writers[my_index];
-	if (!slot->in_use || slot->subid != my_subid)
+	MyWriter->slot = pa_subslot(slotidx);
+	MyWriter->me = &MyWriter->slot->writers[MyWriter->index];
+	if (!MyWriter->slot->in_use || MyWriter->slot->subid != MyWriter->subid)
 		proc_exit(0);
-	SpinLockAcquire(&slot->mutex);
-	me->pid = MyProcPid;
-	me->state = PA_WRITER_STARTING;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->me->pid = MyProcPid;
+	MyWriter->me->state = PA_WRITER_STARTING;
+	SpinLockRelease(&MyWriter->slot->mutex);
 	before_shmem_exit(writer_on_exit, (Datum) 0);
 
-	txn_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply transaction",
-									ALLOCSET_DEFAULT_SIZES);
-	change_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply change",
-									   ALLOCSET_DEFAULT_SIZES);
-	kept_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply kept change",
-									 ALLOCSET_DEFAULT_SIZES);
-	pa_coalesce_init(apply_kept);
+	MyWriter->txn_cxt = AllocSetContextCreate(TopMemoryContext,
+											  "parallel_apply transaction",
+											  ALLOCSET_DEFAULT_SIZES);
+	MyWriter->change_cxt = AllocSetContextCreate(TopMemoryContext,
+												 "parallel_apply change",
+												 ALLOCSET_DEFAULT_SIZES);
+	MyWriter->kept_cxt = AllocSetContextCreate(TopMemoryContext,
+											   "parallel_apply kept change",
+											   ALLOCSET_DEFAULT_SIZES);
+	pa_coalesce_init(&MyWriter->kept);
 
 	PG_TRY();
 	{
@@ -1086,7 +1327,7 @@ pa_writer_main(Datum arg)
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-		sub = pa_catalog_get(my_subid);
+		sub = pa_catalog_get(MyWriter->subid);
 		MemoryContextSwitchTo(oldcxt);
 		PopActiveSnapshot();
 		if (sub == NULL)
@@ -1098,7 +1339,7 @@ pa_writer_main(Datum arg)
 					 errmsg("the owner of parallel_apply subscription \"%s\" (role OID %u) does not exist",
 							sub->name, sub->owner),
 					 errhint("Recreate the subscription, or make it apply as each table's owner: run_as_owner := false.")));
-		origin_name = pa_writer_origin_name(my_subid, my_index);
+		origin_name = pa_writer_origin_name(MyWriter->subid, MyWriter->index);
 		originid = replorigin_by_name(origin_name, false);
 		CommitTransactionCommand();
 
@@ -1106,12 +1347,14 @@ pa_writer_main(Datum arg)
 		pa_relmap_subid = sub->subid;
 		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
-		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 
 		replorigin_session_setup(originid);
 		replorigin_session_origin = originid;
 
-		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1], my_index, &seg));
+		lookahead_init(pa_pool_attach((dsm_handle) extra[1],
+									  MyWriter->index, &seg));
+		pa_readahead_init(&MyWriter->ahead);
 		set_state(PA_WRITER_IDLE);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
@@ -1123,7 +1366,7 @@ pa_writer_main(Datum arg)
 
 			/* taken ahead while a group was being applied, else waited for */
 			HOLD_CANCEL_INTERRUPTS();
-			res = pa_readahead_peek(&len, &data, false);
+			res = peek_message(&len, &data, false);
 			RESUME_CANCEL_INTERRUPTS();
 			if (res == SHM_MQ_DETACHED)
 				break;			/* the leader retired us, or is gone */
@@ -1139,7 +1382,7 @@ pa_writer_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(slot, me);
+		pa_error_to_slot(MyWriter->slot, MyWriter->me);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
