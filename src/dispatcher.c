@@ -96,6 +96,7 @@
 
 #include "catalog.h"
 #include "dispatcher.h"
+#include "leader.h"
 #include "sync.h"
 #include "pool.h"
 #include "protocol.h"
@@ -121,53 +122,23 @@ typedef struct RelationEntry
 	int			len;
 } RelationEntry;
 
-static PaSubSlot *slot;
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
 
-/* the session: its protocol version, from its STARTUP; 0 before it */
-static int	session_version = 0;
-
-/* the transaction being assembled */
-static bool in_txn = false;
-static bool streaming = false;	/* sent in chunks, see header comment */
-static int	stream_writer;
-static PaBeginData begin;
-static uint64 cur_seq;
-static bool cur_barrier;
-static StringInfoData msgs;		/* uint32 length + message, repeated */
 /* a key's use: look it up (depend on its last writer), record it, or both */
 #define KEY_LOOKUP	0x01
 #define KEY_RECORD	0x02
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
 
-typedef struct TxnKey
-{
-	uint64		hash;
-	uint8		mode;
-} TxnKey;
-
-static TxnKey *keys;
-static int	nkeys;
-static int	maxkeys;
-static List *new_relations;		/* Oids of RELATIONs in this transaction */
-
-/* what was dispatched */
-static uint64 last_seq = 0;
-static int	last_writer = -1;
-static uint64 wait_before_next = 0; /* a barrier still to commit */
-static int	next_rr = 0;
-static uint64 dispatches_since_purge = 0;
-
 static void send_relations_to(int writer);
 
 void
-pa_dispatch_init(PaSubSlot *s)
+pa_dispatch_init(void)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
 	HASHCTL		ctl;
 
-	slot = s;
 	msg_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply dispatch",
 									ALLOCSET_DEFAULT_SIZES);
 	ctl.keysize = sizeof(uint64);
@@ -179,28 +150,30 @@ pa_dispatch_init(PaSubSlot *s)
 	ctl.entrysize = sizeof(RelationEntry);
 	relations = hash_create("parallel_apply relations", 256, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	initStringInfo(&msgs);
-	maxkeys = 256;
-	keys = MemoryContextAlloc(TopMemoryContext, maxkeys * sizeof(TxnKey));
+	MyPaLeader->last_writer = -1;
+	initStringInfo(&txn->msgs);
+	txn->maxkeys = 256;
+	txn->keys = MemoryContextAlloc(TopMemoryContext,
+								   txn->maxkeys * sizeof(PaTxnKey));
 	pa_pool_set_new_writer_callback(send_relations_to);
 }
 
 static uint64
 committed_seq(void)
 {
-	return pg_atomic_read_u64(&slot->committed_seq);
+	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
 }
 
 bool
 pa_dispatch_idle(void)
 {
-	return !in_txn && committed_seq() >= last_seq;
+	return !MyPaLeader->txn.in_txn && committed_seq() >= MyPaLeader->last_seq;
 }
 
 bool
 pa_dispatch_in_txn(void)
 {
-	return in_txn;
+	return MyPaLeader->txn.in_txn;
 }
 
 /*
@@ -224,12 +197,12 @@ wait_writer_room(int w)
 void
 pa_dispatch_request_wake(uint64 seen, bool durable)
 {
-	if (seen == PG_UINT64_MAX || last_seq <= seen)
+	if (seen == PG_UINT64_MAX || MyPaLeader->last_seq <= seen)
 	{
-		pg_atomic_write_u64(&slot->wake_leader_at, 0);
+		pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, 0);
 		return;
 	}
-	pg_atomic_write_u64(&slot->wake_leader_at, seen + 1);
+	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, seen + 1);
 	/* one that ended before the request was written did not see it */
 	pg_memory_barrier();
 	if (pa_dispatch_done_seq(durable) > seen)
@@ -240,13 +213,13 @@ pa_dispatch_request_wake(uint64 seen, bool durable)
 uint64
 pa_dispatch_done_seq(bool durable)
 {
-	return pg_atomic_read_u64(durable ? &slot->flushed_seq : &slot->committed_seq);
+	return pg_atomic_read_u64(durable ? &MyPaLeader->slot->flushed_seq : &MyPaLeader->slot->committed_seq);
 }
 
 void
 pa_dispatch_wait_all(void)
 {
-	pa_pool_wait_committed(last_seq);
+	pa_pool_wait_committed(MyPaLeader->last_seq);
 }
 
 /* ---------------------------------------------------------------------
@@ -257,14 +230,14 @@ pa_dispatch_wait_all(void)
 static void
 add_key(uint64 k, uint8 mode)
 {
-	if (nkeys == maxkeys)
+	if (MyPaLeader->txn.nkeys == MyPaLeader->txn.maxkeys)
 	{
-		maxkeys *= 2;
-		keys = repalloc(keys, maxkeys * sizeof(TxnKey));
+		MyPaLeader->txn.maxkeys *= 2;
+		MyPaLeader->txn.keys = repalloc(MyPaLeader->txn.keys, MyPaLeader->txn.maxkeys * sizeof(PaTxnKey));
 	}
-	keys[nkeys].hash = k;
-	keys[nkeys].mode = mode;
-	nkeys++;
+	MyPaLeader->txn.keys[MyPaLeader->txn.nkeys].hash = k;
+	MyPaLeader->txn.keys[MyPaLeader->txn.nkeys].mode = mode;
+	MyPaLeader->txn.nkeys++;
 }
 
 static uint64
@@ -444,10 +417,10 @@ handle_relation(const char *data, int len, StringInfo in)
 
 	known = pa_relmap_lookup(rel.remoteid);
 	if (known != NULL && !same_relation(&known->remoterel, &rel))
-		cur_barrier = true;		/* the provider's schema changed */
+		MyPaLeader->txn.barrier = true;		/* the provider's schema changed */
 	pa_relmap_update(&rel);
 	/* a table that joined the publications: copied before its changes */
-	pa_sync_relation(rel.nspname, rel.relname, begin.final_lsn);
+	pa_sync_relation(rel.nspname, rel.relname, MyPaLeader->txn.begin.final_lsn);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)
@@ -455,11 +428,11 @@ handle_relation(const char *data, int len, StringInfo in)
 	re->raw = MemoryContextAlloc(TopMemoryContext, len);
 	memcpy(re->raw, data, len);
 	re->len = len;
-	if (in_txn)
+	if (MyPaLeader->txn.in_txn)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
-		new_relations = lappend_oid(new_relations, rel.remoteid);
+		MyPaLeader->txn.new_relations = lappend_oid(MyPaLeader->txn.new_relations, rel.remoteid);
 		MemoryContextSwitchTo(oldcxt);
 	}
 }
@@ -490,7 +463,7 @@ broadcast_new_relations(int except)
 {
 	ListCell   *lc;
 
-	foreach(lc, new_relations)
+	foreach(lc, MyPaLeader->txn.new_relations)
 	{
 		Oid			relid = lfirst_oid(lc);
 		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
@@ -509,8 +482,8 @@ broadcast_new_relations(int except)
 			pa_pool_sendv(w, iov, 2);
 		}
 	}
-	list_free(new_relations);
-	new_relations = NIL;
+	list_free(MyPaLeader->txn.new_relations);
+	MyPaLeader->txn.new_relations = NIL;
 }
 
 /* ---------------------------------------------------------------------
@@ -534,7 +507,7 @@ pick_writer(void)
 
 	for (int i = 0; i < n; i++)
 	{
-		int			w = (next_rr + i) % n;
+		int			w = (MyPaLeader->next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
 		if (load < best_load)
@@ -545,7 +518,7 @@ pick_writer(void)
 				break;
 		}
 	}
-	next_rr = (best + 1) % n;
+	MyPaLeader->next_rr = (best + 1) % n;
 	return best;
 }
 
@@ -554,13 +527,13 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 {
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
-	h->barrier = cur_barrier || streaming;
-	h->prev_writer = (last_writer == writer) ? -1 : last_writer;
-	h->seq = cur_seq;
-	h->xid = begin.xid;
-	h->commit_lsn = begin.final_lsn;
+	h->barrier = MyPaLeader->txn.barrier || MyPaLeader->txn.streaming;
+	h->prev_writer = (MyPaLeader->last_writer == writer) ? -1 : MyPaLeader->last_writer;
+	h->seq = MyPaLeader->txn.seq;
+	h->xid = MyPaLeader->txn.begin.xid;
+	h->commit_lsn = MyPaLeader->txn.begin.final_lsn;
 	h->end_lsn = InvalidXLogRecPtr;
-	h->commit_time = begin.commit_time;
+	h->commit_time = MyPaLeader->txn.begin.commit_time;
 	h->ndeps = ndeps;
 }
 
@@ -578,15 +551,15 @@ dispatch_txn(PaCommitData *commit)
 	shm_mq_iovec iov[3];
 	KeyEntry  **entries = NULL;
 
-	if (wait_before_next > 0)
+	if (MyPaLeader->wait_before_next > 0)
 	{
-		pa_pool_wait_committed(wait_before_next);
-		wait_before_next = 0;
+		pa_pool_wait_committed(MyPaLeader->wait_before_next);
+		MyPaLeader->wait_before_next = 0;
 	}
 
-	if (cur_barrier)
+	if (MyPaLeader->txn.barrier)
 	{
-		pa_pool_wait_committed(cur_seq - 1);
+		pa_pool_wait_committed(MyPaLeader->txn.seq - 1);
 		writer = pick_writer();
 	}
 	else
@@ -594,15 +567,15 @@ dispatch_txn(PaCommitData *commit)
 		/* the last in-flight transaction per writer that shares a key */
 		uint64	   *per_writer = palloc0(sizeof(uint64) * pa_max_writers);
 
-		entries = palloc(sizeof(KeyEntry *) * Max(nkeys, 1));
-		for (int i = 0; i < nkeys; i++)
+		entries = palloc(sizeof(KeyEntry *) * Max(MyPaLeader->txn.nkeys, 1));
+		for (int i = 0; i < MyPaLeader->txn.nkeys; i++)
 		{
 			bool		found;
 			KeyEntry   *ke;
 
-			if (keys[i].mode & KEY_RECORD)
+			if (MyPaLeader->txn.keys[i].mode & KEY_RECORD)
 			{
-				ke = hash_search(keytab, &keys[i].hash, HASH_ENTER, &found);
+				ke = hash_search(keytab, &MyPaLeader->txn.keys[i].hash, HASH_ENTER, &found);
 				entries[i] = ke;
 				if (!found)
 				{
@@ -613,11 +586,11 @@ dispatch_txn(PaCommitData *commit)
 			else
 			{
 				entries[i] = NULL;
-				ke = hash_search(keytab, &keys[i].hash, HASH_FIND, &found);
+				ke = hash_search(keytab, &MyPaLeader->txn.keys[i].hash, HASH_FIND, &found);
 				if (ke == NULL)
 					continue;
 			}
-			if (!(keys[i].mode & KEY_LOOKUP))
+			if (!(MyPaLeader->txn.keys[i].mode & KEY_LOOKUP))
 				continue;
 			if (ke->seq > committed && ke->seq > per_writer[ke->writer])
 			{
@@ -653,10 +626,10 @@ dispatch_txn(PaCommitData *commit)
 		{
 			/* follow the chain */
 		}
-		else if (last_writer >= 0 && last_writer < pa_pool_size() &&
-				 (has_room(last_writer) ||
-				  (chain && per_writer[last_writer] != 0)))
-			writer = last_writer;
+		else if (MyPaLeader->last_writer >= 0 && MyPaLeader->last_writer < pa_pool_size() &&
+				 (has_room(MyPaLeader->last_writer) ||
+				  (chain && per_writer[MyPaLeader->last_writer] != 0)))
+			writer = MyPaLeader->last_writer;
 		else if (!chain || writer < 0)
 			writer = pick_writer();
 
@@ -669,11 +642,11 @@ dispatch_txn(PaCommitData *commit)
 			deps[ndeps].writer = w;
 			ndeps++;
 		}
-		for (int i = 0; i < nkeys; i++)
+		for (int i = 0; i < MyPaLeader->txn.nkeys; i++)
 		{
 			if (entries[i] == NULL)
 				continue;
-			entries[i]->seq = cur_seq;
+			entries[i]->seq = MyPaLeader->txn.seq;
 			entries[i]->writer = writer;
 		}
 	}
@@ -685,17 +658,17 @@ dispatch_txn(PaCommitData *commit)
 	iov[0].len = sizeof(h);
 	iov[1].data = (const char *) deps;
 	iov[1].len = sizeof(PaDep) * ndeps;
-	iov[2].data = msgs.data;
-	iov[2].len = msgs.len;
+	iov[2].data = MyPaLeader->txn.msgs.data;
+	iov[2].len = MyPaLeader->txn.msgs.len;
 	pa_pool_sendv(writer, iov, 3);
-	pa_pool_dispatched(writer, cur_seq);
+	pa_pool_dispatched(writer, MyPaLeader->txn.seq);
 	broadcast_new_relations(writer);
 
-	last_writer = writer;
-	last_seq = cur_seq;
-	if (cur_barrier)
-		wait_before_next = cur_seq;
-	if (++dispatches_since_purge >= KEYTAB_PURGE_EVERY)
+	MyPaLeader->last_writer = writer;
+	MyPaLeader->last_seq = MyPaLeader->txn.seq;
+	if (MyPaLeader->txn.barrier)
+		MyPaLeader->wait_before_next = MyPaLeader->txn.seq;
+	if (++MyPaLeader->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
 		pa_dispatch_housekeeping();
 }
 
@@ -706,26 +679,26 @@ flush_stream(void)
 	shm_mq_iovec iov[2];
 	char		kind = PA_Q_STREAM_CHUNK;
 
-	if (!streaming)
+	if (!MyPaLeader->txn.streaming)
 	{
 		PaTxnHeader h;
 
-		if (wait_before_next > 0)
+		if (MyPaLeader->wait_before_next > 0)
 		{
-			pa_pool_wait_committed(wait_before_next);
-			wait_before_next = 0;
+			pa_pool_wait_committed(MyPaLeader->wait_before_next);
+			MyPaLeader->wait_before_next = 0;
 		}
-		stream_writer = pick_writer();
-		streaming = true;
-		fill_header(&h, PA_Q_STREAM_BEGIN, stream_writer, 0);
-		pa_pool_send(stream_writer, &h, sizeof(h));
+		MyPaLeader->txn.stream_writer = pick_writer();
+		MyPaLeader->txn.streaming = true;
+		fill_header(&h, PA_Q_STREAM_BEGIN, MyPaLeader->txn.stream_writer, 0);
+		pa_pool_send(MyPaLeader->txn.stream_writer, &h, sizeof(h));
 	}
 	iov[0].data = &kind;
 	iov[0].len = 1;
-	iov[1].data = msgs.data;
-	iov[1].len = msgs.len;
-	pa_pool_sendv(stream_writer, iov, 2);
-	resetStringInfo(&msgs);
+	iov[1].data = MyPaLeader->txn.msgs.data;
+	iov[1].len = MyPaLeader->txn.msgs.len;
+	pa_pool_sendv(MyPaLeader->txn.stream_writer, iov, 2);
+	resetStringInfo(&MyPaLeader->txn.msgs);
 }
 
 static void
@@ -733,17 +706,17 @@ finish_stream(PaCommitData *commit)
 {
 	PaTxnHeader h;
 
-	if (msgs.len > 0)
+	if (MyPaLeader->txn.msgs.len > 0)
 		flush_stream();
-	fill_header(&h, PA_Q_STREAM_END, stream_writer, 0);
+	fill_header(&h, PA_Q_STREAM_END, MyPaLeader->txn.stream_writer, 0);
 	h.end_lsn = commit->end_lsn;
-	pa_pool_send(stream_writer, &h, sizeof(h));
-	pa_pool_dispatched(stream_writer, cur_seq);
-	broadcast_new_relations(stream_writer);
-	last_writer = stream_writer;
-	last_seq = cur_seq;
-	wait_before_next = cur_seq;
-	streaming = false;
+	pa_pool_send(MyPaLeader->txn.stream_writer, &h, sizeof(h));
+	pa_pool_dispatched(MyPaLeader->txn.stream_writer, MyPaLeader->txn.seq);
+	broadcast_new_relations(MyPaLeader->txn.stream_writer);
+	MyPaLeader->last_writer = MyPaLeader->txn.stream_writer;
+	MyPaLeader->last_seq = MyPaLeader->txn.seq;
+	MyPaLeader->wait_before_next = MyPaLeader->txn.seq;
+	MyPaLeader->txn.streaming = false;
 }
 
 /* ---------------------------------------------------------------------
@@ -756,16 +729,33 @@ append_message(const char *data, int len)
 {
 	uint32		n = (uint32) len;
 
-	appendBinaryStringInfo(&msgs, (const char *) &n, sizeof(n));
-	appendBinaryStringInfo(&msgs, data, len);
-	if (msgs.len >= (streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
+	appendBinaryStringInfo(&MyPaLeader->txn.msgs, (const char *) &n, sizeof(n));
+	appendBinaryStringInfo(&MyPaLeader->txn.msgs, data, len);
+	if (MyPaLeader->txn.msgs.len >= (MyPaLeader->txn.streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
 		flush_stream();
+}
+
+/* A BEGIN: the transaction being assembled starts empty. */
+static void
+start_txn(PaBeginData *begin)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	txn->in_txn = true;
+	txn->streaming = false;
+	txn->stream_writer = -1;
+	txn->begin = *begin;
+	txn->seq = MyPaLeader->last_seq + 1;
+	txn->barrier = false;
+	txn->nkeys = 0;
+	resetStringInfo(&txn->msgs);
+	Assert(txn->new_relations == NIL);
 }
 
 static void
 require_in_txn(bool inside, char type)
 {
-	if (in_txn != inside)
+	if (MyPaLeader->txn.in_txn != inside)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("unexpected parallel_apply message '%c' %s a transaction",
@@ -779,6 +769,7 @@ pa_dispatch_message(const char *data, int len)
 	StringInfoData in;
 	char		type;
 	PaStartupData startup;
+	PaBeginData begin;
 	PaCommitData commit;
 	PaMessageData message;
 	char	   *origin;
@@ -819,38 +810,34 @@ pa_dispatch_message(const char *data, int len)
 			 * The writers refuse binary datums the provider does not send,
 			 * and convert text from its encoding.
 			 */
-			SpinLockAcquire(&slot->mutex);
-			slot->binary_type_limit = startup.binary_type_limit;
-			slot->remote_encoding = encoding;
-			SpinLockRelease(&slot->mutex);
-			session_version = startup.proto_version;
+			SpinLockAcquire(&MyPaLeader->slot->mutex);
+			MyPaLeader->slot->binary_type_limit = startup.binary_type_limit;
+			MyPaLeader->slot->remote_encoding = encoding;
+			SpinLockRelease(&MyPaLeader->slot->mutex);
+			MyPaLeader->session_version = startup.proto_version;
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);
 			pa_read_begin(&in, &begin);
 			pa_read_end(&in);
-			in_txn = true;
-			cur_seq = last_seq + 1;
-			cur_barrier = false;
-			nkeys = 0;
-			resetStringInfo(&msgs);
+			start_txn(&begin);
 			break;
 		case PA_MSG_COMMIT:
 			require_in_txn(true, type);
 			pa_read_commit(&in, &commit);
 			pa_read_end(&in);
-			if (streaming)
+			if (MyPaLeader->txn.streaming)
 				finish_stream(&commit);
 			else
 				dispatch_txn(&commit);
-			in_txn = false;
-			SpinLockAcquire(&slot->mutex);
-			slot->last_remote_commit_time = commit.commit_time;
-			SpinLockRelease(&slot->mutex);
+			MyPaLeader->txn.in_txn = false;
+			SpinLockAcquire(&MyPaLeader->slot->mutex);
+			MyPaLeader->slot->last_remote_commit_time = commit.commit_time;
+			SpinLockRelease(&MyPaLeader->slot->mutex);
 			break;
 		case PA_MSG_RELATION:
 			handle_relation(data, len, &in);
-			if (in_txn)
+			if (MyPaLeader->txn.in_txn)
 				append_message(data, len);
 			break;
 		case PA_MSG_INSERT:
@@ -858,13 +845,13 @@ pa_dispatch_message(const char *data, int len)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!streaming && pa_pool_size() > 1)
+			if (!MyPaLeader->txn.streaming && pa_pool_size() > 1)
 				track_change(type, &in);
 			append_message(data, len);
 			break;
 		case PA_MSG_TRUNCATE:
 			require_in_txn(true, type);
-			cur_barrier = true;
+			MyPaLeader->txn.barrier = true;
 			append_message(data, len);
 			break;
 		case PA_MSG_ORIGIN:
@@ -904,7 +891,7 @@ dispatch_each(StringInfo msg, void *arg)
 void
 pa_dispatch_frame(StringInfo in)
 {
-	pa_read_frame(in, session_version, dispatch_each, NULL);
+	pa_read_frame(in, MyPaLeader->session_version, dispatch_each, NULL);
 }
 
 /*
@@ -914,7 +901,7 @@ pa_dispatch_frame(StringInfo in)
 void
 pa_dispatch_new_session(void)
 {
-	session_version = 0;
+	MyPaLeader->session_version = 0;
 }
 
 /* Forget the keys of committed transactions. */
@@ -925,7 +912,7 @@ pa_dispatch_housekeeping(void)
 	HASH_SEQ_STATUS status;
 	KeyEntry   *ke;
 
-	dispatches_since_purge = 0;
+	MyPaLeader->dispatches_since_purge = 0;
 	hash_seq_init(&status, keytab);
 	while ((ke = hash_seq_search(&status)) != NULL)
 		if (ke->seq <= committed)

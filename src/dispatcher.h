@@ -24,7 +24,7 @@
  */
 #define PA_SUB_PROTO_VERSION	PA_PROTO_VERSION_MAX
 
-extern void pa_dispatch_init(PaSubSlot *slot);
+extern void pa_dispatch_init(void);
 extern void pa_dispatch_new_session(void);
 extern void pa_dispatch_frame(StringInfo in);
 extern void pa_dispatch_message(const char *data, int len);

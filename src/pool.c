@@ -42,29 +42,13 @@
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
+#include "leader.h"
 #include "pool.h"
 
 #define PA_POOL_MAGIC	0x50415031
 #define READ_RATE_WINDOW	256
 #define READ_RATE_TXNS		2
 
-typedef struct PaPoolWriter
-{
-	BackgroundWorkerHandle *handle;
-	shm_mq_handle *mqh;
-	bool		running;
-	bool		retiring;		/* being removed: no new work */
-	uint64		dispatched;
-	uint64		sent[PA_SENT_RING]; /* seqs of the last ones dispatched */
-} PaPoolWriter;
-
-static PaSubSlot *pool_slot;
-static Oid	pool_subid;
-static char *pool_subname;
-static dsm_segment *pool_seg;
-static shm_toc *pool_toc;
-static PaPoolWriter *pool_writers;
-static int	pool_nactive;		/* writers 0..n-1 take new work */
 static PaPoolWaitCallback pool_wait_cb;
 static void (*pool_new_writer_cb) (int writer);
 
@@ -78,21 +62,17 @@ pa_writer_origin_name(Oid subid, int writer)
 static shm_mq *
 queue_of(int writer)
 {
-	return shm_toc_lookup(pool_toc, writer + 1, false);
+	return shm_toc_lookup(MyPaLeader->pool_toc, writer + 1, false);
 }
 
 void
-pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
-			 PaPoolWaitCallback wait_cb)
+pa_pool_init(PaPoolWaitCallback wait_cb)
 {
 	shm_toc_estimator e;
 	Size		size;
 
-	pool_slot = slot;
-	pool_subid = subid;
-	pool_subname = MemoryContextStrdup(TopMemoryContext, subname);
 	pool_wait_cb = wait_cb;
-	pool_writers = MemoryContextAllocZero(TopMemoryContext,
+	MyPaLeader->writers = MemoryContextAllocZero(TopMemoryContext,
 										  sizeof(PaPoolWriter) * pa_max_writers);
 
 	shm_toc_initialize_estimator(&e);
@@ -101,12 +81,12 @@ pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
 	shm_toc_estimate_keys(&e, pa_max_writers);
 	size = shm_toc_estimate(&e);
 
-	pool_seg = dsm_create(size, 0);
-	dsm_pin_mapping(pool_seg);
-	pool_toc = shm_toc_create(PA_POOL_MAGIC, dsm_segment_address(pool_seg), size);
+	MyPaLeader->pool_seg = dsm_create(size, 0);
+	dsm_pin_mapping(MyPaLeader->pool_seg);
+	MyPaLeader->pool_toc = shm_toc_create(PA_POOL_MAGIC, dsm_segment_address(MyPaLeader->pool_seg), size);
 	for (int i = 0; i < pa_max_writers; i++)
-		shm_toc_insert(pool_toc, i + 1, shm_toc_allocate(pool_toc, PA_QUEUE_SIZE));
-	pool_nactive = 0;
+		shm_toc_insert(MyPaLeader->pool_toc, i + 1, shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
+	MyPaLeader->nactive = 0;
 }
 
 void
@@ -119,21 +99,21 @@ static void
 start_writer(int w)
 {
 	BackgroundWorker bgw;
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 	shm_mq	   *mq;
 	pid_t		pid;
-	PaWriterSlot *ws = &pool_slot->writers[w];
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
 
 	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
 	shm_mq_set_sender(mq, MyProc);
 
-	SpinLockAcquire(&pool_slot->mutex);
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
 	ws->pid = 0;
 	ws->state = PA_WRITER_STARTING;
 	ws->seq = 0;
 	ws->copies_done = 0;
 	ws->copy_failed = false;
-	SpinLockRelease(&pool_slot->mutex);
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
 	pg_atomic_write_u64(&ws->blocks_read, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
@@ -145,17 +125,17 @@ start_writer(int w)
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "parallel_apply");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "pa_writer_main");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "parallel_apply writer %s:%d",
-			 pool_subname, w);
+			 MyPaLeader->sub->name, w);
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "parallel_apply writer %s:%d",
-			 pool_subname, w);
-	bgw.bgw_main_arg = Int32GetDatum(pa_subslot_index(pool_slot));
+			 MyPaLeader->sub->name, w);
+	bgw.bgw_main_arg = Int32GetDatum(pa_subslot_index(MyPaLeader->slot));
 	bgw.bgw_notify_pid = MyProcPid;
 	{
 		uint32		extra[4];
 
 		extra[0] = (uint32) w;
-		extra[1] = (uint32) dsm_segment_handle(pool_seg);
-		extra[2] = (uint32) pool_subid;
+		extra[1] = (uint32) dsm_segment_handle(MyPaLeader->pool_seg);
+		extra[2] = (uint32) MyPaLeader->sub->subid;
 		extra[3] = (uint32) MyDatabaseId;
 		memcpy(bgw.bgw_extra, extra, sizeof(extra));
 	}
@@ -164,14 +144,14 @@ start_writer(int w)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",
-						w, pool_subname),
+						w, MyPaLeader->sub->name),
 				 errhint("Raise max_worker_processes: each subscription needs a receiver and its writers, each database a supervisor.")));
 	if (WaitForBackgroundWorkerStartup(pw->handle, &pid) != BGWH_STARTED)
 		ereport(ERROR,
 				(errmsg("writer %d of parallel_apply subscription \"%s\" did not start",
-						w, pool_subname)));
+						w, MyPaLeader->sub->name)));
 
-	pw->mqh = shm_mq_attach(mq, pool_seg, pw->handle);
+	pw->mqh = shm_mq_attach(mq, MyPaLeader->pool_seg, pw->handle);
 	pw->running = true;
 	pw->retiring = false;
 	pw->dispatched = 0;
@@ -183,7 +163,7 @@ start_writer(int w)
 static bool
 try_stop_writer(int w)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 	if (pa_pool_inflight(w) > 0)
 		return false;
@@ -194,10 +174,10 @@ try_stop_writer(int w)
 	pw->handle = NULL;
 	pw->running = false;
 	pw->retiring = false;
-	SpinLockAcquire(&pool_slot->mutex);
-	pool_slot->writers[w].state = PA_WRITER_STOPPED;
-	pool_slot->writers[w].pid = 0;
-	SpinLockRelease(&pool_slot->mutex);
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->writers[w].state = PA_WRITER_STOPPED;
+	MyPaLeader->slot->writers[w].pid = 0;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 	return true;
 }
 
@@ -211,7 +191,7 @@ pa_pool_resize(int n)
 	n = Max(1, Min(n, pa_max_writers));
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 		if (w < n)
 		{
@@ -223,30 +203,30 @@ pa_pool_resize(int n)
 		else if (pw->running)
 			pw->retiring = true;
 	}
-	pool_nactive = n;
-	SpinLockAcquire(&pool_slot->mutex);
-	pool_slot->num_writers = n;
-	SpinLockRelease(&pool_slot->mutex);
+	MyPaLeader->nactive = n;
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->num_writers = n;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 }
 
 int
 pa_pool_size(void)
 {
-	return pool_nactive;
+	return MyPaLeader->nactive;
 }
 
 uint64
 pa_pool_inflight(int w)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
-	return pw->dispatched - pg_atomic_read_u64(&pool_slot->writers[w].committed);
+	return pw->dispatched - pg_atomic_read_u64(&MyPaLeader->slot->writers[w].committed);
 }
 
 void
 pa_pool_dispatched(int w, uint64 seq)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
 	pw->dispatched++;
@@ -262,33 +242,31 @@ pa_pool_dispatched(int w, uint64 seq)
 bool
 pa_pool_writers_read(void)
 {
-	static uint64 base_reads = 0;
-	static uint64 base_txns = 0;
-	static bool reading = false;
-	static uint32 calls = 0;
+	PaLeader   *L = MyPaLeader;
 	uint64		reads = 0;
 	uint64		txns = 0;
 
 	/* asked once per transaction dispatched: look every 64th time */
-	if (calls++ % 64 != 0)
-		return reading;
-	for (int w = 0; w < pool_nactive; w++)
+	if (L->read_calls++ % 64 != 0)
+		return L->reading;
+	for (int w = 0; w < MyPaLeader->nactive; w++)
 	{
-		reads += pg_atomic_read_u64(&pool_slot->writers[w].blocks_read);
-		txns += pg_atomic_read_u64(&pool_slot->writers[w].committed);
+		reads += pg_atomic_read_u64(&MyPaLeader->slot->writers[w].blocks_read);
+		txns += pg_atomic_read_u64(&MyPaLeader->slot->writers[w].committed);
 	}
-	if (reads < base_reads || txns < base_txns)
+	if (reads < L->base_reads || txns < L->base_txns)
 	{
-		base_reads = reads;
-		base_txns = txns;
+		L->base_reads = reads;
+		L->base_txns = txns;
 	}
-	else if (txns - base_txns >= READ_RATE_WINDOW)
+	else if (txns - L->base_txns >= READ_RATE_WINDOW)
 	{
-		reading = (reads - base_reads) * READ_RATE_TXNS >= txns - base_txns;
-		base_reads = reads;
-		base_txns = txns;
+		L->reading = (reads - L->base_reads) * READ_RATE_TXNS >=
+			txns - L->base_txns;
+		L->base_reads = reads;
+		L->base_txns = txns;
 	}
-	return reading;
+	return L->reading;
 }
 
 /*
@@ -299,7 +277,7 @@ pa_pool_writers_read(void)
 uint64
 pa_pool_inflight_seq(int w, uint64 n)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 	uint64		inflight = pa_pool_inflight(w);
 
 	if (inflight <= n)
@@ -316,15 +294,15 @@ pa_pool_inflight_seq(int w, uint64 n)
 void
 pa_pool_wait_committed(uint64 target)
 {
-	while (pg_atomic_read_u64(&pool_slot->committed_seq) < target)
+	while (pg_atomic_read_u64(&MyPaLeader->slot->committed_seq) < target)
 	{
-		pg_atomic_write_u64(&pool_slot->wake_leader_at, target);
+		pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, target);
 		pg_memory_barrier();
-		if (pg_atomic_read_u64(&pool_slot->committed_seq) >= target)
+		if (pg_atomic_read_u64(&MyPaLeader->slot->committed_seq) >= target)
 			break;
 		pa_pool_wait(100L);
 	}
-	pg_atomic_write_u64(&pool_slot->wake_leader_at, 0);
+	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, 0);
 }
 
 /* Error out if a writer died; finish retiring drained writers. */
@@ -333,7 +311,7 @@ pa_pool_check(void)
 {
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 		pid_t		pid;
 
 		if (!pw->running)
@@ -344,13 +322,13 @@ pa_pool_check(void)
 
 			pw->running = false;
 			/* say why, so that subscription_status() keeps the cause */
-			SpinLockAcquire(&pool_slot->mutex);
-			strlcpy(why, pool_slot->writers[w].last_error, sizeof(why));
-			SpinLockRelease(&pool_slot->mutex);
+			SpinLockAcquire(&MyPaLeader->slot->mutex);
+			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
+			SpinLockRelease(&MyPaLeader->slot->mutex);
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",
-							w, pool_subname, why[0] ? ": " : "", why),
+							w, MyPaLeader->sub->name, why[0] ? ": " : "", why),
 					 errdetail("The pipeline restarts from the last committed transaction.")));
 		}
 		if (pw->retiring)
@@ -374,7 +352,7 @@ pa_pool_wait(long timeout_ms)
 void
 pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 	for (;;)
 	{
@@ -388,7 +366,7 @@ pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 			pa_pool_check();
 			ereport(ERROR,
 					(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
-							w, pool_subname)));
+							w, MyPaLeader->sub->name)));
 		}
 		/* full: wait for the writer */
 		pa_pool_wait(1000L);
@@ -410,18 +388,18 @@ void
 pa_pool_broadcast(const void *data, Size len)
 {
 	for (int w = 0; w < pa_max_writers; w++)
-		if (pool_writers[w].running)
+		if (MyPaLeader->writers[w].running)
 			pa_pool_send(w, data, len);
 }
 
 void
 pa_pool_shutdown(void)
 {
-	if (pool_writers == NULL)
+	if (MyPaLeader->writers == NULL)
 		return;
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 		if (pw->handle != NULL)
 			TerminateBackgroundWorker(pw->handle);

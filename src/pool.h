@@ -76,8 +76,7 @@ extern void pa_q_end(StringInfo in);
 
 typedef void (*PaPoolWaitCallback) (void);
 
-extern void pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
-						 PaPoolWaitCallback wait_cb);
+extern void pa_pool_init(PaPoolWaitCallback wait_cb);
 extern void pa_pool_resize(int nwriters);
 extern int	pa_pool_size(void);
 extern void pa_pool_send(int writer, const void *data, Size len);

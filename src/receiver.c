@@ -57,6 +57,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "dispatcher.h"
+#include "leader.h"
 #include "pool.h"
 #include "progress.h"
 #include "relmap.h"
@@ -65,17 +66,13 @@
 #endif
 #include "sync.h"
 
-static PaSubSlot *slot;
-static PaSubscription *sub;
-static WalReceiverConn *conn;
-static bool streaming = false; /* START_REPLICATION sent */
-static bool caught_up_once = false;
-static bool durable = false;	/* writers flush their commits */
-static uint64 reported_seq = 0; /* commits covered by the last report */
+PaLeader   *MyPaLeader = NULL;
 
 static void
 leader_on_exit(int code, Datum arg)
 {
+	PaSubSlot  *slot = MyPaLeader->slot;
+
 	pa_pool_shutdown();
 	if (slot != NULL)
 	{
@@ -92,6 +89,8 @@ leader_on_exit(int code, Datum arg)
 static void
 set_state(PaSubState state)
 {
+	PaSubSlot  *slot = MyPaLeader->slot;
+
 	SpinLockAcquire(&slot->mutex);
 	slot->state = state;
 	SpinLockRelease(&slot->mutex);
@@ -101,10 +100,10 @@ set_state(PaSubState state)
 static void
 keepalive_while_blocked(void)
 {
-	if (!streaming)
+	if (!MyPaLeader->streaming)
 		return;					/* replaying: not in COPY mode yet */
-	pa_progress_update(slot, false);
-	pa_progress_feedback(conn, false, false);
+	pa_progress_update(false);
+	pa_progress_feedback(false, false);
 }
 
 static PaSubscription *
@@ -154,8 +153,8 @@ handle_copydata(char *buf, int len)
 		pa_progress_provider_end(end);
 		if (reply)
 		{
-			pa_progress_update(slot, pa_dispatch_idle());
-			pa_progress_feedback(conn, true, false);
+			pa_progress_update(pa_dispatch_idle());
+			pa_progress_feedback(true, false);
 		}
 	}
 	else
@@ -169,7 +168,8 @@ handle_copydata(char *buf, int len)
 static void
 maybe_resize(void)
 {
-	int			want = pa_effective_writers(slot);
+	PaLeader   *L = MyPaLeader;
+	int			want = pa_effective_writers(L->slot);
 
 	if (want != pa_pool_size())
 	{
@@ -181,12 +181,12 @@ maybe_resize(void)
 			pa_dispatch_wait_all();
 		}
 		StartTransactionCommand();
-		pa_progress_ensure_origins(sub->subid, want);
+		pa_progress_ensure_origins(L->sub->subid, want);
 		CommitTransactionCommand();
 		pa_pool_resize(want);
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" now applies with %d writers",
-						sub->name, want)));
+						L->sub->name, want)));
 	}
 }
 
@@ -194,25 +194,27 @@ maybe_resize(void)
 static void
 housekeeping(TimestampTz *last_xact)
 {
+	PaLeader   *L = MyPaLeader;
+	PaSubSlot  *slot = L->slot;
 	bool		idle = pa_dispatch_idle();
 	XLogRecPtr	target;
 	TimestampTz now = GetCurrentTimestamp();
 
 	pa_pool_check();
-	reported_seq = pa_dispatch_done_seq(durable);
-	pa_progress_update(slot, idle);
+	L->reported_seq = pa_dispatch_done_seq(L->durable);
+	pa_progress_update(idle);
 
 	SpinLockAcquire(&slot->mutex);
 	target = slot->catchup_target;
-	if (!caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
+	if (!L->caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
 		slot->applied_lsn >= slot->provider_lsn)
-		caught_up_once = true;
+		L->caught_up_once = true;
 	if (slot->state != PA_SUB_INITIALIZING)
-		slot->state = caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
+		slot->state = L->caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
 	SpinLockRelease(&slot->mutex);
 
 	/* a waiter wants the provider's current end: ask for a keepalive */
-	pa_progress_feedback(conn, false, idle && target != InvalidXLogRecPtr);
+	pa_progress_feedback(false, idle && target != InvalidXLogRecPtr);
 
 	if (ConfigReloadPending)
 	{
@@ -234,6 +236,7 @@ housekeeping(TimestampTz *last_xact)
 static void
 stream_loop(void)
 {
+	PaLeader   *L = MyPaLeader;
 	TimestampTz last_xact = GetCurrentTimestamp();
 	WaitEventSet *wes = NULL;
 
@@ -247,21 +250,21 @@ stream_loop(void)
 
 		CHECK_FOR_INTERRUPTS();
 
-		len = walrcv_receive(conn, &buf, &fd);
+		len = walrcv_receive(L->conn, &buf, &fd);
 		while (len != 0)
 		{
 			if (len < 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("the provider ended the replication stream of subscription \"%s\"",
-								sub->name)));
+								L->sub->name)));
 			handle_copydata(buf, len);
 			if (++n % 1000 == 0)
 			{
 				CHECK_FOR_INTERRUPTS();
 				housekeeping(&last_xact);
 			}
-			len = walrcv_receive(conn, &buf, &fd);
+			len = walrcv_receive(L->conn, &buf, &fd);
 		}
 
 		housekeeping(&last_xact);
@@ -280,11 +283,11 @@ stream_loop(void)
 		 * what is applied and flushed; synchronous replication waits for
 		 * it.
 		 */
-		pa_dispatch_request_wake(reported_seq, durable);
+		pa_dispatch_request_wake(L->reported_seq, L->durable);
 		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
-		pa_dispatch_request_wake(PG_UINT64_MAX, durable);
+		pa_dispatch_request_wake(PG_UINT64_MAX, L->durable);
 	}
 }
 
@@ -300,7 +303,7 @@ same_encoding(void)
 	bool		same;
 
 	StartTransactionCommand();
-	same = pa_check_provider_encoding(pa_provider_encoding(conn)) ==
+	same = pa_check_provider_encoding(pa_provider_encoding(MyPaLeader->conn)) ==
 		GetDatabaseEncoding();
 	CommitTransactionCommand();
 	return same;
@@ -314,6 +317,7 @@ same_encoding(void)
 static void
 start_streaming(XLogRecPtr start)
 {
+	PaSubscription *sub = MyPaLeader->sub;
 	StringInfoData cmd;
 	StringInfoData names;
 	WalRcvExecResult *res;
@@ -331,7 +335,7 @@ start_streaming(XLogRecPtr start)
 					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
 					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true");
-	res = walrcv_exec(conn, cmd.data, 0, NULL);
+	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
 	if (res->status != WALRCV_OK_COPY_BOTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -346,6 +350,9 @@ void
 pa_leader_main(Datum arg)
 {
 	int			slotidx = DatumGetInt32(arg);
+	PaLeader   *L;
+	PaSubSlot  *slot;
+	PaSubscription *sub;
 	Oid			extra[2];
 	char	   *err = NULL;
 	XLogRecPtr	start;
@@ -360,11 +367,13 @@ pa_leader_main(Datum arg)
 	slot = pa_subslot(slotidx);
 	if (!slot->in_use || slot->subid != extra[0] || slot->dboid != MyDatabaseId)
 		proc_exit(0);
+	L = MyPaLeader = MemoryContextAllocZero(TopMemoryContext, sizeof(PaLeader));
+	L->slot = slot;
 	before_shmem_exit(leader_on_exit, (Datum) 0);
 
 	PG_TRY();
 	{
-		sub = read_subscription(extra[0]);
+		sub = L->sub = read_subscription(extra[0]);
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
 
@@ -377,7 +386,7 @@ pa_leader_main(Datum arg)
 		 * leader's relation map need not read the tables' positions.
 		 */
 		pa_relmap_subid = sub->subid;
-		durable = strcmp(sub->synchronous_commit, "off") != 0;
+		L->durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);
 		slot->leader_pid = MyProcPid;
@@ -396,8 +405,8 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
 		load_file("libpqwalreceiver", false);
-		conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);
-		if (conn == NULL)
+		L->conn = PA_WALRCV_CONNECT(sub->dsn, true, sub->name, &err);
+		if (L->conn == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
@@ -408,13 +417,13 @@ pa_leader_main(Datum arg)
 		start = pa_progress_start_lsn(sub->subid);
 		CommitTransactionCommand();
 
-		pa_pool_init(slot, sub->subid, sub->name, keepalive_while_blocked);
-		pa_dispatch_init(slot);
+		pa_pool_init(keepalive_while_blocked);
+		pa_dispatch_init();
 		pa_pool_resize(pa_effective_writers(slot));
 
 		if (sub->sync_state != PA_SYNC_READY)
 		{
-			pa_sync_run(conn, sub, slot);
+			pa_sync_run(L->conn, sub, slot);
 			start = InvalidXLogRecPtr;	/* the slot's consistent point */
 			set_state(PA_SUB_CATCHING_UP);
 		}
@@ -427,7 +436,7 @@ pa_leader_main(Datum arg)
 		pa_dispatch_new_session();
 		pa_sync_streaming(sub);
 		start_streaming(start);
-		streaming = true;
+		L->streaming = true;
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
 						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
