@@ -396,6 +396,16 @@ pa_read_end(StringInfo in)
 		malformed("The message has trailing bytes.");
 }
 
+/* A message of a type the reader does not know. */
+void
+pa_read_unknown(char type)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("unknown parallel_apply message type 0x%02x",
+					(unsigned char) type)));
+}
+
 /*
  * The messages of one CopyData payload (in, at its first byte): the
  * message itself, or, for a BATCH, each message it holds, in order.
@@ -607,6 +617,7 @@ read_tuple(StringInfo in, PaTupleData *tup)
 		char		kind = (char) read_byte(in);
 		const char *data;
 		int			len;
+		StringInfo	v;
 
 		tup->colkinds[i] = kind;
 		switch (kind)
@@ -618,8 +629,13 @@ read_tuple(StringInfo in, PaTupleData *tup)
 			case PA_DATUM_BINARY:
 				data = read_counted(in, &len);
 				/* a copy, NUL-terminated as the input functions expect */
-				initStringInfo(&tup->colvalues[i]);
-				appendBinaryStringInfo(&tup->colvalues[i], data, len);
+				v = &tup->colvalues[i];
+				v->data = palloc(len + 1);
+				memcpy(v->data, data, len);
+				v->data[len] = '\0';
+				v->len = len;
+				v->maxlen = len + 1;
+				v->cursor = 0;
 				break;
 			default:
 				malformed("Unknown datum kind.");

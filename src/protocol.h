@@ -189,6 +189,7 @@ extern Oid	pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
 extern void pa_read_end(StringInfo in);
+extern void pa_read_unknown(char type) pg_attribute_noreturn();
 typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
 						  void *arg);

@@ -372,10 +372,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 				appendStringInfo(buf, " lsn=%X/%X", LSN_FORMAT_ARGS(msg.lsn));
 			break;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unknown parallel_apply message type 0x%02x",
-							(unsigned char) type)));
+			pa_read_unknown(type);
 	}
 	pa_read_end(in);
 }
