@@ -52,8 +52,9 @@
  * transaction.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
- * the pool grows from one writer, the receiver first lets everything in
- * flight commit, so that no dependency goes unseen.
+ * the pool grows from one writer, the leader first lets everything in
+ * flight commit (pa_dispatch_may_resize), so that no dependency goes
+ * unseen.
  *
  * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
  * provider) run alone: the dispatcher waits until everything before them
@@ -66,6 +67,16 @@
  * in flight: a full writer makes the leader wait, which stops it reading
  * from the provider, until half of what that writer holds has committed,
  * so that the leader sleeps and wakes once per several transactions.
+ *
+ * Waiting.  The dispatcher never waits itself.  A message is read into
+ * the transaction being assembled; what it leaves to send (a chunk of a
+ * large transaction, the transaction at its COMMIT, RELATIONs owed to new
+ * writers) is sent before the next message, and when that must wait (for
+ * a commit, for a writer's room, for room in a queue) the dispatcher
+ * returns what it waits for, keeping where it stopped (PaLeaderTxn's
+ * stage) and the rest of the frame.  The leader's loop waits and calls
+ * pa_dispatch_continue(), which goes on from there; a queue message
+ * partly sent is offered again whole, as shm_mq requires.
  *
  * RELATION messages are given inline to the writer of the transaction
  * that carried them and broadcast to every other writer right after it;
@@ -131,12 +142,11 @@ static HTAB *relations;
 #define KEY_RECORD	0x02
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
 
-static void send_relations_to(int writer);
-
 void
 pa_dispatch_init(void)
 {
-	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	HASHCTL		ctl;
 
 	msg_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply dispatch",
@@ -150,12 +160,16 @@ pa_dispatch_init(void)
 	ctl.entrysize = sizeof(RelationEntry);
 	relations = hash_create("parallel_apply relations", 256, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	MyPaLeader->last_writer = -1;
+	L->last_writer = -1;
+	L->frame_max = 64;
+	L->frame = MemoryContextAlloc(TopMemoryContext,
+								  L->frame_max * sizeof(StringInfoData));
 	initStringInfo(&txn->msgs);
 	txn->maxkeys = 256;
 	txn->keys = MemoryContextAlloc(TopMemoryContext,
 								   txn->maxkeys * sizeof(PaTxnKey));
-	pa_pool_set_new_writer_callback(send_relations_to);
+	txn->deps = MemoryContextAlloc(TopMemoryContext,
+								   sizeof(PaDep) * pa_max_writers);
 }
 
 static uint64
@@ -170,56 +184,65 @@ pa_dispatch_idle(void)
 	return !MyPaLeader->txn.in_txn && committed_seq() >= MyPaLeader->last_seq;
 }
 
+/* Has transaction seq (0: none) committed?  Else wait for it. */
+static bool
+committed_or_wait(uint64 seq, PaDispatchWait *wait)
+{
+	if (committed_seq() >= seq)
+		return true;
+	wait->kind = PA_WAIT_COMMIT;
+	wait->seq = seq;
+	wait->writer = -1;
+	return false;
+}
+
+/*
+ * Send to writer w if its queue has room, else wait for room: then the
+ * same message is offered again, which shm_mq requires of a send that
+ * could not finish.
+ */
+static bool
+sent_or_wait(int w, shm_mq_iovec *iov, int iovcnt, PaDispatchWait *wait)
+{
+	if (pa_pool_try_sendv(w, iov, iovcnt))
+		return true;
+	wait->kind = PA_WAIT_QUEUE;
+	wait->seq = 0;
+	wait->writer = w;
+	return false;
+}
+
+/*
+ * May writer w be given one more transaction?  A full writer is waited
+ * for until half of what it holds has committed, so that the leader wakes
+ * once per few transactions, not for each.
+ */
+static bool
+room_or_wait(int w, PaDispatchWait *wait)
+{
+	if (pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER)
+		return true;
+	return committed_or_wait(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2),
+							 wait);
+}
+
+/*
+ * May the pool go from its size to nwriters now?  With one writer no keys
+ * were tracked: before there are more, everything in flight must have
+ * committed, and that is waited for at a transaction boundary (false with
+ * PA_WAIT_NONE inside one: ask again later).
+ */
 bool
-pa_dispatch_in_txn(void)
+pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
 {
-	return MyPaLeader->txn.in_txn;
-}
-
-/*
- * Wait until writer w may be given one more transaction.  A full writer
- * is waited for until half of what it holds has committed, so that the
- * leader wakes once per few transactions, not for each.
- */
-static void
-wait_writer_room(int w)
-{
-	if (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
-		pa_pool_wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
-}
-
-/*
- * Before the leader sleeps: ask the writers to wake it when a transaction
- * after seen has committed (with durable apply, flushed), if one is in
- * flight; seen is what the leader's last progress report covered.  After
- * the sleep, stop the requests (seen = PG_UINT64_MAX).
- */
-void
-pa_dispatch_request_wake(uint64 seen, bool durable)
-{
-	if (seen == PG_UINT64_MAX || MyPaLeader->last_seq <= seen)
+	if (nwriters == pa_pool_size() || pa_pool_size() != 1)
+		return true;
+	if (MyPaLeader->txn.in_txn)
 	{
-		pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, 0);
-		return;
+		wait->kind = PA_WAIT_NONE;
+		return false;
 	}
-	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, seen + 1);
-	/* one that ended before the request was written did not see it */
-	pg_memory_barrier();
-	if (pa_dispatch_done_seq(durable) > seen)
-		SetLatch(MyLatch);
-}
-
-/* How far commits (with durable apply, flushes) have got. */
-uint64
-pa_dispatch_done_seq(bool durable)
-{
-	return pg_atomic_read_u64(durable ? &MyPaLeader->slot->flushed_seq : &MyPaLeader->slot->committed_seq);
-}
-
-void
-pa_dispatch_wait_all(void)
-{
-	pa_pool_wait_committed(MyPaLeader->last_seq);
+	return committed_or_wait(MyPaLeader->last_seq, wait);
 }
 
 /* ---------------------------------------------------------------------
@@ -230,14 +253,16 @@ pa_dispatch_wait_all(void)
 static void
 add_key(uint64 k, uint8 mode)
 {
-	if (MyPaLeader->txn.nkeys == MyPaLeader->txn.maxkeys)
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	if (txn->nkeys == txn->maxkeys)
 	{
-		MyPaLeader->txn.maxkeys *= 2;
-		MyPaLeader->txn.keys = repalloc(MyPaLeader->txn.keys, MyPaLeader->txn.maxkeys * sizeof(PaTxnKey));
+		txn->maxkeys *= 2;
+		txn->keys = repalloc(txn->keys, txn->maxkeys * sizeof(PaTxnKey));
 	}
-	MyPaLeader->txn.keys[MyPaLeader->txn.nkeys].hash = k;
-	MyPaLeader->txn.keys[MyPaLeader->txn.nkeys].mode = mode;
-	MyPaLeader->txn.nkeys++;
+	txn->keys[txn->nkeys].hash = k;
+	txn->keys[txn->nkeys].mode = mode;
+	txn->nkeys++;
 }
 
 static uint64
@@ -407,6 +432,7 @@ same_relation(PaRelationData *a, PaRelationData *b)
 static void
 handle_relation(const char *data, int len, StringInfo in)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
 	PaRelationData rel;
 	PaRelMapEntry *known;
 	RelationEntry *re;
@@ -417,10 +443,10 @@ handle_relation(const char *data, int len, StringInfo in)
 
 	known = pa_relmap_lookup(rel.remoteid);
 	if (known != NULL && !same_relation(&known->remoterel, &rel))
-		MyPaLeader->txn.barrier = true;		/* the provider's schema changed */
+		txn->barrier = true;	/* the provider's schema changed */
 	pa_relmap_update(&rel);
 	/* a table that joined the publications: copied before its changes */
-	pa_sync_relation(rel.nspname, rel.relname, MyPaLeader->txn.begin.final_lsn);
+	pa_sync_relation(rel.nspname, rel.relname, txn->begin.final_lsn);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)
@@ -428,25 +454,45 @@ handle_relation(const char *data, int len, StringInfo in)
 	re->raw = MemoryContextAlloc(TopMemoryContext, len);
 	memcpy(re->raw, data, len);
 	re->len = len;
-	if (MyPaLeader->txn.in_txn)
+	if (txn->in_txn)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
-		MyPaLeader->txn.new_relations = lappend_oid(MyPaLeader->txn.new_relations, rel.remoteid);
+		txn->new_relations = lappend_oid(txn->new_relations, rel.remoteid);
 		MemoryContextSwitchTo(oldcxt);
 	}
 }
 
-/* A new writer learns every relation the others know. */
-static void
-send_relations_to(int writer)
+/*
+ * Writer w is new: it is sent every relation the others know, before
+ * anything else (send_owed_relations).
+ */
+void
+pa_dispatch_writer_started(int writer)
 {
+	PaLeader   *L = MyPaLeader;
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	HASH_SEQ_STATUS status;
 	RelationEntry *re;
 
 	hash_seq_init(&status, relations);
 	while ((re = hash_seq_search(&status)) != NULL)
 	{
+		L->owed_writers = lappend_int(L->owed_writers, writer);
+		L->owed_relids = lappend_oid(L->owed_relids, re->relid);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static bool
+send_owed_relations(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+
+	for (; L->owed_next < list_length(L->owed_writers); L->owed_next++)
+	{
+		Oid			relid = list_nth_oid(L->owed_relids, L->owed_next);
+		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
 		shm_mq_iovec iov[2];
 		char		kind = PA_Q_RELATION;
 
@@ -454,23 +500,33 @@ send_relations_to(int writer)
 		iov[0].len = 1;
 		iov[1].data = re->raw;
 		iov[1].len = re->len;
-		pa_pool_sendv(writer, iov, 2);
+		if (!sent_or_wait(list_nth_int(L->owed_writers, L->owed_next),
+						  iov, 2, wait))
+			return false;
 	}
+	list_free(L->owed_writers);
+	list_free(L->owed_relids);
+	L->owed_writers = L->owed_relids = NIL;
+	L->owed_next = 0;
+	return true;
 }
 
-static void
-broadcast_new_relations(int except)
+/* The transaction's RELATIONs, to every writer but its own. */
+static bool
+broadcast_new_relations(int except, PaDispatchWait *wait)
 {
-	ListCell   *lc;
+	PaLeaderTxn *txn = &MyPaLeader->txn;
 
-	foreach(lc, MyPaLeader->txn.new_relations)
+	for (; txn->next_relation < list_length(txn->new_relations);
+		 txn->next_relation++, txn->next_writer = 0)
 	{
-		Oid			relid = lfirst_oid(lc);
+		Oid			relid = list_nth_oid(txn->new_relations, txn->next_relation);
 		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
 		char		kind = PA_Q_RELATION;
 
-		for (int w = 0; w < pa_max_writers; w++)
+		for (; txn->next_writer < pa_max_writers; txn->next_writer++)
 		{
+			int			w = txn->next_writer;
 			shm_mq_iovec iov[2];
 
 			if (w == except || w >= pa_pool_size())
@@ -479,11 +535,15 @@ broadcast_new_relations(int except)
 			iov[0].len = 1;
 			iov[1].data = re->raw;
 			iov[1].len = re->len;
-			pa_pool_sendv(w, iov, 2);
+			if (!sent_or_wait(w, iov, 2, wait))
+				return false;
 		}
 	}
-	list_free(MyPaLeader->txn.new_relations);
-	MyPaLeader->txn.new_relations = NIL;
+	list_free(txn->new_relations);
+	txn->new_relations = NIL;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -501,13 +561,14 @@ has_room(int w)
 static int
 pick_writer(void)
 {
+	PaLeader   *L = MyPaLeader;
 	int			n = pa_pool_size();
 	int			best = -1;
 	uint64		best_load = PG_UINT64_MAX;
 
 	for (int i = 0; i < n; i++)
 	{
-		int			w = (MyPaLeader->next_rr + i) % n;
+		int			w = (L->next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
 		if (load < best_load)
@@ -518,205 +579,275 @@ pick_writer(void)
 				break;
 		}
 	}
-	MyPaLeader->next_rr = (best + 1) % n;
+	L->next_rr = (best + 1) % n;
 	return best;
 }
 
 static void
 fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
-	h->barrier = MyPaLeader->txn.barrier || MyPaLeader->txn.streaming;
-	h->prev_writer = (MyPaLeader->last_writer == writer) ? -1 : MyPaLeader->last_writer;
-	h->seq = MyPaLeader->txn.seq;
-	h->xid = MyPaLeader->txn.begin.xid;
-	h->commit_lsn = MyPaLeader->txn.begin.final_lsn;
+	h->barrier = txn->barrier || txn->streaming;
+	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
+	h->seq = txn->seq;
+	h->xid = txn->begin.xid;
+	h->commit_lsn = txn->begin.final_lsn;
 	h->end_lsn = InvalidXLogRecPtr;
-	h->commit_time = MyPaLeader->txn.begin.commit_time;
+	h->commit_time = txn->begin.commit_time;
 	h->ndeps = ndeps;
 }
 
+/*
+ * Choose the writer of the transaction (txn->writer) and what it waits
+ * for on others (txn->deps), and record its keys as its own.
+ */
 static void
-dispatch_txn(PaCommitData *commit)
+assign_writer(void)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	int			last_writer = MyPaLeader->last_writer;
 	uint64		committed = committed_seq();
-	PaDep	   *deps = NULL;
-	int			ndeps = 0;
 	int			writer = -1;
 	uint64		maxdep = 0;
 	int			ndepwriters;
 	bool		chain;
-	PaTxnHeader h;
-	shm_mq_iovec iov[3];
-	KeyEntry  **entries = NULL;
+	uint64	   *per_writer;
+	KeyEntry  **entries;
 
-	if (MyPaLeader->wait_before_next > 0)
+	txn->ndeps = 0;
+	if (txn->barrier)
 	{
-		pa_pool_wait_committed(MyPaLeader->wait_before_next);
-		MyPaLeader->wait_before_next = 0;
+		txn->writer = pick_writer();
+		return;
 	}
 
-	if (MyPaLeader->txn.barrier)
+	/* the last in-flight transaction per writer that shares a key */
+	per_writer = palloc0(sizeof(uint64) * pa_max_writers);
+	entries = palloc(sizeof(KeyEntry *) * Max(txn->nkeys, 1));
+	for (int i = 0; i < txn->nkeys; i++)
 	{
-		pa_pool_wait_committed(MyPaLeader->txn.seq - 1);
+		bool		found;
+		KeyEntry   *ke;
+
+		if (txn->keys[i].mode & KEY_RECORD)
+		{
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_ENTER, &found);
+			entries[i] = ke;
+			if (!found)
+			{
+				ke->seq = 0;
+				continue;
+			}
+		}
+		else
+		{
+			entries[i] = NULL;
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_FIND, &found);
+			if (ke == NULL)
+				continue;
+		}
+		if (!(txn->keys[i].mode & KEY_LOOKUP))
+			continue;
+		if (ke->seq > committed && ke->seq > per_writer[ke->writer])
+		{
+			per_writer[ke->writer] = ke->seq;
+			if (ke->seq > maxdep)
+			{
+				maxdep = ke->seq;
+				writer = ke->writer;
+			}
+		}
+	}
+	/*
+	 * Dependencies on one writer only: follow them to that writer, so that
+	 * a chain runs back to back in one process.  Otherwise (none, or on
+	 * several writers), or when that writer is full, stay with the writer
+	 * of the previous transaction while it has room, so that runs of
+	 * consecutive transactions form, which it commits together and without
+	 * waiting for another writer's commit; else take an idle or the least
+	 * loaded writer.  Dependencies on other writers than the one chosen
+	 * are waited for explicitly.  A dependent transaction whose writer is
+	 * full waits for room there instead (chain), unless the writers read
+	 * from storage; see "A full writer" in the header comment.
+	 */
+	ndepwriters = 0;
+	for (int w = 0; w < pa_max_writers; w++)
+		if (per_writer[w] != 0)
+			ndepwriters++;
+	chain = ndepwriters > 0 && !pa_pool_writers_read();
+	if (writer >= pa_pool_size())
+		writer = -1;
+	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
+	{
+		/* follow the chain */
+	}
+	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+			 (has_room(last_writer) ||
+			  (chain && per_writer[last_writer] != 0)))
+		writer = last_writer;
+	else if (!chain || writer < 0)
 		writer = pick_writer();
-	}
-	else
+
+	for (int w = 0; w < pa_max_writers; w++)
 	{
-		/* the last in-flight transaction per writer that shares a key */
-		uint64	   *per_writer = palloc0(sizeof(uint64) * pa_max_writers);
-
-		entries = palloc(sizeof(KeyEntry *) * Max(MyPaLeader->txn.nkeys, 1));
-		for (int i = 0; i < MyPaLeader->txn.nkeys; i++)
-		{
-			bool		found;
-			KeyEntry   *ke;
-
-			if (MyPaLeader->txn.keys[i].mode & KEY_RECORD)
-			{
-				ke = hash_search(keytab, &MyPaLeader->txn.keys[i].hash, HASH_ENTER, &found);
-				entries[i] = ke;
-				if (!found)
-				{
-					ke->seq = 0;
-					continue;
-				}
-			}
-			else
-			{
-				entries[i] = NULL;
-				ke = hash_search(keytab, &MyPaLeader->txn.keys[i].hash, HASH_FIND, &found);
-				if (ke == NULL)
-					continue;
-			}
-			if (!(MyPaLeader->txn.keys[i].mode & KEY_LOOKUP))
-				continue;
-			if (ke->seq > committed && ke->seq > per_writer[ke->writer])
-			{
-				per_writer[ke->writer] = ke->seq;
-				if (ke->seq > maxdep)
-				{
-					maxdep = ke->seq;
-					writer = ke->writer;
-				}
-			}
-		}
-		/*
-		 * Dependencies on one writer only: follow them to that writer, so
-		 * that a chain runs back to back in one process.  Otherwise (none,
-		 * or on several writers), or when that writer is full, stay with
-		 * the writer of the previous transaction while it has room, so that
-		 * runs of consecutive transactions form, which it commits together
-		 * and without waiting for another writer's commit; else take an
-		 * idle or the least loaded writer.  Dependencies on other writers
-		 * than the one chosen are waited for explicitly.  A dependent
-		 * transaction whose writer is full waits for room there instead
-		 * (chain), unless the writers read from storage; see "A full
-		 * writer" in the header comment.
-		 */
-		ndepwriters = 0;
-		for (int w = 0; w < pa_max_writers; w++)
-			if (per_writer[w] != 0)
-				ndepwriters++;
-		chain = ndepwriters > 0 && !pa_pool_writers_read();
-		if (writer >= pa_pool_size())
-			writer = -1;
-		if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
-		{
-			/* follow the chain */
-		}
-		else if (MyPaLeader->last_writer >= 0 && MyPaLeader->last_writer < pa_pool_size() &&
-				 (has_room(MyPaLeader->last_writer) ||
-				  (chain && per_writer[MyPaLeader->last_writer] != 0)))
-			writer = MyPaLeader->last_writer;
-		else if (!chain || writer < 0)
-			writer = pick_writer();
-
-		deps = palloc(sizeof(PaDep) * pa_max_writers);
-		for (int w = 0; w < pa_max_writers; w++)
-		{
-			if (w == writer || per_writer[w] == 0)
-				continue;
-			deps[ndeps].seq = per_writer[w];
-			deps[ndeps].writer = w;
-			ndeps++;
-		}
-		for (int i = 0; i < MyPaLeader->txn.nkeys; i++)
-		{
-			if (entries[i] == NULL)
-				continue;
-			entries[i]->seq = MyPaLeader->txn.seq;
-			entries[i]->writer = writer;
-		}
+		if (w == writer || per_writer[w] == 0)
+			continue;
+		txn->deps[txn->ndeps].seq = per_writer[w];
+		txn->deps[txn->ndeps].writer = w;
+		txn->ndeps++;
 	}
-
-	wait_writer_room(writer);
-	fill_header(&h, PA_Q_TXN, writer, ndeps);
-	h.end_lsn = commit->end_lsn;
-	iov[0].data = (const char *) &h;
-	iov[0].len = sizeof(h);
-	iov[1].data = (const char *) deps;
-	iov[1].len = sizeof(PaDep) * ndeps;
-	iov[2].data = MyPaLeader->txn.msgs.data;
-	iov[2].len = MyPaLeader->txn.msgs.len;
-	pa_pool_sendv(writer, iov, 3);
-	pa_pool_dispatched(writer, MyPaLeader->txn.seq);
-	broadcast_new_relations(writer);
-
-	MyPaLeader->last_writer = writer;
-	MyPaLeader->last_seq = MyPaLeader->txn.seq;
-	if (MyPaLeader->txn.barrier)
-		MyPaLeader->wait_before_next = MyPaLeader->txn.seq;
-	if (++MyPaLeader->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
-		pa_dispatch_housekeeping();
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		if (entries[i] == NULL)
+			continue;
+		entries[i]->seq = txn->seq;
+		entries[i]->writer = writer;
+	}
+	txn->writer = writer;
+	pfree(per_writer);
+	pfree(entries);
 }
 
-/* Send what is buffered of a large transaction, starting the stream. */
+/*
+ * The transaction is dispatched: the next one goes on from it.  A barrier
+ * (and a streamed transaction) must commit before anything after it is
+ * dispatched.
+ */
 static void
-flush_stream(void)
+end_txn(void)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	L->last_writer = txn->writer;
+	L->last_seq = txn->seq;
+	if (txn->barrier || txn->streaming)
+		L->wait_before_next = txn->seq;
+	/* the keys of streamed ones are not tracked */
+	if (!txn->streaming &&
+		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
+		pa_dispatch_housekeeping();
+	txn->streaming = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->in_txn = false;
+	SpinLockAcquire(&L->slot->mutex);
+	L->slot->last_remote_commit_time = txn->commit.commit_time;
+	SpinLockRelease(&L->slot->mutex);
+}
+
+/*
+ * Send what is buffered of a large transaction, starting the stream: the
+ * first time to a writer picked once everything before has committed
+ * (with the barrier flag, its writer applies it alone).
+ */
+static bool
+flush_stream(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	shm_mq_iovec iov[2];
 	char		kind = PA_Q_STREAM_CHUNK;
 
-	if (!MyPaLeader->txn.streaming)
+	if (!txn->streaming)
 	{
-		PaTxnHeader h;
-
-		if (MyPaLeader->wait_before_next > 0)
-		{
-			pa_pool_wait_committed(MyPaLeader->wait_before_next);
-			MyPaLeader->wait_before_next = 0;
-		}
-		MyPaLeader->txn.stream_writer = pick_writer();
-		MyPaLeader->txn.streaming = true;
-		fill_header(&h, PA_Q_STREAM_BEGIN, MyPaLeader->txn.stream_writer, 0);
-		pa_pool_send(MyPaLeader->txn.stream_writer, &h, sizeof(h));
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		txn->stream_writer = pick_writer();
+		txn->streaming = true;
+		fill_header(&txn->header, PA_Q_STREAM_BEGIN, txn->stream_writer, 0);
+	}
+	if (!txn->begin_sent)
+	{
+		iov[0].data = (const char *) &txn->header;
+		iov[0].len = sizeof(txn->header);
+		if (!sent_or_wait(txn->stream_writer, iov, 1, wait))
+			return false;
+		txn->begin_sent = true;
 	}
 	iov[0].data = &kind;
 	iov[0].len = 1;
-	iov[1].data = MyPaLeader->txn.msgs.data;
-	iov[1].len = MyPaLeader->txn.msgs.len;
-	pa_pool_sendv(MyPaLeader->txn.stream_writer, iov, 2);
-	resetStringInfo(&MyPaLeader->txn.msgs);
+	iov[1].data = txn->msgs.data;
+	iov[1].len = txn->msgs.len;
+	if (!sent_or_wait(txn->stream_writer, iov, 2, wait))
+		return false;
+	resetStringInfo(&txn->msgs);
+	txn->flush = false;
+	return true;
 }
 
-static void
-finish_stream(PaCommitData *commit)
+/*
+ * A COMMIT was read: dispatch its transaction.  Called again after each
+ * wait, it goes on where it stopped (txn->stage).
+ */
+static bool
+dispatch_txn(PaDispatchWait *wait)
 {
-	PaTxnHeader h;
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	shm_mq_iovec iov[3];
 
-	if (MyPaLeader->txn.msgs.len > 0)
-		flush_stream();
-	fill_header(&h, PA_Q_STREAM_END, MyPaLeader->txn.stream_writer, 0);
-	h.end_lsn = commit->end_lsn;
-	pa_pool_send(MyPaLeader->txn.stream_writer, &h, sizeof(h));
-	pa_pool_dispatched(MyPaLeader->txn.stream_writer, MyPaLeader->txn.seq);
-	broadcast_new_relations(MyPaLeader->txn.stream_writer);
-	MyPaLeader->last_writer = MyPaLeader->txn.stream_writer;
-	MyPaLeader->last_seq = MyPaLeader->txn.seq;
-	MyPaLeader->wait_before_next = MyPaLeader->txn.seq;
-	MyPaLeader->txn.streaming = false;
+	if (txn->stage == PA_COMMIT_READ && txn->streaming)
+	{
+		if (txn->msgs.len > 0)
+		{
+			txn->flush = true;
+			if (!flush_stream(wait))
+				return false;
+		}
+		txn->writer = txn->stream_writer;
+		fill_header(&txn->header, PA_Q_STREAM_END, txn->writer, 0);
+		txn->header.end_lsn = txn->commit.end_lsn;
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_READ)
+	{
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		if (txn->barrier && !committed_or_wait(txn->seq - 1, wait))
+			return false;
+		assign_writer();
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_SEND)
+	{
+		if (txn->streaming)
+		{
+			iov[0].data = (const char *) &txn->header;
+			iov[0].len = sizeof(txn->header);
+			if (!sent_or_wait(txn->writer, iov, 1, wait))
+				return false;
+		}
+		else
+		{
+			if (!room_or_wait(txn->writer, wait))
+				return false;
+			if (txn->header.kind != PA_Q_TXN)
+			{
+				fill_header(&txn->header, PA_Q_TXN, txn->writer, txn->ndeps);
+				txn->header.end_lsn = txn->commit.end_lsn;
+			}
+			iov[0].data = (const char *) &txn->header;
+			iov[0].len = sizeof(txn->header);
+			iov[1].data = (const char *) txn->deps;
+			iov[1].len = sizeof(PaDep) * txn->ndeps;
+			iov[2].data = txn->msgs.data;
+			iov[2].len = txn->msgs.len;
+			if (!sent_or_wait(txn->writer, iov, 3, wait))
+				return false;
+		}
+		pa_pool_dispatched(txn->writer, txn->seq);
+		txn->stage = PA_COMMIT_RELATIONS;
+	}
+	if (!broadcast_new_relations(txn->writer, wait))
+		return false;
+	end_txn();
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -727,12 +858,13 @@ finish_stream(PaCommitData *commit)
 static void
 append_message(const char *data, int len)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
 	uint32		n = (uint32) len;
 
-	appendBinaryStringInfo(&MyPaLeader->txn.msgs, (const char *) &n, sizeof(n));
-	appendBinaryStringInfo(&MyPaLeader->txn.msgs, data, len);
-	if (MyPaLeader->txn.msgs.len >= (MyPaLeader->txn.streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
-		flush_stream();
+	appendBinaryStringInfo(&txn->msgs, (const char *) &n, sizeof(n));
+	appendBinaryStringInfo(&txn->msgs, data, len);
+	if (txn->msgs.len >= (txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
+		txn->flush = true;
 }
 
 /* A BEGIN: the transaction being assembled starts empty. */
@@ -750,6 +882,14 @@ start_txn(PaBeginData *begin)
 	txn->nkeys = 0;
 	resetStringInfo(&txn->msgs);
 	Assert(txn->new_relations == NIL);
+	txn->flush = false;
+	txn->begin_sent = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->writer = -1;
+	memset(&txn->header, 0, sizeof(txn->header));
+	txn->ndeps = 0;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
 }
 
 static void
@@ -762,32 +902,35 @@ require_in_txn(bool inside, char type)
 						type, inside ? "outside" : "inside")));
 }
 
-void
-pa_dispatch_message(const char *data, int len)
+/*
+ * One protocol message.  What it leaves to send (a chunk of a large
+ * transaction, a transaction at its COMMIT) is sent by
+ * pa_dispatch_continue() before the next message.
+ */
+static void
+dispatch_message(StringInfo in)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	MemoryContext oldcxt = MemoryContextSwitchTo(msg_cxt);
-	StringInfoData in;
+	const char *data = in->data;
+	int			len = in->len;
 	char		type;
 	PaStartupData startup;
 	PaBeginData begin;
-	PaCommitData commit;
 	PaMessageData message;
 	char	   *origin;
 	XLogRecPtr	origin_lsn;
 	int			encoding;
 
-	in.data = (char *) data;
-	in.len = len;
-	in.maxlen = len;
-	in.cursor = 0;
-	type = pa_read_msgtype(&in);
+	type = pa_read_msgtype(in);
 
 	switch (type)
 	{
 		case PA_MSG_STARTUP:
 			/* pa_read_frame() gives only a session's first message here */
-			pa_read_startup(&in, &startup);
-			pa_read_end(&in);
+			pa_read_startup(in, &startup);
+			pa_read_end(in);
 			pa_check_proto_version(startup.proto_version,
 								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
 			/* the conversion is looked up in the catalog */
@@ -810,34 +953,27 @@ pa_dispatch_message(const char *data, int len)
 			 * The writers refuse binary datums the provider does not send,
 			 * and convert text from its encoding.
 			 */
-			SpinLockAcquire(&MyPaLeader->slot->mutex);
-			MyPaLeader->slot->binary_type_limit = startup.binary_type_limit;
-			MyPaLeader->slot->remote_encoding = encoding;
-			SpinLockRelease(&MyPaLeader->slot->mutex);
-			MyPaLeader->session_version = startup.proto_version;
+			SpinLockAcquire(&L->slot->mutex);
+			L->slot->binary_type_limit = startup.binary_type_limit;
+			L->slot->remote_encoding = encoding;
+			SpinLockRelease(&L->slot->mutex);
+			L->session_version = startup.proto_version;
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);
-			pa_read_begin(&in, &begin);
-			pa_read_end(&in);
+			pa_read_begin(in, &begin);
+			pa_read_end(in);
 			start_txn(&begin);
 			break;
 		case PA_MSG_COMMIT:
 			require_in_txn(true, type);
-			pa_read_commit(&in, &commit);
-			pa_read_end(&in);
-			if (MyPaLeader->txn.streaming)
-				finish_stream(&commit);
-			else
-				dispatch_txn(&commit);
-			MyPaLeader->txn.in_txn = false;
-			SpinLockAcquire(&MyPaLeader->slot->mutex);
-			MyPaLeader->slot->last_remote_commit_time = commit.commit_time;
-			SpinLockRelease(&MyPaLeader->slot->mutex);
+			pa_read_commit(in, &txn->commit);
+			pa_read_end(in);
+			txn->stage = PA_COMMIT_READ;
 			break;
 		case PA_MSG_RELATION:
-			handle_relation(data, len, &in);
-			if (MyPaLeader->txn.in_txn)
+			handle_relation(data, len, in);
+			if (txn->in_txn)
 				append_message(data, len);
 			break;
 		case PA_MSG_INSERT:
@@ -845,53 +981,94 @@ pa_dispatch_message(const char *data, int len)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!MyPaLeader->txn.streaming && pa_pool_size() > 1)
-				track_change(type, &in);
+			if (!txn->streaming && pa_pool_size() > 1)
+				track_change(type, in);
 			append_message(data, len);
 			break;
 		case PA_MSG_TRUNCATE:
 			require_in_txn(true, type);
-			MyPaLeader->txn.barrier = true;
+			txn->barrier = true;
 			append_message(data, len);
 			break;
 		case PA_MSG_ORIGIN:
 			/* checked, not used: the writers commit with origins of their own */
 			require_in_txn(true, type);
-			pa_read_origin(&in, &origin, &origin_lsn);
-			pa_read_end(&in);
+			pa_read_origin(in, &origin, &origin_lsn);
+			pa_read_end(in);
 			break;
 		case PA_MSG_MESSAGE:
 			/* checked, not used (the leader does not ask for messages) */
-			pa_read_message(&in, &message);
-			pa_read_end(&in);
+			pa_read_message(in, &message);
+			pa_read_end(in);
 			if (message.transactional)
 				require_in_txn(true, type);
 			break;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unknown parallel_apply message type 0x%02x",
-							(unsigned char) type)));
+			pa_read_unknown(type);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(msg_cxt);
 }
 
-/* pa_read_frame's callback */
+/* pa_read_frame's callback: note the message, dispatched afterwards */
 static void
-dispatch_each(StringInfo msg, void *arg)
+collect_each(StringInfo msg, void *arg)
 {
-	pa_dispatch_message(msg->data, msg->len);
+	PaLeader   *L = MyPaLeader;
+
+	if (L->frame_len == L->frame_max)
+	{
+		L->frame_max *= 2;
+		L->frame = repalloc(L->frame, L->frame_max * sizeof(StringInfoData));
+	}
+	L->frame[L->frame_len++] = *msg;
 }
 
 /*
  * One CopyData payload of the session (in, at its first byte): its
- * message, or every message of its BATCH.
+ * message, or every message of its BATCH.  False when the dispatcher must
+ * wait (*wait says for what) before it can go on: then the rest of the
+ * frame is kept, pointing into in's buffer, which must stay as it is until
+ * pa_dispatch_continue() has returned true.
  */
-void
-pa_dispatch_frame(StringInfo in)
+bool
+pa_dispatch_frame(StringInfo in, PaDispatchWait *wait)
 {
-	pa_read_frame(in, MyPaLeader->session_version, dispatch_each, NULL);
+	PaLeader   *L = MyPaLeader;
+
+	Assert(L->frame_next == L->frame_len);
+	L->frame_len = 0;
+	L->frame_next = 0;
+	pa_read_frame(in, L->session_version, collect_each, NULL);
+	return pa_dispatch_continue(wait);
+}
+
+/*
+ * Go on after a wait: finish what was begun (RELATIONs owed to new
+ * writers, a chunk of a large transaction, a transaction at its COMMIT),
+ * then the rest of the frame.  True when all is done, else false with
+ * *wait set, as pa_dispatch_frame().
+ */
+bool
+pa_dispatch_continue(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	for (;;)
+	{
+		if (L->owed_writers != NIL && !send_owed_relations(wait))
+			return false;
+		if (txn->flush && txn->stage == PA_COMMIT_NONE && !flush_stream(wait))
+			return false;
+		if (txn->stage != PA_COMMIT_NONE && !dispatch_txn(wait))
+			return false;
+		if (L->frame_next == L->frame_len)
+			break;
+		dispatch_message(&L->frame[L->frame_next++]);
+	}
+	wait->kind = PA_WAIT_NONE;
+	return true;
 }
 
 /*

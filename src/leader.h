@@ -38,6 +38,15 @@ typedef struct PaTxnKey
 	uint8		mode;
 } PaTxnKey;
 
+/* How far the dispatcher has got with a transaction's COMMIT. */
+typedef enum PaCommitStage
+{
+	PA_COMMIT_NONE,				/* no COMMIT read yet */
+	PA_COMMIT_READ,				/* read: waits, then a writer is chosen */
+	PA_COMMIT_SEND,				/* writer chosen, header made: to send */
+	PA_COMMIT_RELATIONS			/* sent: its RELATIONs to the others */
+} PaCommitStage;
+
 /* The transaction the dispatcher is assembling: reset at its BEGIN. */
 typedef struct PaLeaderTxn
 {
@@ -52,7 +61,20 @@ typedef struct PaLeaderTxn
 	int			nkeys;
 	int			maxkeys;
 	List	   *new_relations;	/* Oids of RELATIONs in this transaction */
+
+	/* what is still to send; see dispatcher.c, "Waiting" */
+	bool		flush;			/* msgs is a chunk of a streamed one */
+	bool		begin_sent;		/* streamed: its STREAM_BEGIN is sent */
+	PaCommitStage stage;
+	PaCommitData commit;		/* its COMMIT, once read */
+	int			writer;			/* its writer, once chosen */
+	PaTxnHeader header;			/* the queue message being sent */
+	PaDep	   *deps;			/* pa_max_writers of them */
+	int			ndeps;
+	int			next_relation;	/* broadcasting new_relations: where */
+	int			next_writer;
 } PaLeaderTxn;
+
 
 /* One writer of the pool (pool.c). */
 typedef struct PaPoolWriter
@@ -86,6 +108,13 @@ typedef struct PaLeader
 
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */
+	StringInfoData *frame;		/* the frame's messages, views into it */
+	int			frame_len;
+	int			frame_next;		/* the next one to dispatch */
+	int			frame_max;
+	List	   *owed_writers;	/* new writers and the RELATIONs they */
+	List	   *owed_relids;	/* have not been sent yet, in pairs */
+	int			owed_next;
 	PaLeaderTxn txn;
 	uint64		last_seq;		/* the last transaction dispatched */
 	int			last_writer;
@@ -119,5 +148,10 @@ typedef struct PaLeader
 } PaLeader;
 
 extern PaLeader *MyPaLeader;
+
+/* receiver.c: dispatch, waiting as the dispatcher needs (replay.c) */
+extern void pa_leader_dispatch_frame(StringInfo in);
+extern void pa_leader_wait_all(void);
+extern uint64 pa_leader_done_seq(bool durable);
 
 #endif							/* PA_LEADER_H */

@@ -10,18 +10,20 @@
  * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
  *
  * The pool can grow and shrink while it runs (alter_subscription_config,
- * alter_group_config, the reloadable GUC).  Growing starts writers and
- * sends them every RELATION the others know (the dispatcher's callback);
+ * alter_group_config, the reloadable GUC).  Growing starts writers, which
+ * the leader then sends every RELATION the others know (dispatcher.c);
  * shrinking stops handing work to the highest-numbered writers, waits until
  * they have committed all they were given, then detaches their queues,
  * which makes them exit.
  *
- * Sending blocks while a queue is full: that is the back-pressure that
- * slows the receiver, so memory stays bounded.  While blocked, the leader
- * runs a callback that keeps the replication connection alive (status
- * updates) without reading more data from it.  A writer that exits on its
- * own is an error for the whole pipeline: the leader exits too, and the
- * supervisor restarts the pipeline with backoff.
+ * The pool never waits for the leader's dispatcher: pa_pool_try_sendv()
+ * says when a queue is full, and the leader's loop waits for room
+ * (receiver.c) while it keeps the replication connection alive.  That is
+ * the back-pressure that slows the receiver, so memory stays bounded.
+ * Only pa_pool_send(), for the initial copy's tasks (sync.c, before
+ * streaming starts, with no provider feedback due), waits itself.  A
+ * writer that exits on its own is an error for the whole pipeline: the
+ * leader exits too, and the supervisor restarts the pipeline with backoff.
  *
  * The writers read their queue messages (pool.h gives the layout) through
  * the pa_q_* cursor at the end of this file, which checks every length
@@ -49,8 +51,6 @@
 #define READ_RATE_WINDOW	256
 #define READ_RATE_TXNS		2
 
-static PaPoolWaitCallback pool_wait_cb;
-static void (*pool_new_writer_cb) (int writer);
 
 /* Origins are cluster-wide, subscription ids per database: name both. */
 char *
@@ -66,12 +66,11 @@ queue_of(int writer)
 }
 
 void
-pa_pool_init(PaPoolWaitCallback wait_cb)
+pa_pool_init(void)
 {
 	shm_toc_estimator e;
 	Size		size;
 
-	pool_wait_cb = wait_cb;
 	MyPaLeader->writers = MemoryContextAllocZero(TopMemoryContext,
 										  sizeof(PaPoolWriter) * pa_max_writers);
 
@@ -87,12 +86,6 @@ pa_pool_init(PaPoolWaitCallback wait_cb)
 	for (int i = 0; i < pa_max_writers; i++)
 		shm_toc_insert(MyPaLeader->pool_toc, i + 1, shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
 	MyPaLeader->nactive = 0;
-}
-
-void
-pa_pool_set_new_writer_callback(void (*cb) (int writer))
-{
-	pool_new_writer_cb = cb;
 }
 
 static void
@@ -155,8 +148,6 @@ start_writer(int w)
 	pw->running = true;
 	pw->retiring = false;
 	pw->dispatched = 0;
-	if (pool_new_writer_cb)
-		pool_new_writer_cb(w);
 }
 
 /* Stop a retiring writer once everything it was given is committed. */
@@ -183,10 +174,11 @@ try_stop_writer(int w)
 
 /*
  * Make writers 0..n-1 the active ones: start the missing ones, retire the
- * rest (they stop once drained, see pa_pool_check).
+ * rest (they stop once drained, see pa_pool_check).  started[w] (of
+ * pa_max_writers) says which were started.
  */
 void
-pa_pool_resize(int n)
+pa_pool_resize(int n, bool *started)
 {
 	n = Max(1, Min(n, pa_max_writers));
 	for (int w = 0; w < pa_max_writers; w++)
@@ -198,7 +190,10 @@ pa_pool_resize(int n)
 			if (pw->running && pw->retiring)
 				pw->retiring = false;
 			else if (!pw->running)
+			{
 				start_writer(w);
+				started[w] = true;
+			}
 		}
 		else if (pw->running)
 			pw->retiring = true;
@@ -286,25 +281,6 @@ pa_pool_inflight_seq(int w, uint64 n)
 	return pw->sent[(pw->dispatched - n - 1) % PA_SENT_RING];
 }
 
-/*
- * Sleep until transaction target has committed.  The writer that commits
- * it sets our latch (pa_wake_leader), so the leader wakes once per wait,
- * not once per commit.
- */
-void
-pa_pool_wait_committed(uint64 target)
-{
-	while (pg_atomic_read_u64(&MyPaLeader->slot->committed_seq) < target)
-	{
-		pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, target);
-		pg_memory_barrier();
-		if (pg_atomic_read_u64(&MyPaLeader->slot->committed_seq) >= target)
-			break;
-		pa_pool_wait(100L);
-	}
-	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, 0);
-}
-
 /* Error out if a writer died; finish retiring drained writers. */
 void
 pa_pool_check(void)
@@ -336,43 +312,31 @@ pa_pool_check(void)
 	}
 }
 
-/* Wait a little for the writers, keeping the provider connection alive. */
-void
-pa_pool_wait(long timeout_ms)
-{
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 timeout_ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-	pa_pool_check();
-	if (pool_wait_cb)
-		pool_wait_cb();
-}
-
-void
-pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
+/*
+ * Send to writer w without waiting: false when its queue is full, and then
+ * the caller must offer the same message again once the writer has read
+ * (it sets our latch), as shm_mq_sendv() requires.
+ */
+bool
+pa_pool_try_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 {
 	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	shm_mq_result res;
 
-	for (;;)
+	res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
+	if (res == SHM_MQ_SUCCESS)
+		return true;
+	if (res == SHM_MQ_DETACHED)
 	{
-		shm_mq_result res;
-
-		res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
-		if (res == SHM_MQ_SUCCESS)
-			return;
-		if (res == SHM_MQ_DETACHED)
-		{
-			pa_pool_check();
-			ereport(ERROR,
-					(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
-							w, MyPaLeader->sub->name)));
-		}
-		/* full: wait for the writer */
-		pa_pool_wait(1000L);
+		pa_pool_check();
+		ereport(ERROR,
+				(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
+						w, MyPaLeader->sub->name)));
 	}
+	return false;
 }
 
+/* Send to writer w, waiting for room: only before streaming (sync.c). */
 void
 pa_pool_send(int w, const void *data, Size len)
 {
@@ -380,16 +344,14 @@ pa_pool_send(int w, const void *data, Size len)
 
 	iov.data = data;
 	iov.len = len;
-	pa_pool_sendv(w, &iov, 1);
-}
-
-/* Send to every running writer, retiring ones included. */
-void
-pa_pool_broadcast(const void *data, Size len)
-{
-	for (int w = 0; w < pa_max_writers; w++)
-		if (MyPaLeader->writers[w].running)
-			pa_pool_send(w, data, len);
+	while (!pa_pool_try_sendv(w, &iov, 1))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+	}
 }
 
 void
