@@ -29,27 +29,23 @@
  * with the writer of the previous transaction while that one has room, so
  * that runs of consecutive transactions form, which the writer commits as
  * one group (writer.c) without waiting for another writer's commit; else
- * it goes to an idle writer, or the least loaded.  (Packing work onto the
- * lowest-numbered writers instead, to keep as few busy as the rate needs,
- * was measured: no faster with warm caches, slower when writers wait on
- * storage, where spreading gives more writers something to read ahead.)
+ * it goes to an idle writer, or the least loaded, spreading work over
+ * the writers rather than packing it onto the first ones, so that more of
+ * them have something to read ahead when they wait on storage.
  * Dependencies on writers other than its own are waits (writer.c makes
  * them lock waits, visible to the deadlock detector).
  *
  * A full writer.  When the writer of a dependent transaction's chain (or,
  * for dependencies on several writers, the previous transaction's writer
  * if it is one of them, else the latest one's) is full, the transaction
- * waits for room there, unless the writers read from storage
- * (pa_pool_writers_read: at least one block read into shared buffers per
- * two transactions).  Handing it to another writer would only make that
- * one wait for the chain, at the price of a lock wait and a wakeup per
- * hand-over: with pgbench's ten branches nearly every transaction depends
- * on one in flight, and 2 and 8 writers were slower than one.  When
- * writers read, the other writer reads ahead while it waits (readahead.c),
- * which is what pays there, so it does get the transaction.  Following the
- * latest dependency instead made hot-row workloads (pgbench's ten
- * branches) alternate between writers, one commit-order wait per
- * transaction.
+ * waits for room there, because another writer would only wait for the
+ * chain, at the price of a lock wait and a wakeup per hand-over; unless
+ * the writers read from storage (pa_pool_writers_read: at least one block
+ * read into shared buffers per two transactions), because then the other
+ * writer reads ahead while it waits (readahead.c).  The previous
+ * transaction's writer is preferred to the latest dependency's so that
+ * transactions on hot rows do not alternate between writers, one
+ * commit-order wait each.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the leader first lets everything in
