@@ -12,9 +12,11 @@
  * Dependencies.  For every row a change touches, the dispatcher computes
  * 64-bit hashes of its key values: the provider's replica identity and
  * every unique index of the local table (relmap.c says which columns),
- * for the old and the new row.  A table whose unique keys cannot all be
- * computed from the stream (an expression or partial unique index, or
- * none at all) contributes one key for the whole table.  A hash table maps
+ * for the old and the new row, read as views into the message (nothing is
+ * copied or converted; the writer gets the message as it came).  A table
+ * whose unique keys cannot all be computed from the stream (an expression
+ * or partial unique index, or none at all) contributes one key for the
+ * whole table.  A hash table maps
  * each key to the last transaction that touched it and its writer; a
  * transaction depends on the in-flight (dispatched, not yet committed)
  * transactions that share a key with it.  Entries of committed
@@ -378,27 +380,24 @@ track_change(char type, StringInfo in)
 {
 	PaTupleData oldtup,
 				newtup;
-	char		oldkind = 0;
+	char		oldkind;
 	Oid			relid;
 	PaRelMapEntry *e;
 
+	/* views of the values: only the key columns' bytes are hashed */
+	relid = pa_read_change_view(in, type, &oldkind, &oldtup, &newtup);
+	e = keyed_relation(relid);
 	switch (type)
 	{
 		case PA_MSG_INSERT:
-			relid = pa_read_insert(in, &newtup);
-			e = keyed_relation(relid);
 			add_row_keys(e, &newtup, NULL, true);
 			break;
 		case PA_MSG_UPDATE:
-			relid = pa_read_update(in, &oldkind, &oldtup, &newtup);
-			e = keyed_relation(relid);
 			if (oldkind != 0)
 				add_row_keys(e, &oldtup, NULL, false);
 			add_row_keys(e, &newtup, oldkind != 0 ? &oldtup : NULL, false);
 			break;
 		case PA_MSG_DELETE:
-			relid = pa_read_delete(in, &oldkind, &oldtup);
-			e = keyed_relation(relid);
 			add_row_keys(e, &oldtup, NULL, false);
 			break;
 	}
