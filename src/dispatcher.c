@@ -140,24 +140,30 @@ static HTAB *relations;
 #define KEY_RECORD	0x02
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
 
+/* A table of entries whose first keysize bytes are their key. */
+static HTAB *
+blob_table(const char *name, long nelem, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 void
 pa_dispatch_init(void)
 {
 	PaLeader   *L = MyPaLeader;
 	PaLeaderTxn *txn = &L->txn;
-	HASHCTL		ctl;
 
 	msg_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply dispatch",
 									ALLOCSET_DEFAULT_SIZES);
-	ctl.keysize = sizeof(uint64);
-	ctl.entrysize = sizeof(KeyEntry);
-	ctl.hcxt = TopMemoryContext;
-	keytab = hash_create("parallel_apply keys", 65536, &ctl,
-						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(RelationEntry);
-	relations = hash_create("parallel_apply relations", 256, &ctl,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	keytab = blob_table("parallel_apply keys", 65536,
+						sizeof(uint64), sizeof(KeyEntry));
+	relations = blob_table("parallel_apply relations", 256,
+						   sizeof(Oid), sizeof(RelationEntry));
 	L->last_writer = -1;
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,

@@ -226,22 +226,6 @@ pa_leader_wait_all(void)
 		wait_for_dispatcher(&wait);
 }
 
-static PaSubscription *
-read_subscription(Oid subid)
-{
-	PaSubscription *s;
-	MemoryContext oldcxt;
-
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	s = pa_catalog_get(subid);
-	MemoryContextSwitchTo(oldcxt);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	return s;
-}
-
 /*
  * One CopyData message of the stream.  False when the dispatcher must wait
  * (*wait) before it can finish the frame, which is then kept in buf: the
@@ -533,7 +517,9 @@ pa_leader_main(Datum arg)
 
 	PG_TRY();
 	{
-		sub = L->sub = read_subscription(extra[0]);
+		StartTransactionCommand();
+		sub = L->sub = pa_catalog_get_kept(extra[0]);
+		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
 
