@@ -149,7 +149,8 @@ blob_table(const char *name, long nelem, Size keysize, Size entrysize)
 	ctl.keysize = keysize;
 	ctl.entrysize = entrysize;
 	ctl.hcxt = TopMemoryContext;
-	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return hash_create(name, nelem, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
 void
@@ -226,7 +227,8 @@ room_or_wait(int w, PaDispatchWait *wait)
 {
 	if (pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER)
 		return true;
-	return committed_or_wait(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2),
+	return committed_or_wait(pa_pool_inflight_seq(w,
+												  MAX_INFLIGHT_PER_WRITER / 2),
 							 wait);
 }
 
@@ -521,7 +523,8 @@ broadcast_new_relations(int except, PaDispatchWait *wait)
 	for (; txn->next_relation < list_length(txn->new_relations);
 		 txn->next_relation++, txn->next_writer = 0)
 	{
-		Oid			relid = list_nth_oid(txn->new_relations, txn->next_relation);
+		Oid			relid = list_nth_oid(txn->new_relations,
+										 txn->next_relation);
 		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
 		char		kind = PA_Q_RELATION;
 
@@ -864,7 +867,8 @@ append_message(const char *data, int len)
 
 	appendBinaryStringInfo(&txn->msgs, (const char *) &n, sizeof(n));
 	appendBinaryStringInfo(&txn->msgs, data, len);
-	if (txn->msgs.len >= (txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
+	if (txn->msgs.len >=
+		(txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
 		txn->flush = true;
 }
 

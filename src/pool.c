@@ -82,9 +82,12 @@ pa_pool_init(void)
 
 	MyPaLeader->pool_seg = dsm_create(size, 0);
 	dsm_pin_mapping(MyPaLeader->pool_seg);
-	MyPaLeader->pool_toc = shm_toc_create(PA_POOL_MAGIC, dsm_segment_address(MyPaLeader->pool_seg), size);
+	MyPaLeader->pool_toc = shm_toc_create(PA_POOL_MAGIC,
+										  dsm_segment_address(MyPaLeader->pool_seg),
+										  size);
 	for (int i = 0; i < pa_max_writers; i++)
-		shm_toc_insert(MyPaLeader->pool_toc, i + 1, shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
+		shm_toc_insert(MyPaLeader->pool_toc, i + 1,
+					   shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
 	MyPaLeader->nactive = 0;
 }
 
@@ -214,8 +217,9 @@ uint64
 pa_pool_inflight(int w)
 {
 	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
 
-	return pw->dispatched - pg_atomic_read_u64(&MyPaLeader->slot->writers[w].committed);
+	return pw->dispatched - pg_atomic_read_u64(&ws->committed);
 }
 
 void
@@ -244,10 +248,10 @@ pa_pool_writers_read(void)
 	/* asked once per transaction dispatched: look every 64th time */
 	if (L->read_calls++ % 64 != 0)
 		return L->reading;
-	for (int w = 0; w < MyPaLeader->nactive; w++)
+	for (int w = 0; w < L->nactive; w++)
 	{
-		reads += pg_atomic_read_u64(&MyPaLeader->slot->writers[w].blocks_read);
-		txns += pg_atomic_read_u64(&MyPaLeader->slot->writers[w].committed);
+		reads += pg_atomic_read_u64(&L->slot->writers[w].blocks_read);
+		txns += pg_atomic_read_u64(&L->slot->writers[w].committed);
 	}
 	if (reads < L->base_reads || txns < L->base_txns)
 	{

@@ -143,13 +143,18 @@ pa_progress_update(bool idle)
 
 	if (remote > L->last_sampled)
 	{
+		int			last = L->ring_head + L->ring_count - 1;
+
 		L->last_sampled = remote;
 		if (remote > L->applied)
 			L->applied = remote;
-		if (L->ring_count == PA_FLUSH_RING_SIZE)
-			L->ring[(L->ring_head + L->ring_count - 1) % PA_FLUSH_RING_SIZE] = (PaFlushPair) {remote, local};
-		else
-			L->ring[(L->ring_head + L->ring_count++) % PA_FLUSH_RING_SIZE] = (PaFlushPair) {remote, local};
+		/* full: the newest entry gives way to the newer pair */
+		if (L->ring_count < PA_FLUSH_RING_SIZE)
+		{
+			last++;
+			L->ring_count++;
+		}
+		L->ring[last % PA_FLUSH_RING_SIZE] = (PaFlushPair) {remote, local};
 	}
 
 	flushptr = GetFlushRecPtr(NULL);

@@ -149,7 +149,8 @@ pa_leader_done_seq(bool durable)
 {
 	PaSubSlot  *slot = MyPaLeader->slot;
 
-	return pg_atomic_read_u64(durable ? &slot->flushed_seq : &slot->committed_seq);
+	return pg_atomic_read_u64(durable ? &slot->flushed_seq :
+							  &slot->committed_seq);
 }
 
 /*
