@@ -26,6 +26,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
 
@@ -140,6 +142,24 @@ pa_catalog_get(Oid subid)
 	List	   *l = query_subs("WHERE sub_id = $1", 1, argtypes, args);
 
 	return l ? linitial(l) : NULL;
+}
+
+/*
+ * A worker's own subscription (NULL if it is gone), read under a snapshot
+ * of its own and kept for the life of the process.
+ */
+PaSubscription *
+pa_catalog_get_kept(Oid subid)
+{
+	PaSubscription *s;
+	MemoryContext oldcxt;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	s = pa_catalog_get(subid);
+	MemoryContextSwitchTo(oldcxt);
+	PopActiveSnapshot();
+	return s;
 }
 
 PaSubscription *

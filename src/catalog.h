@@ -37,6 +37,7 @@ typedef struct PaSubscription
 /* All need a transaction and an SPI-free caller (they connect to SPI). */
 extern List *pa_catalog_list(void);
 extern PaSubscription *pa_catalog_get(Oid subid);
+extern PaSubscription *pa_catalog_get_kept(Oid subid);
 extern PaSubscription *pa_catalog_get_by_name(const char *name);
 extern void pa_catalog_set_sync_state(Oid subid, char state);
 

@@ -12,9 +12,11 @@
  * Dependencies.  For every row a change touches, the dispatcher computes
  * 64-bit hashes of its key values: the provider's replica identity and
  * every unique index of the local table (relmap.c says which columns),
- * for the old and the new row.  A table whose unique keys cannot all be
- * computed from the stream (an expression or partial unique index, or
- * none at all) contributes one key for the whole table.  A hash table maps
+ * for the old and the new row, read as views into the message (nothing is
+ * copied or converted; the writer gets the message as it came).  A table
+ * whose unique keys cannot all be computed from the stream (an expression
+ * or partial unique index, or none at all) contributes one key for the
+ * whole table.  A hash table maps
  * each key to the last transaction that touched it and its writer; a
  * transaction depends on the in-flight (dispatched, not yet committed)
  * transactions that share a key with it.  Entries of committed
@@ -29,31 +31,28 @@
  * with the writer of the previous transaction while that one has room, so
  * that runs of consecutive transactions form, which the writer commits as
  * one group (writer.c) without waiting for another writer's commit; else
- * it goes to an idle writer, or the least loaded.  (Packing work onto the
- * lowest-numbered writers instead, to keep as few busy as the rate needs,
- * was measured: no faster with warm caches, slower when writers wait on
- * storage, where spreading gives more writers something to read ahead.)
+ * it goes to an idle writer, or the least loaded, spreading work over
+ * the writers rather than packing it onto the first ones, so that more of
+ * them have something to read ahead when they wait on storage.
  * Dependencies on writers other than its own are waits (writer.c makes
  * them lock waits, visible to the deadlock detector).
  *
  * A full writer.  When the writer of a dependent transaction's chain (or,
  * for dependencies on several writers, the previous transaction's writer
  * if it is one of them, else the latest one's) is full, the transaction
- * waits for room there, unless the writers read from storage
- * (pa_pool_writers_read: at least one block read into shared buffers per
- * two transactions).  Handing it to another writer would only make that
- * one wait for the chain, at the price of a lock wait and a wakeup per
- * hand-over: with pgbench's ten branches nearly every transaction depends
- * on one in flight, and 2 and 8 writers were slower than one.  When
- * writers read, the other writer reads ahead while it waits (readahead.c),
- * which is what pays there, so it does get the transaction.  Following the
- * latest dependency instead made hot-row workloads (pgbench's ten
- * branches) alternate between writers, one commit-order wait per
- * transaction.
+ * waits for room there, because another writer would only wait for the
+ * chain, at the price of a lock wait and a wakeup per hand-over; unless
+ * the writers read from storage (pa_pool_writers_read: at least one block
+ * read into shared buffers per two transactions), because then the other
+ * writer reads ahead while it waits (readahead.c).  The previous
+ * transaction's writer is preferred to the latest dependency's so that
+ * transactions on hot rows do not alternate between writers, one
+ * commit-order wait each.
  *
  * With one writer nothing runs in parallel, so no keys are computed; when
- * the pool grows from one writer, the receiver first lets everything in
- * flight commit, so that no dependency goes unseen.
+ * the pool grows from one writer, the leader first lets everything in
+ * flight commit (pa_dispatch_may_resize), so that no dependency goes
+ * unseen.
  *
  * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
  * provider) run alone: the dispatcher waits until everything before them
@@ -66,6 +65,16 @@
  * in flight: a full writer makes the leader wait, which stops it reading
  * from the provider, until half of what that writer holds has committed,
  * so that the leader sleeps and wakes once per several transactions.
+ *
+ * Waiting.  The dispatcher never waits itself.  A message is read into
+ * the transaction being assembled; what it leaves to send (a chunk of a
+ * large transaction, the transaction at its COMMIT, RELATIONs owed to new
+ * writers) is sent before the next message, and when that must wait (for
+ * a commit, for a writer's room, for room in a queue) the dispatcher
+ * returns what it waits for, keeping where it stopped (PaLeaderTxn's
+ * stage) and the rest of the frame.  The leader's loop waits and calls
+ * pa_dispatch_continue(), which goes on from there; a queue message
+ * partly sent is offered again whole, as shm_mq requires.
  *
  * RELATION messages are given inline to the writer of the transaction
  * that carried them and broadcast to every other writer right after it;
@@ -96,6 +105,7 @@
 
 #include "catalog.h"
 #include "dispatcher.h"
+#include "leader.h"
 #include "sync.h"
 #include "pool.h"
 #include "protocol.h"
@@ -122,132 +132,124 @@ typedef struct RelationEntry
 	int			len;
 } RelationEntry;
 
-static PaSubSlot *slot;
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
 
-/* the session: its protocol version, from its STARTUP; 0 before it */
-static int	session_version = 0;
-
-/* the transaction being assembled */
-static bool in_txn = false;
-static bool streaming = false;	/* sent in chunks, see header comment */
-static int	stream_writer;
-static PaBeginData begin;
-static uint64 cur_seq;
-static bool cur_barrier;
-static StringInfoData msgs;		/* uint32 length + message, repeated */
 /* a key's use: look it up (depend on its last writer), record it, or both */
 #define KEY_LOOKUP	0x01
 #define KEY_RECORD	0x02
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
 
-typedef struct TxnKey
-{
-	uint64		hash;
-	uint8		mode;
-} TxnKey;
-
-static TxnKey *keys;
-static int	nkeys;
-static int	maxkeys;
-static List *new_relations;		/* Oids of RELATIONs in this transaction */
-
-/* what was dispatched */
-static uint64 last_seq = 0;
-static int	last_writer = -1;
-static uint64 wait_before_next = 0; /* a barrier still to commit */
-static int	next_rr = 0;
-static uint64 dispatches_since_purge = 0;
-
-static void send_relations_to(int writer);
-
-void
-pa_dispatch_init(PaSubSlot *s)
+/* A table of entries whose first keysize bytes are their key. */
+static HTAB *
+blob_table(const char *name, long nelem, Size keysize, Size entrysize)
 {
 	HASHCTL		ctl;
 
-	slot = s;
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, nelem, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+void
+pa_dispatch_init(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
 	msg_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply dispatch",
 									ALLOCSET_DEFAULT_SIZES);
-	ctl.keysize = sizeof(uint64);
-	ctl.entrysize = sizeof(KeyEntry);
-	ctl.hcxt = TopMemoryContext;
-	keytab = hash_create("parallel_apply keys", 65536, &ctl,
-						 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(RelationEntry);
-	relations = hash_create("parallel_apply relations", 256, &ctl,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	initStringInfo(&msgs);
-	maxkeys = 256;
-	keys = MemoryContextAlloc(TopMemoryContext, maxkeys * sizeof(TxnKey));
-	pa_pool_set_new_writer_callback(send_relations_to);
+	keytab = blob_table("parallel_apply keys", 65536,
+						sizeof(uint64), sizeof(KeyEntry));
+	relations = blob_table("parallel_apply relations", 256,
+						   sizeof(Oid), sizeof(RelationEntry));
+	L->last_writer = -1;
+	L->frame_max = 64;
+	L->frame = MemoryContextAlloc(TopMemoryContext,
+								  L->frame_max * sizeof(StringInfoData));
+	initStringInfo(&txn->msgs);
+	txn->maxkeys = 256;
+	txn->keys = MemoryContextAlloc(TopMemoryContext,
+								   txn->maxkeys * sizeof(PaTxnKey));
+	txn->deps = MemoryContextAlloc(TopMemoryContext,
+								   sizeof(PaDep) * pa_max_writers);
 }
 
 static uint64
 committed_seq(void)
 {
-	return pg_atomic_read_u64(&slot->committed_seq);
+	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
 }
 
 bool
 pa_dispatch_idle(void)
 {
-	return !in_txn && committed_seq() >= last_seq;
+	return !MyPaLeader->txn.in_txn && committed_seq() >= MyPaLeader->last_seq;
 }
 
+/* Has transaction seq (0: none) committed?  Else wait for it. */
+static bool
+committed_or_wait(uint64 seq, PaDispatchWait *wait)
+{
+	if (committed_seq() >= seq)
+		return true;
+	wait->kind = PA_WAIT_COMMIT;
+	wait->seq = seq;
+	wait->writer = -1;
+	return false;
+}
+
+/*
+ * Send to writer w if its queue has room, else wait for room: then the
+ * same message is offered again, which shm_mq requires of a send that
+ * could not finish.
+ */
+static bool
+sent_or_wait(int w, shm_mq_iovec *iov, int iovcnt, PaDispatchWait *wait)
+{
+	if (pa_pool_try_sendv(w, iov, iovcnt))
+		return true;
+	wait->kind = PA_WAIT_QUEUE;
+	wait->seq = 0;
+	wait->writer = w;
+	return false;
+}
+
+/*
+ * May writer w be given one more transaction?  A full writer is waited
+ * for until half of what it holds has committed, so that the leader wakes
+ * once per few transactions, not for each.
+ */
+static bool
+room_or_wait(int w, PaDispatchWait *wait)
+{
+	if (pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER)
+		return true;
+	return committed_or_wait(pa_pool_inflight_seq(w,
+												  MAX_INFLIGHT_PER_WRITER / 2),
+							 wait);
+}
+
+/*
+ * May the pool go from its size to nwriters now?  With one writer no keys
+ * were tracked: before there are more, everything in flight must have
+ * committed, and that is waited for at a transaction boundary (false with
+ * PA_WAIT_NONE inside one: ask again later).
+ */
 bool
-pa_dispatch_in_txn(void)
+pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
 {
-	return in_txn;
-}
-
-/*
- * Wait until writer w may be given one more transaction.  A full writer
- * is waited for until half of what it holds has committed, so that the
- * leader wakes once per few transactions, not for each.
- */
-static void
-wait_writer_room(int w)
-{
-	if (pa_pool_inflight(w) >= MAX_INFLIGHT_PER_WRITER)
-		pa_pool_wait_committed(pa_pool_inflight_seq(w, MAX_INFLIGHT_PER_WRITER / 2));
-}
-
-/*
- * Before the leader sleeps: ask the writers to wake it when a transaction
- * after seen has committed (with durable apply, flushed), if one is in
- * flight; seen is what the leader's last progress report covered.  After
- * the sleep, stop the requests (seen = PG_UINT64_MAX).
- */
-void
-pa_dispatch_request_wake(uint64 seen, bool durable)
-{
-	if (seen == PG_UINT64_MAX || last_seq <= seen)
+	if (nwriters == pa_pool_size() || pa_pool_size() != 1)
+		return true;
+	if (MyPaLeader->txn.in_txn)
 	{
-		pg_atomic_write_u64(&slot->wake_leader_at, 0);
-		return;
+		wait->kind = PA_WAIT_NONE;
+		return false;
 	}
-	pg_atomic_write_u64(&slot->wake_leader_at, seen + 1);
-	/* one that ended before the request was written did not see it */
-	pg_memory_barrier();
-	if (pa_dispatch_done_seq(durable) > seen)
-		SetLatch(MyLatch);
-}
-
-/* How far commits (with durable apply, flushes) have got. */
-uint64
-pa_dispatch_done_seq(bool durable)
-{
-	return pg_atomic_read_u64(durable ? &slot->flushed_seq : &slot->committed_seq);
-}
-
-void
-pa_dispatch_wait_all(void)
-{
-	pa_pool_wait_committed(last_seq);
+	return committed_or_wait(MyPaLeader->last_seq, wait);
 }
 
 /* ---------------------------------------------------------------------
@@ -258,14 +260,16 @@ pa_dispatch_wait_all(void)
 static void
 add_key(uint64 k, uint8 mode)
 {
-	if (nkeys == maxkeys)
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	if (txn->nkeys == txn->maxkeys)
 	{
-		maxkeys *= 2;
-		keys = repalloc(keys, maxkeys * sizeof(TxnKey));
+		txn->maxkeys *= 2;
+		txn->keys = repalloc(txn->keys, txn->maxkeys * sizeof(PaTxnKey));
 	}
-	keys[nkeys].hash = k;
-	keys[nkeys].mode = mode;
-	nkeys++;
+	txn->keys[txn->nkeys].hash = k;
+	txn->keys[txn->nkeys].mode = mode;
+	txn->nkeys++;
 }
 
 static uint64
@@ -385,27 +389,24 @@ track_change(char type, StringInfo in)
 {
 	PaTupleData oldtup,
 				newtup;
-	char		oldkind = 0;
+	char		oldkind;
 	Oid			relid;
 	PaRelMapEntry *e;
 
+	/* views of the values: only the key columns' bytes are hashed */
+	relid = pa_read_change_view(in, type, &oldkind, &oldtup, &newtup);
+	e = keyed_relation(relid);
 	switch (type)
 	{
 		case PA_MSG_INSERT:
-			relid = pa_read_insert(in, &newtup);
-			e = keyed_relation(relid);
 			add_row_keys(e, &newtup, NULL, true);
 			break;
 		case PA_MSG_UPDATE:
-			relid = pa_read_update(in, &oldkind, &oldtup, &newtup);
-			e = keyed_relation(relid);
 			if (oldkind != 0)
 				add_row_keys(e, &oldtup, NULL, false);
 			add_row_keys(e, &newtup, oldkind != 0 ? &oldtup : NULL, false);
 			break;
 		case PA_MSG_DELETE:
-			relid = pa_read_delete(in, &oldkind, &oldtup);
-			e = keyed_relation(relid);
 			add_row_keys(e, &oldtup, NULL, false);
 			break;
 	}
@@ -435,6 +436,7 @@ same_relation(PaRelationData *a, PaRelationData *b)
 static void
 handle_relation(const char *data, int len, StringInfo in)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
 	PaRelationData rel;
 	PaRelMapEntry *known;
 	RelationEntry *re;
@@ -445,10 +447,10 @@ handle_relation(const char *data, int len, StringInfo in)
 
 	known = pa_relmap_lookup(rel.remoteid);
 	if (known != NULL && !same_relation(&known->remoterel, &rel))
-		cur_barrier = true;		/* the provider's schema changed */
+		txn->barrier = true;	/* the provider's schema changed */
 	pa_relmap_update(&rel);
 	/* a table that joined the publications: copied before its changes */
-	pa_sync_relation(rel.nspname, rel.relname, begin.final_lsn);
+	pa_sync_relation(rel.nspname, rel.relname, txn->begin.final_lsn);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)
@@ -456,52 +458,90 @@ handle_relation(const char *data, int len, StringInfo in)
 	re->raw = MemoryContextAlloc(TopMemoryContext, len);
 	memcpy(re->raw, data, len);
 	re->len = len;
-	if (in_txn)
+	if (txn->in_txn)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
-		new_relations = lappend_oid(new_relations, rel.remoteid);
+		txn->new_relations = lappend_oid(txn->new_relations, rel.remoteid);
 		MemoryContextSwitchTo(oldcxt);
 	}
 }
 
-/* A new writer learns every relation the others know. */
-static void
-send_relations_to(int writer)
+/*
+ * Writer w is new: it is sent every relation the others know, before
+ * anything else (send_owed_relations).
+ */
+void
+pa_dispatch_writer_started(int writer)
 {
+	PaLeader   *L = MyPaLeader;
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	HASH_SEQ_STATUS status;
 	RelationEntry *re;
 
 	hash_seq_init(&status, relations);
 	while ((re = hash_seq_search(&status)) != NULL)
 	{
-		shm_mq_iovec iov[PA_Q_MAX_IOV];
-
-		pa_pool_sendv(writer, iov, pa_q_write_relation(iov, re->raw, re->len));
+		L->owed_writers = lappend_int(L->owed_writers, writer);
+		L->owed_relids = lappend_oid(L->owed_relids, re->relid);
 	}
+	MemoryContextSwitchTo(oldcxt);
 }
 
-static void
-broadcast_new_relations(int except)
+static bool
+send_owed_relations(PaDispatchWait *wait)
 {
-	ListCell   *lc;
+	PaLeader   *L = MyPaLeader;
 
-	foreach(lc, new_relations)
+	for (; L->owed_next < list_length(L->owed_writers); L->owed_next++)
 	{
-		Oid			relid = lfirst_oid(lc);
+		Oid			relid = list_nth_oid(L->owed_relids, L->owed_next);
+		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
+		shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+		if (!sent_or_wait(list_nth_int(L->owed_writers, L->owed_next),
+						  iov, pa_q_write_relation(iov, re->raw, re->len),
+						  wait))
+			return false;
+	}
+	list_free(L->owed_writers);
+	list_free(L->owed_relids);
+	L->owed_writers = L->owed_relids = NIL;
+	L->owed_next = 0;
+	return true;
+}
+
+/* The transaction's RELATIONs, to every writer but its own. */
+static bool
+broadcast_new_relations(int except, PaDispatchWait *wait)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	for (; txn->next_relation < list_length(txn->new_relations);
+		 txn->next_relation++, txn->next_writer = 0)
+	{
+		Oid			relid = list_nth_oid(txn->new_relations,
+										 txn->next_relation);
 		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
 
-		for (int w = 0; w < pa_max_writers; w++)
+		for (; txn->next_writer < pa_max_writers; txn->next_writer++)
 		{
+			int			w = txn->next_writer;
 			shm_mq_iovec iov[PA_Q_MAX_IOV];
 
 			if (w == except || w >= pa_pool_size())
 				continue;
-			pa_pool_sendv(w, iov, pa_q_write_relation(iov, re->raw, re->len));
+			if (!sent_or_wait(w, iov,
+							  pa_q_write_relation(iov, re->raw, re->len),
+							  wait))
+				return false;
 		}
 	}
-	list_free(new_relations);
-	new_relations = NIL;
+	list_free(txn->new_relations);
+	txn->new_relations = NIL;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -519,13 +559,14 @@ has_room(int w)
 static int
 pick_writer(void)
 {
+	PaLeader   *L = MyPaLeader;
 	int			n = pa_pool_size();
 	int			best = -1;
 	uint64		best_load = PG_UINT64_MAX;
 
 	for (int i = 0; i < n; i++)
 	{
-		int			w = (next_rr + i) % n;
+		int			w = (L->next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
 		if (load < best_load)
@@ -536,193 +577,266 @@ pick_writer(void)
 				break;
 		}
 	}
-	next_rr = (best + 1) % n;
+	L->next_rr = (best + 1) % n;
 	return best;
 }
 
 static void
-fill_header(PaTxnHeader *h, int writer)
+fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
 	memset(h, 0, sizeof(*h));
-	h->barrier = cur_barrier || streaming;
-	h->prev_writer = (last_writer == writer) ? -1 : last_writer;
-	h->seq = cur_seq;
-	h->xid = begin.xid;
-	h->commit_lsn = begin.final_lsn;
+	h->kind = kind;
+	h->barrier = txn->barrier || txn->streaming;
+	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
+	h->seq = txn->seq;
+	h->xid = txn->begin.xid;
+	h->commit_lsn = txn->begin.final_lsn;
 	h->end_lsn = InvalidXLogRecPtr;
-	h->commit_time = begin.commit_time;
+	h->commit_time = txn->begin.commit_time;
+	h->ndeps = ndeps;
 }
 
+/*
+ * Choose the writer of the transaction (txn->writer) and what it waits
+ * for on others (txn->deps), and record its keys as its own.
+ */
 static void
-dispatch_txn(PaCommitData *commit)
+assign_writer(void)
 {
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	int			last_writer = MyPaLeader->last_writer;
 	uint64		committed = committed_seq();
-	PaDep	   *deps = NULL;
-	int			ndeps = 0;
 	int			writer = -1;
 	uint64		maxdep = 0;
 	int			ndepwriters;
 	bool		chain;
-	PaTxnHeader h;
-	shm_mq_iovec iov[PA_Q_MAX_IOV];
-	KeyEntry  **entries = NULL;
+	uint64	   *per_writer;
+	KeyEntry  **entries;
 
-	if (wait_before_next > 0)
+	txn->ndeps = 0;
+	if (txn->barrier)
 	{
-		pa_pool_wait_committed(wait_before_next);
-		wait_before_next = 0;
+		txn->writer = pick_writer();
+		return;
 	}
 
-	if (cur_barrier)
+	/* the last in-flight transaction per writer that shares a key */
+	per_writer = palloc0(sizeof(uint64) * pa_max_writers);
+	entries = palloc(sizeof(KeyEntry *) * Max(txn->nkeys, 1));
+	for (int i = 0; i < txn->nkeys; i++)
 	{
-		pa_pool_wait_committed(cur_seq - 1);
+		bool		found;
+		KeyEntry   *ke;
+
+		if (txn->keys[i].mode & KEY_RECORD)
+		{
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_ENTER, &found);
+			entries[i] = ke;
+			if (!found)
+			{
+				ke->seq = 0;
+				continue;
+			}
+		}
+		else
+		{
+			entries[i] = NULL;
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_FIND, &found);
+			if (ke == NULL)
+				continue;
+		}
+		if (!(txn->keys[i].mode & KEY_LOOKUP))
+			continue;
+		if (ke->seq > committed && ke->seq > per_writer[ke->writer])
+		{
+			per_writer[ke->writer] = ke->seq;
+			if (ke->seq > maxdep)
+			{
+				maxdep = ke->seq;
+				writer = ke->writer;
+			}
+		}
+	}
+	/*
+	 * Dependencies on one writer only: follow them to that writer, so that
+	 * a chain runs back to back in one process.  Otherwise (none, or on
+	 * several writers), or when that writer is full, stay with the writer
+	 * of the previous transaction while it has room, so that runs of
+	 * consecutive transactions form, which it commits together and without
+	 * waiting for another writer's commit; else take an idle or the least
+	 * loaded writer.  Dependencies on other writers than the one chosen
+	 * are waited for explicitly.  A dependent transaction whose writer is
+	 * full waits for room there instead (chain), unless the writers read
+	 * from storage; see "A full writer" in the header comment.
+	 */
+	ndepwriters = 0;
+	for (int w = 0; w < pa_max_writers; w++)
+		if (per_writer[w] != 0)
+			ndepwriters++;
+	chain = ndepwriters > 0 && !pa_pool_writers_read();
+	if (writer >= pa_pool_size())
+		writer = -1;
+	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
+	{
+		/* follow the chain */
+	}
+	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+			 (has_room(last_writer) ||
+			  (chain && per_writer[last_writer] != 0)))
+		writer = last_writer;
+	else if (!chain || writer < 0)
 		writer = pick_writer();
-	}
-	else
+
+	for (int w = 0; w < pa_max_writers; w++)
 	{
-		/* the last in-flight transaction per writer that shares a key */
-		uint64	   *per_writer = palloc0(sizeof(uint64) * pa_max_writers);
-
-		entries = palloc(sizeof(KeyEntry *) * Max(nkeys, 1));
-		for (int i = 0; i < nkeys; i++)
-		{
-			bool		found;
-			KeyEntry   *ke;
-
-			if (keys[i].mode & KEY_RECORD)
-			{
-				ke = hash_search(keytab, &keys[i].hash, HASH_ENTER, &found);
-				entries[i] = ke;
-				if (!found)
-				{
-					ke->seq = 0;
-					continue;
-				}
-			}
-			else
-			{
-				entries[i] = NULL;
-				ke = hash_search(keytab, &keys[i].hash, HASH_FIND, &found);
-				if (ke == NULL)
-					continue;
-			}
-			if (!(keys[i].mode & KEY_LOOKUP))
-				continue;
-			if (ke->seq > committed && ke->seq > per_writer[ke->writer])
-			{
-				per_writer[ke->writer] = ke->seq;
-				if (ke->seq > maxdep)
-				{
-					maxdep = ke->seq;
-					writer = ke->writer;
-				}
-			}
-		}
-		/*
-		 * Dependencies on one writer only: follow them to that writer, so
-		 * that a chain runs back to back in one process.  Otherwise (none,
-		 * or on several writers), or when that writer is full, stay with
-		 * the writer of the previous transaction while it has room, so that
-		 * runs of consecutive transactions form, which it commits together
-		 * and without waiting for another writer's commit; else take an
-		 * idle or the least loaded writer.  Dependencies on other writers
-		 * than the one chosen are waited for explicitly.  A dependent
-		 * transaction whose writer is full waits for room there instead
-		 * (chain), unless the writers read from storage; see "A full
-		 * writer" in the header comment.
-		 */
-		ndepwriters = 0;
-		for (int w = 0; w < pa_max_writers; w++)
-			if (per_writer[w] != 0)
-				ndepwriters++;
-		chain = ndepwriters > 0 && !pa_pool_writers_read();
-		if (writer >= pa_pool_size())
-			writer = -1;
-		if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
-		{
-			/* follow the chain */
-		}
-		else if (last_writer >= 0 && last_writer < pa_pool_size() &&
-				 (has_room(last_writer) ||
-				  (chain && per_writer[last_writer] != 0)))
-			writer = last_writer;
-		else if (!chain || writer < 0)
-			writer = pick_writer();
-
-		deps = palloc(sizeof(PaDep) * pa_max_writers);
-		for (int w = 0; w < pa_max_writers; w++)
-		{
-			if (w == writer || per_writer[w] == 0)
-				continue;
-			deps[ndeps].seq = per_writer[w];
-			deps[ndeps].writer = w;
-			ndeps++;
-		}
-		for (int i = 0; i < nkeys; i++)
-		{
-			if (entries[i] == NULL)
-				continue;
-			entries[i]->seq = cur_seq;
-			entries[i]->writer = writer;
-		}
+		if (w == writer || per_writer[w] == 0)
+			continue;
+		txn->deps[txn->ndeps].seq = per_writer[w];
+		txn->deps[txn->ndeps].writer = w;
+		txn->ndeps++;
 	}
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		if (entries[i] == NULL)
+			continue;
+		entries[i]->seq = txn->seq;
+		entries[i]->writer = writer;
+	}
+	txn->writer = writer;
+	pfree(per_writer);
+	pfree(entries);
+}
 
-	wait_writer_room(writer);
-	fill_header(&h, writer);
-	h.end_lsn = commit->end_lsn;
-	pa_pool_sendv(writer, iov, pa_q_write_txn(iov, &h, deps, ndeps, &msgs));
-	pa_pool_dispatched(writer, cur_seq);
-	broadcast_new_relations(writer);
+/*
+ * The transaction is dispatched: the next one goes on from it.  A barrier
+ * (and a streamed transaction) must commit before anything after it is
+ * dispatched.
+ */
+static void
+end_txn(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 
-	last_writer = writer;
-	last_seq = cur_seq;
-	if (cur_barrier)
-		wait_before_next = cur_seq;
-	if (++dispatches_since_purge >= KEYTAB_PURGE_EVERY)
+	L->last_writer = txn->writer;
+	L->last_seq = txn->seq;
+	if (txn->barrier || txn->streaming)
+		L->wait_before_next = txn->seq;
+	/* the keys of streamed ones are not tracked */
+	if (!txn->streaming &&
+		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
 		pa_dispatch_housekeeping();
+	txn->streaming = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->in_txn = false;
+	SpinLockAcquire(&L->slot->mutex);
+	L->slot->last_remote_commit_time = txn->commit.commit_time;
+	SpinLockRelease(&L->slot->mutex);
 }
 
-/* Send what is buffered of a large transaction, starting the stream. */
-static void
-flush_stream(void)
+/*
+ * Send what is buffered of a large transaction, starting the stream: the
+ * first time to a writer picked once everything before has committed
+ * (with the barrier flag, its writer applies it alone).
+ */
+static bool
+flush_stream(PaDispatchWait *wait)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	shm_mq_iovec iov[PA_Q_MAX_IOV];
 
-	if (!streaming)
+	if (!txn->streaming)
 	{
-		PaTxnHeader h;
-
-		if (wait_before_next > 0)
-		{
-			pa_pool_wait_committed(wait_before_next);
-			wait_before_next = 0;
-		}
-		stream_writer = pick_writer();
-		streaming = true;
-		fill_header(&h, stream_writer);
-		pa_pool_sendv(stream_writer, iov, pa_q_write_stream_begin(iov, &h));
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		txn->stream_writer = pick_writer();
+		txn->streaming = true;
+		fill_header(&txn->header, PA_Q_STREAM_BEGIN, txn->stream_writer, 0);
 	}
-	pa_pool_sendv(stream_writer, iov, pa_q_write_stream_chunk(iov, &msgs));
-	resetStringInfo(&msgs);
+	if (!txn->begin_sent)
+	{
+		if (!sent_or_wait(txn->stream_writer, iov,
+						  pa_q_write_stream_begin(iov, &txn->header), wait))
+			return false;
+		txn->begin_sent = true;
+	}
+	if (!sent_or_wait(txn->stream_writer, iov,
+					  pa_q_write_stream_chunk(iov, &txn->msgs), wait))
+		return false;
+	resetStringInfo(&txn->msgs);
+	txn->flush = false;
+	return true;
 }
 
-static void
-finish_stream(PaCommitData *commit)
+/*
+ * A COMMIT was read: dispatch its transaction.  Called again after each
+ * wait, it goes on where it stopped (txn->stage).
+ */
+static bool
+dispatch_txn(PaDispatchWait *wait)
 {
-	PaTxnHeader h;
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	shm_mq_iovec iov[PA_Q_MAX_IOV];
 
-	if (msgs.len > 0)
-		flush_stream();
-	fill_header(&h, stream_writer);
-	h.end_lsn = commit->end_lsn;
-	pa_pool_sendv(stream_writer, iov, pa_q_write_stream_end(iov, &h));
-	pa_pool_dispatched(stream_writer, cur_seq);
-	broadcast_new_relations(stream_writer);
-	last_writer = stream_writer;
-	last_seq = cur_seq;
-	wait_before_next = cur_seq;
-	streaming = false;
+	if (txn->stage == PA_COMMIT_READ && txn->streaming)
+	{
+		if (txn->msgs.len > 0)
+		{
+			txn->flush = true;
+			if (!flush_stream(wait))
+				return false;
+		}
+		txn->writer = txn->stream_writer;
+		fill_header(&txn->header, PA_Q_STREAM_END, txn->writer, 0);
+		txn->header.end_lsn = txn->commit.end_lsn;
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_READ)
+	{
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		if (txn->barrier && !committed_or_wait(txn->seq - 1, wait))
+			return false;
+		assign_writer();
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_SEND)
+	{
+		if (txn->streaming)
+		{
+			if (!sent_or_wait(txn->writer, iov,
+							  pa_q_write_stream_end(iov, &txn->header), wait))
+				return false;
+		}
+		else
+		{
+			if (!room_or_wait(txn->writer, wait))
+				return false;
+			if (txn->header.kind != PA_Q_TXN)
+			{
+				fill_header(&txn->header, PA_Q_TXN, txn->writer, txn->ndeps);
+				txn->header.end_lsn = txn->commit.end_lsn;
+			}
+			if (!sent_or_wait(txn->writer, iov,
+							  pa_q_write_txn(iov, &txn->header, txn->deps,
+											 txn->ndeps, &txn->msgs),
+							  wait))
+				return false;
+		}
+		pa_pool_dispatched(txn->writer, txn->seq);
+		txn->stage = PA_COMMIT_RELATIONS;
+	}
+	if (!broadcast_new_relations(txn->writer, wait))
+		return false;
+	end_txn();
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -733,43 +847,78 @@ finish_stream(PaCommitData *commit)
 static void
 append_message(const char *data, int len)
 {
-	pa_q_append_message(&msgs, data, len);
-	if (msgs.len >= (streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
-		flush_stream();
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	pa_q_append_message(&txn->msgs, data, len);
+	if (txn->msgs.len >=
+		(txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
+		txn->flush = true;
+}
+
+/* A BEGIN: the transaction being assembled starts empty. */
+static void
+start_txn(PaBeginData *begin)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	txn->in_txn = true;
+	txn->streaming = false;
+	txn->stream_writer = -1;
+	txn->begin = *begin;
+	txn->seq = MyPaLeader->last_seq + 1;
+	txn->barrier = false;
+	txn->nkeys = 0;
+	resetStringInfo(&txn->msgs);
+	Assert(txn->new_relations == NIL);
+	txn->flush = false;
+	txn->begin_sent = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->writer = -1;
+	memset(&txn->header, 0, sizeof(txn->header));
+	txn->ndeps = 0;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
 }
 
 static void
 require_in_txn(bool inside, char type)
 {
-	if (in_txn != inside)
+	if (MyPaLeader->txn.in_txn != inside)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("unexpected parallel_apply message '%c' %s a transaction",
 						type, inside ? "outside" : "inside")));
 }
 
-void
-pa_dispatch_message(const char *data, int len)
+/*
+ * One protocol message.  What it leaves to send (a chunk of a large
+ * transaction, a transaction at its COMMIT) is sent by
+ * pa_dispatch_continue() before the next message.
+ */
+static void
+dispatch_message(StringInfo in)
 {
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
 	MemoryContext oldcxt = MemoryContextSwitchTo(msg_cxt);
-	StringInfoData in;
+	const char *data = in->data;
+	int			len = in->len;
 	char		type;
 	PaStartupData startup;
-	PaCommitData commit;
+	PaBeginData begin;
 	PaMessageData message;
 	char	   *origin;
 	XLogRecPtr	origin_lsn;
 	int			encoding;
 
-	pa_stringinfo_over(&in, data, len);
-	type = pa_read_msgtype(&in);
+	type = pa_read_msgtype(in);
 
 	switch (type)
 	{
 		case PA_MSG_STARTUP:
 			/* pa_read_frame() gives only a session's first message here */
-			pa_read_startup(&in, &startup);
-			pa_read_end(&in);
+			pa_read_startup(in, &startup);
+			pa_read_end(in);
 			pa_check_proto_version(startup.proto_version,
 								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
 			/* the conversion is looked up in the catalog */
@@ -792,38 +941,27 @@ pa_dispatch_message(const char *data, int len)
 			 * The writers refuse binary datums the provider does not send,
 			 * and convert text from its encoding.
 			 */
-			SpinLockAcquire(&slot->mutex);
-			slot->binary_type_limit = startup.binary_type_limit;
-			slot->remote_encoding = encoding;
-			SpinLockRelease(&slot->mutex);
-			session_version = startup.proto_version;
+			SpinLockAcquire(&L->slot->mutex);
+			L->slot->binary_type_limit = startup.binary_type_limit;
+			L->slot->remote_encoding = encoding;
+			SpinLockRelease(&L->slot->mutex);
+			L->session_version = startup.proto_version;
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);
-			pa_read_begin(&in, &begin);
-			pa_read_end(&in);
-			in_txn = true;
-			cur_seq = last_seq + 1;
-			cur_barrier = false;
-			nkeys = 0;
-			resetStringInfo(&msgs);
+			pa_read_begin(in, &begin);
+			pa_read_end(in);
+			start_txn(&begin);
 			break;
 		case PA_MSG_COMMIT:
 			require_in_txn(true, type);
-			pa_read_commit(&in, &commit);
-			pa_read_end(&in);
-			if (streaming)
-				finish_stream(&commit);
-			else
-				dispatch_txn(&commit);
-			in_txn = false;
-			SpinLockAcquire(&slot->mutex);
-			slot->last_remote_commit_time = commit.commit_time;
-			SpinLockRelease(&slot->mutex);
+			pa_read_commit(in, &txn->commit);
+			pa_read_end(in);
+			txn->stage = PA_COMMIT_READ;
 			break;
 		case PA_MSG_RELATION:
-			handle_relation(data, len, &in);
-			if (in_txn)
+			handle_relation(data, len, in);
+			if (txn->in_txn)
 				append_message(data, len);
 			break;
 		case PA_MSG_INSERT:
@@ -831,53 +969,94 @@ pa_dispatch_message(const char *data, int len)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!streaming && pa_pool_size() > 1)
-				track_change(type, &in);
+			if (!txn->streaming && pa_pool_size() > 1)
+				track_change(type, in);
 			append_message(data, len);
 			break;
 		case PA_MSG_TRUNCATE:
 			require_in_txn(true, type);
-			cur_barrier = true;
+			txn->barrier = true;
 			append_message(data, len);
 			break;
 		case PA_MSG_ORIGIN:
 			/* checked, not used: the writers commit with origins of their own */
 			require_in_txn(true, type);
-			pa_read_origin(&in, &origin, &origin_lsn);
-			pa_read_end(&in);
+			pa_read_origin(in, &origin, &origin_lsn);
+			pa_read_end(in);
 			break;
 		case PA_MSG_MESSAGE:
 			/* checked, not used (the leader does not ask for messages) */
-			pa_read_message(&in, &message);
-			pa_read_end(&in);
+			pa_read_message(in, &message);
+			pa_read_end(in);
 			if (message.transactional)
 				require_in_txn(true, type);
 			break;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("unknown parallel_apply message type 0x%02x",
-							(unsigned char) type)));
+			pa_unknown_message(type);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(msg_cxt);
 }
 
-/* pa_read_frame's callback */
+/* pa_read_frame's callback: note the message, dispatched afterwards */
 static void
-dispatch_each(StringInfo msg, void *arg)
+collect_each(StringInfo msg, void *arg)
 {
-	pa_dispatch_message(msg->data, msg->len);
+	PaLeader   *L = MyPaLeader;
+
+	if (L->frame_len == L->frame_max)
+	{
+		L->frame_max *= 2;
+		L->frame = repalloc(L->frame, L->frame_max * sizeof(StringInfoData));
+	}
+	L->frame[L->frame_len++] = *msg;
 }
 
 /*
  * One CopyData payload of the session (in, at its first byte): its
- * message, or every message of its BATCH.
+ * message, or every message of its BATCH.  False when the dispatcher must
+ * wait (*wait says for what) before it can go on: then the rest of the
+ * frame is kept, pointing into in's buffer, which must stay as it is until
+ * pa_dispatch_continue() has returned true.
  */
-void
-pa_dispatch_frame(StringInfo in)
+bool
+pa_dispatch_frame(StringInfo in, PaDispatchWait *wait)
 {
-	pa_read_frame(in, session_version, dispatch_each, NULL);
+	PaLeader   *L = MyPaLeader;
+
+	Assert(L->frame_next == L->frame_len);
+	L->frame_len = 0;
+	L->frame_next = 0;
+	pa_read_frame(in, L->session_version, collect_each, NULL);
+	return pa_dispatch_continue(wait);
+}
+
+/*
+ * Go on after a wait: finish what was begun (RELATIONs owed to new
+ * writers, a chunk of a large transaction, a transaction at its COMMIT),
+ * then the rest of the frame.  True when all is done, else false with
+ * *wait set, as pa_dispatch_frame().
+ */
+bool
+pa_dispatch_continue(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	for (;;)
+	{
+		if (L->owed_writers != NIL && !send_owed_relations(wait))
+			return false;
+		if (txn->flush && txn->stage == PA_COMMIT_NONE && !flush_stream(wait))
+			return false;
+		if (txn->stage != PA_COMMIT_NONE && !dispatch_txn(wait))
+			return false;
+		if (L->frame_next == L->frame_len)
+			break;
+		dispatch_message(&L->frame[L->frame_next++]);
+	}
+	wait->kind = PA_WAIT_NONE;
+	return true;
 }
 
 /*
@@ -887,7 +1066,7 @@ pa_dispatch_frame(StringInfo in)
 void
 pa_dispatch_new_session(void)
 {
-	session_version = 0;
+	MyPaLeader->session_version = 0;
 }
 
 /* Forget the keys of committed transactions. */
@@ -898,7 +1077,7 @@ pa_dispatch_housekeeping(void)
 	HASH_SEQ_STATUS status;
 	KeyEntry   *ke;
 
-	dispatches_since_purge = 0;
+	MyPaLeader->dispatches_since_purge = 0;
 	hash_seq_init(&status, keytab);
 	while ((ke = hash_seq_search(&status)) != NULL)
 		if (ke->seq <= committed)

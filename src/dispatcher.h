@@ -24,15 +24,33 @@
  */
 #define PA_SUB_PROTO_VERSION	PA_PROTO_VERSION_MAX
 
-extern void pa_dispatch_init(PaSubSlot *slot);
+/*
+ * What the dispatcher waits for before it can go on.  It never waits
+ * itself: it returns false with one of these, keeps what it was doing,
+ * and the leader's loop (receiver.c) waits, then calls
+ * pa_dispatch_continue().
+ */
+typedef enum PaDispatchWaitKind
+{
+	PA_WAIT_NONE,				/* nothing (pa_dispatch_may_resize: later) */
+	PA_WAIT_COMMIT,				/* until transaction seq has committed */
+	PA_WAIT_QUEUE				/* until writer's queue has room */
+} PaDispatchWaitKind;
+
+typedef struct PaDispatchWait
+{
+	PaDispatchWaitKind kind;
+	uint64		seq;
+	int			writer;
+} PaDispatchWait;
+
+extern void pa_dispatch_init(void);
 extern void pa_dispatch_new_session(void);
-extern void pa_dispatch_frame(StringInfo in);
-extern void pa_dispatch_message(const char *data, int len);
+extern bool pa_dispatch_frame(StringInfo in, PaDispatchWait *wait);
+extern bool pa_dispatch_continue(PaDispatchWait *wait);
 extern bool pa_dispatch_idle(void);
-extern bool pa_dispatch_in_txn(void);
+extern bool pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait);
+extern void pa_dispatch_writer_started(int writer);
 extern void pa_dispatch_housekeeping(void);
-extern void pa_dispatch_wait_all(void);
-extern void pa_dispatch_request_wake(uint64 seen, bool durable);
-extern uint64 pa_dispatch_done_seq(bool durable);
 
 #endif							/* PA_DISPATCHER_H */

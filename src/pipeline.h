@@ -199,7 +199,7 @@ extern int	pa_effective_writers(PaSubSlot *slot);
  * A writer has committed up to seq (with durable apply: and flushed it):
  * wake the leader if it waits for that.  The writer has published
  * committed_seq (flushed_seq) before; the barrier pairs with the one in
- * pa_pool_wait_committed() and pa_dispatch_request_wake().
+ * request_wake() (receiver.c).
  */
 static inline void
 pa_wake_leader(PaSubSlot *slot, uint64 seq)

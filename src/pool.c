@@ -10,18 +10,20 @@
  * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
  *
  * The pool can grow and shrink while it runs (alter_subscription_config,
- * alter_group_config, the reloadable GUC).  Growing starts writers and
- * sends them every RELATION the others know (the dispatcher's callback);
+ * alter_group_config, the reloadable GUC).  Growing starts writers, which
+ * the leader then sends every RELATION the others know (dispatcher.c);
  * shrinking stops handing work to the highest-numbered writers, waits until
  * they have committed all they were given, then detaches their queues,
  * which makes them exit.
  *
- * Sending blocks while a queue is full: that is the back-pressure that
- * slows the receiver, so memory stays bounded.  While blocked, the leader
- * runs a callback that keeps the replication connection alive (status
- * updates) without reading more data from it.  A writer that exits on its
- * own is an error for the whole pipeline: the leader exits too, and the
- * supervisor restarts the pipeline with backoff.
+ * The pool never waits for the leader's dispatcher: pa_pool_try_sendv()
+ * says when a queue is full, and the leader's loop waits for room
+ * (receiver.c) while it keeps the replication connection alive.  That is
+ * the back-pressure that slows the receiver, so memory stays bounded.
+ * Only pa_pool_send(), for the initial copy's tasks (sync.c, before
+ * streaming starts, with no provider feedback due), waits itself.  A
+ * writer that exits on its own is an error for the whole pipeline: the
+ * leader exits too, and the supervisor restarts the pipeline with backoff.
  *
  * What goes through the queues, and its format, is queue.c's.
  *
@@ -40,31 +42,13 @@
 #include "utils/memutils.h"
 
 #include "launcher.h"
+#include "leader.h"
 #include "pool.h"
 
 #define PA_POOL_MAGIC	0x50415031
 #define READ_RATE_WINDOW	256
 #define READ_RATE_TXNS		2
 
-typedef struct PaPoolWriter
-{
-	BackgroundWorkerHandle *handle;
-	shm_mq_handle *mqh;
-	bool		running;
-	bool		retiring;		/* being removed: no new work */
-	uint64		dispatched;
-	uint64		sent[PA_SENT_RING]; /* seqs of the last ones dispatched */
-} PaPoolWriter;
-
-static PaSubSlot *pool_slot;
-static Oid	pool_subid;
-static char *pool_subname;
-static dsm_segment *pool_seg;
-static shm_toc *pool_toc;
-static PaPoolWriter *pool_writers;
-static int	pool_nactive;		/* writers 0..n-1 take new work */
-static PaPoolWaitCallback pool_wait_cb;
-static void (*pool_new_writer_cb) (int writer);
 
 /* Origins are cluster-wide, subscription ids per database: name both. */
 char *
@@ -76,21 +60,16 @@ pa_writer_origin_name(Oid subid, int writer)
 static shm_mq *
 queue_of(int writer)
 {
-	return shm_toc_lookup(pool_toc, writer + 1, false);
+	return shm_toc_lookup(MyPaLeader->pool_toc, writer + 1, false);
 }
 
 void
-pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
-			 PaPoolWaitCallback wait_cb)
+pa_pool_init(void)
 {
 	shm_toc_estimator e;
 	Size		size;
 
-	pool_slot = slot;
-	pool_subid = subid;
-	pool_subname = MemoryContextStrdup(TopMemoryContext, subname);
-	pool_wait_cb = wait_cb;
-	pool_writers = MemoryContextAllocZero(TopMemoryContext,
+	MyPaLeader->writers = MemoryContextAllocZero(TopMemoryContext,
 										  sizeof(PaPoolWriter) * pa_max_writers);
 
 	shm_toc_initialize_estimator(&e);
@@ -99,77 +78,72 @@ pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
 	shm_toc_estimate_keys(&e, pa_max_writers);
 	size = shm_toc_estimate(&e);
 
-	pool_seg = dsm_create(size, 0);
-	dsm_pin_mapping(pool_seg);
-	pool_toc = shm_toc_create(PA_POOL_MAGIC, dsm_segment_address(pool_seg), size);
+	MyPaLeader->pool_seg = dsm_create(size, 0);
+	dsm_pin_mapping(MyPaLeader->pool_seg);
+	MyPaLeader->pool_toc = shm_toc_create(PA_POOL_MAGIC,
+										  dsm_segment_address(MyPaLeader->pool_seg),
+										  size);
 	for (int i = 0; i < pa_max_writers; i++)
-		shm_toc_insert(pool_toc, i + 1, shm_toc_allocate(pool_toc, PA_QUEUE_SIZE));
-	pool_nactive = 0;
-}
-
-void
-pa_pool_set_new_writer_callback(void (*cb) (int writer))
-{
-	pool_new_writer_cb = cb;
+		shm_toc_insert(MyPaLeader->pool_toc, i + 1,
+					   shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
+	MyPaLeader->nactive = 0;
 }
 
 static void
 start_writer(int w)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 	uint32		extra[4];
 	char	   *name;
 	shm_mq	   *mq;
 	pid_t		pid;
-	PaWriterSlot *ws = &pool_slot->writers[w];
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
 
 	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
 	shm_mq_set_sender(mq, MyProc);
 
-	SpinLockAcquire(&pool_slot->mutex);
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
 	ws->pid = 0;
 	ws->state = PA_WRITER_STARTING;
 	ws->seq = 0;
 	ws->copies_done = 0;
 	ws->copy_failed = false;
-	SpinLockRelease(&pool_slot->mutex);
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
 	pg_atomic_write_u64(&ws->blocks_read, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
 
 	extra[0] = (uint32) w;
-	extra[1] = (uint32) dsm_segment_handle(pool_seg);
-	extra[2] = (uint32) pool_subid;
+	extra[1] = (uint32) dsm_segment_handle(MyPaLeader->pool_seg);
+	extra[2] = (uint32) MyPaLeader->sub->subid;
 	extra[3] = (uint32) MyDatabaseId;
-	name = psprintf("%s:%d", pool_subname, w);
+	name = psprintf("%s:%d", MyPaLeader->sub->name, w);
 	pw->handle = pa_worker_launch(PA_WORKER_WRITER, name,
-								  Int32GetDatum(pa_subslot_index(pool_slot)),
+								  Int32GetDatum(pa_subslot_index(MyPaLeader->slot)),
 								  extra, sizeof(extra));
 	pfree(name);
 	if (pw->handle == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",
-						w, pool_subname),
+						w, MyPaLeader->sub->name),
 				 errhint("Raise max_worker_processes: each subscription needs a receiver and its writers, each database a supervisor.")));
 	if (WaitForBackgroundWorkerStartup(pw->handle, &pid) != BGWH_STARTED)
 		ereport(ERROR,
 				(errmsg("writer %d of parallel_apply subscription \"%s\" did not start",
-						w, pool_subname)));
+						w, MyPaLeader->sub->name)));
 
-	pw->mqh = shm_mq_attach(mq, pool_seg, pw->handle);
+	pw->mqh = shm_mq_attach(mq, MyPaLeader->pool_seg, pw->handle);
 	pw->running = true;
 	pw->retiring = false;
 	pw->dispatched = 0;
-	if (pool_new_writer_cb)
-		pool_new_writer_cb(w);
 }
 
 /* Stop a retiring writer once everything it was given is committed. */
 static bool
 try_stop_writer(int w)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 	if (pa_pool_inflight(w) > 0)
 		return false;
@@ -180,59 +154,64 @@ try_stop_writer(int w)
 	pw->handle = NULL;
 	pw->running = false;
 	pw->retiring = false;
-	SpinLockAcquire(&pool_slot->mutex);
-	pool_slot->writers[w].state = PA_WRITER_STOPPED;
-	pool_slot->writers[w].pid = 0;
-	SpinLockRelease(&pool_slot->mutex);
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->writers[w].state = PA_WRITER_STOPPED;
+	MyPaLeader->slot->writers[w].pid = 0;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 	return true;
 }
 
 /*
  * Make writers 0..n-1 the active ones: start the missing ones, retire the
- * rest (they stop once drained, see pa_pool_check).
+ * rest (they stop once drained, see pa_pool_check).  started[w] (of
+ * pa_max_writers) says which were started.
  */
 void
-pa_pool_resize(int n)
+pa_pool_resize(int n, bool *started)
 {
 	n = Max(1, Min(n, pa_max_writers));
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 		if (w < n)
 		{
 			if (pw->running && pw->retiring)
 				pw->retiring = false;
 			else if (!pw->running)
+			{
 				start_writer(w);
+				started[w] = true;
+			}
 		}
 		else if (pw->running)
 			pw->retiring = true;
 	}
-	pool_nactive = n;
-	SpinLockAcquire(&pool_slot->mutex);
-	pool_slot->num_writers = n;
-	SpinLockRelease(&pool_slot->mutex);
+	MyPaLeader->nactive = n;
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->num_writers = n;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
 }
 
 int
 pa_pool_size(void)
 {
-	return pool_nactive;
+	return MyPaLeader->nactive;
 }
 
 uint64
 pa_pool_inflight(int w)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
 
-	return pw->dispatched - pg_atomic_read_u64(&pool_slot->writers[w].committed);
+	return pw->dispatched - pg_atomic_read_u64(&ws->committed);
 }
 
 void
 pa_pool_dispatched(int w, uint64 seq)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
 	pw->dispatched++;
@@ -248,33 +227,31 @@ pa_pool_dispatched(int w, uint64 seq)
 bool
 pa_pool_writers_read(void)
 {
-	static uint64 base_reads = 0;
-	static uint64 base_txns = 0;
-	static bool reading = false;
-	static uint32 calls = 0;
+	PaLeader   *L = MyPaLeader;
 	uint64		reads = 0;
 	uint64		txns = 0;
 
 	/* asked once per transaction dispatched: look every 64th time */
-	if (calls++ % 64 != 0)
-		return reading;
-	for (int w = 0; w < pool_nactive; w++)
+	if (L->read_calls++ % 64 != 0)
+		return L->reading;
+	for (int w = 0; w < L->nactive; w++)
 	{
-		reads += pg_atomic_read_u64(&pool_slot->writers[w].blocks_read);
-		txns += pg_atomic_read_u64(&pool_slot->writers[w].committed);
+		reads += pg_atomic_read_u64(&L->slot->writers[w].blocks_read);
+		txns += pg_atomic_read_u64(&L->slot->writers[w].committed);
 	}
-	if (reads < base_reads || txns < base_txns)
+	if (reads < L->base_reads || txns < L->base_txns)
 	{
-		base_reads = reads;
-		base_txns = txns;
+		L->base_reads = reads;
+		L->base_txns = txns;
 	}
-	else if (txns - base_txns >= READ_RATE_WINDOW)
+	else if (txns - L->base_txns >= READ_RATE_WINDOW)
 	{
-		reading = (reads - base_reads) * READ_RATE_TXNS >= txns - base_txns;
-		base_reads = reads;
-		base_txns = txns;
+		L->reading = (reads - L->base_reads) * READ_RATE_TXNS >=
+			txns - L->base_txns;
+		L->base_reads = reads;
+		L->base_txns = txns;
 	}
-	return reading;
+	return L->reading;
 }
 
 /*
@@ -285,7 +262,7 @@ pa_pool_writers_read(void)
 uint64
 pa_pool_inflight_seq(int w, uint64 n)
 {
-	PaPoolWriter *pw = &pool_writers[w];
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
 	uint64		inflight = pa_pool_inflight(w);
 
 	if (inflight <= n)
@@ -294,32 +271,13 @@ pa_pool_inflight_seq(int w, uint64 n)
 	return pw->sent[(pw->dispatched - n - 1) % PA_SENT_RING];
 }
 
-/*
- * Sleep until transaction target has committed.  The writer that commits
- * it sets our latch (pa_wake_leader), so the leader wakes once per wait,
- * not once per commit.
- */
-void
-pa_pool_wait_committed(uint64 target)
-{
-	while (pg_atomic_read_u64(&pool_slot->committed_seq) < target)
-	{
-		pg_atomic_write_u64(&pool_slot->wake_leader_at, target);
-		pg_memory_barrier();
-		if (pg_atomic_read_u64(&pool_slot->committed_seq) >= target)
-			break;
-		pa_pool_wait(100L);
-	}
-	pg_atomic_write_u64(&pool_slot->wake_leader_at, 0);
-}
-
 /* Error out if a writer died; finish retiring drained writers. */
 void
 pa_pool_check(void)
 {
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 		pid_t		pid;
 
 		if (!pw->running)
@@ -330,13 +288,13 @@ pa_pool_check(void)
 
 			pw->running = false;
 			/* say why, so that subscription_status() keeps the cause */
-			SpinLockAcquire(&pool_slot->mutex);
-			strlcpy(why, pool_slot->writers[w].last_error, sizeof(why));
-			SpinLockRelease(&pool_slot->mutex);
+			SpinLockAcquire(&MyPaLeader->slot->mutex);
+			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
+			SpinLockRelease(&MyPaLeader->slot->mutex);
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",
-							w, pool_subname, why[0] ? ": " : "", why),
+							w, MyPaLeader->sub->name, why[0] ? ": " : "", why),
 					 errdetail("The pipeline restarts from the last committed transaction.")));
 		}
 		if (pw->retiring)
@@ -344,43 +302,31 @@ pa_pool_check(void)
 	}
 }
 
-/* Wait a little for the writers, keeping the provider connection alive. */
-void
-pa_pool_wait(long timeout_ms)
+/*
+ * Send to writer w without waiting: false when its queue is full, and then
+ * the caller must offer the same message again once the writer has read
+ * (it sets our latch), as shm_mq_sendv() requires.
+ */
+bool
+pa_pool_try_sendv(int w, shm_mq_iovec *iov, int iovcnt)
 {
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 timeout_ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-	pa_pool_check();
-	if (pool_wait_cb)
-		pool_wait_cb();
-}
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	shm_mq_result res;
 
-void
-pa_pool_sendv(int w, shm_mq_iovec *iov, int iovcnt)
-{
-	PaPoolWriter *pw = &pool_writers[w];
-
-	for (;;)
+	res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
+	if (res == SHM_MQ_SUCCESS)
+		return true;
+	if (res == SHM_MQ_DETACHED)
 	{
-		shm_mq_result res;
-
-		res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
-		if (res == SHM_MQ_SUCCESS)
-			return;
-		if (res == SHM_MQ_DETACHED)
-		{
-			pa_pool_check();
-			ereport(ERROR,
-					(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
-							w, pool_subname)));
-		}
-		/* full: wait for the writer */
-		pa_pool_wait(1000L);
+		pa_pool_check();
+		ereport(ERROR,
+				(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
+						w, MyPaLeader->sub->name)));
 	}
+	return false;
 }
 
+/* Send to writer w, waiting for room: only before streaming (sync.c). */
 void
 pa_pool_send(int w, const void *data, Size len)
 {
@@ -388,26 +334,24 @@ pa_pool_send(int w, const void *data, Size len)
 
 	iov.data = data;
 	iov.len = len;
-	pa_pool_sendv(w, &iov, 1);
-}
-
-/* Send to every running writer, retiring ones included. */
-void
-pa_pool_broadcast(const void *data, Size len)
-{
-	for (int w = 0; w < pa_max_writers; w++)
-		if (pool_writers[w].running)
-			pa_pool_send(w, data, len);
+	while (!pa_pool_try_sendv(w, &iov, 1))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+	}
 }
 
 void
 pa_pool_shutdown(void)
 {
-	if (pool_writers == NULL)
+	if (MyPaLeader->writers == NULL)
 		return;
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaPoolWriter *pw = &pool_writers[w];
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
 
 		if (pw->handle != NULL)
 			TerminateBackgroundWorker(pw->handle);

@@ -27,21 +27,14 @@
  * transactions given to each writer: no writer may have more in flight. */
 #define PA_SENT_RING		PA_MAX_INFLIGHT
 
-typedef void (*PaPoolWaitCallback) (void);
-
-extern void pa_pool_init(PaSubSlot *slot, Oid subid, const char *subname,
-						 PaPoolWaitCallback wait_cb);
-extern void pa_pool_resize(int nwriters);
+extern void pa_pool_init(void);
+extern void pa_pool_resize(int nwriters, bool *started);
 extern int	pa_pool_size(void);
+extern bool pa_pool_try_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
 extern void pa_pool_send(int writer, const void *data, Size len);
-extern void pa_pool_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
-extern void pa_pool_set_new_writer_callback(void (*cb) (int writer));
-extern void pa_pool_broadcast(const void *data, Size len);
 extern uint64 pa_pool_inflight(int writer);
-extern void pa_pool_wait(long timeout_ms);
 extern void pa_pool_dispatched(int writer, uint64 seq);
 extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
-extern void pa_pool_wait_committed(uint64 target);
 extern bool pa_pool_writers_read(void);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);

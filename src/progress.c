@@ -37,31 +37,9 @@
 #include "replication/origin.h"
 #include "utils/timestamp.h"
 
+#include "leader.h"
 #include "pool.h"
 #include "progress.h"
-
-#define FLUSH_RING_SIZE 1024
-
-typedef struct FlushPair
-{
-	XLogRecPtr	remote;
-	XLogRecPtr	local;
-} FlushPair;
-
-static FlushPair ring[FLUSH_RING_SIZE];
-static int	ring_head = 0;
-static int	ring_count = 0;
-static XLogRecPtr last_sampled = InvalidXLogRecPtr;
-
-static XLogRecPtr last_received = InvalidXLogRecPtr;
-static XLogRecPtr applied = InvalidXLogRecPtr;
-static XLogRecPtr flushed = InvalidXLogRecPtr;
-static XLogRecPtr provider_end = InvalidXLogRecPtr;
-
-static XLogRecPtr sent_write = InvalidXLogRecPtr;
-static XLogRecPtr sent_flush = InvalidXLogRecPtr;
-static XLogRecPtr sent_apply = InvalidXLogRecPtr;
-static TimestampTz last_send = 0;
 
 /* Create the origins of writers 0..n-1 that do not exist yet. */
 void
@@ -133,94 +111,105 @@ pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,
 void
 pa_progress_received(XLogRecPtr lsn)
 {
-	if (lsn > last_received)
-		last_received = lsn;
+	PaLeader   *L = MyPaLeader;
+
+	if (lsn > L->last_received)
+		L->last_received = lsn;
 }
 
 void
 pa_progress_provider_end(XLogRecPtr lsn)
 {
-	if (lsn > provider_end)
-		provider_end = lsn;
+	PaLeader   *L = MyPaLeader;
+
+	if (lsn > L->provider_end)
+		L->provider_end = lsn;
 	pa_progress_received(lsn);
 }
 
 /* Sample the writers' commits; publish applied and flushed positions. */
 void
-pa_progress_update(PaSubSlot *slot, bool idle)
+pa_progress_update(bool idle)
 {
+	PaLeader   *L = MyPaLeader;
 	XLogRecPtr	remote,
 				local,
 				flushptr;
 
-	SpinLockAcquire(&slot->mutex);
-	remote = slot->last_commit_remote_end;
-	local = slot->last_commit_local_end;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&L->slot->mutex);
+	remote = L->slot->last_commit_remote_end;
+	local = L->slot->last_commit_local_end;
+	SpinLockRelease(&L->slot->mutex);
 
-	if (remote > last_sampled)
+	if (remote > L->last_sampled)
 	{
-		last_sampled = remote;
-		if (remote > applied)
-			applied = remote;
-		if (ring_count == FLUSH_RING_SIZE)
-			ring[(ring_head + ring_count - 1) % FLUSH_RING_SIZE] = (FlushPair) {remote, local};
-		else
-			ring[(ring_head + ring_count++) % FLUSH_RING_SIZE] = (FlushPair) {remote, local};
+		int			last = L->ring_head + L->ring_count - 1;
+
+		L->last_sampled = remote;
+		if (remote > L->applied)
+			L->applied = remote;
+		/* full: the newest entry gives way to the newer pair */
+		if (L->ring_count < PA_FLUSH_RING_SIZE)
+		{
+			last++;
+			L->ring_count++;
+		}
+		L->ring[last % PA_FLUSH_RING_SIZE] = (PaFlushPair) {remote, local};
 	}
 
 	flushptr = GetFlushRecPtr(NULL);
-	while (ring_count > 0 && ring[ring_head].local <= flushptr)
+	while (L->ring_count > 0 && L->ring[L->ring_head].local <= flushptr)
 	{
-		if (ring[ring_head].remote > flushed)
-			flushed = ring[ring_head].remote;
-		ring_head = (ring_head + 1) % FLUSH_RING_SIZE;
-		ring_count--;
+		if (L->ring[L->ring_head].remote > L->flushed)
+			L->flushed = L->ring[L->ring_head].remote;
+		L->ring_head = (L->ring_head + 1) % PA_FLUSH_RING_SIZE;
+		L->ring_count--;
 	}
 
-	if (idle && ring_count == 0)
+	if (idle && L->ring_count == 0)
 	{
 		/* everything received is applied, and what was applied is flushed */
-		if (last_received > applied)
-			applied = last_received;
-		if (applied > flushed)
-			flushed = applied;
+		if (L->last_received > L->applied)
+			L->applied = L->last_received;
+		if (L->applied > L->flushed)
+			L->flushed = L->applied;
 	}
 
-	SpinLockAcquire(&slot->mutex);
-	slot->received_lsn = last_received;
-	slot->applied_lsn = applied;
-	slot->flushed_lsn = flushed;
-	slot->provider_lsn = provider_end;
-	SpinLockRelease(&slot->mutex);
+	SpinLockAcquire(&L->slot->mutex);
+	L->slot->received_lsn = L->last_received;
+	L->slot->applied_lsn = L->applied;
+	L->slot->flushed_lsn = L->flushed;
+	L->slot->provider_lsn = L->provider_end;
+	SpinLockRelease(&L->slot->mutex);
 }
 
 /* Send a standby status update when something changed or it is due. */
 void
-pa_progress_feedback(WalReceiverConn *conn, bool force, bool request_reply)
+pa_progress_feedback(bool force, bool request_reply)
 {
+	PaLeader   *L = MyPaLeader;
 	TimestampTz now = GetCurrentTimestamp();
 	StringInfoData buf;
 
 	if (!force && !request_reply &&
-		last_received == sent_write && flushed == sent_flush &&
-		applied == sent_apply &&
-		!TimestampDifferenceExceeds(last_send, now,
+		L->last_received == L->sent_write && L->flushed == L->sent_flush &&
+		L->applied == L->sent_apply &&
+		!TimestampDifferenceExceeds(L->last_send, now,
 									wal_receiver_status_interval * 1000))
 		return;
 
 	initStringInfo(&buf);
 	pq_sendbyte(&buf, 'r');
-	pq_sendint64(&buf, last_received);	/* write */
-	pq_sendint64(&buf, flushed);	/* flush */
-	pq_sendint64(&buf, applied);	/* apply */
+	pq_sendint64(&buf, L->last_received);	/* write */
+	pq_sendint64(&buf, L->flushed);	/* flush */
+	pq_sendint64(&buf, L->applied);	/* apply */
 	pq_sendint64(&buf, now);
 	pq_sendbyte(&buf, request_reply ? 1 : 0);
-	walrcv_send(conn, buf.data, buf.len);
+	walrcv_send(L->conn, buf.data, buf.len);
 	pfree(buf.data);
 
-	sent_write = last_received;
-	sent_flush = flushed;
-	sent_apply = applied;
-	last_send = now;
+	L->sent_write = L->last_received;
+	L->sent_flush = L->flushed;
+	L->sent_apply = L->applied;
+	L->last_send = now;
 }

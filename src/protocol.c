@@ -598,8 +598,12 @@ pa_read_relation(StringInfo in, PaRelationData *rel)
 	}
 }
 
+/*
+ * A tuple's columns: with copy, each value a palloc'd copy, NUL-terminated
+ * as the input functions expect; else a view into in's buffer.
+ */
 static void
-read_tuple(StringInfo in, PaTupleData *tup)
+read_tuple(StringInfo in, PaTupleData *tup, bool copy)
 {
 	tup->ncols = read_uint16(in);
 	if (tup->ncols > MaxTupleAttributeNumber)
@@ -612,6 +616,7 @@ read_tuple(StringInfo in, PaTupleData *tup)
 		char		kind = (char) read_byte(in);
 		const char *data;
 		int			len;
+		StringInfo	v;
 
 		tup->colkinds[i] = kind;
 		switch (kind)
@@ -622,9 +627,18 @@ read_tuple(StringInfo in, PaTupleData *tup)
 			case PA_DATUM_TEXT:
 			case PA_DATUM_BINARY:
 				data = read_counted(in, &len);
-				/* a copy, NUL-terminated as the input functions expect */
-				initStringInfo(&tup->colvalues[i]);
-				appendBinaryStringInfo(&tup->colvalues[i], data, len);
+				v = &tup->colvalues[i];
+				if (copy)
+				{
+					v->data = palloc(len + 1);
+					memcpy(v->data, data, len);
+					v->data[len] = '\0';
+					v->maxlen = len + 1;
+				}
+				else
+					pa_stringinfo_over(v, data, len);
+				v->len = len;
+				v->cursor = 0;
 				break;
 			default:
 				malformed("Unknown datum kind.");
@@ -643,19 +657,19 @@ read_tuple_marker(StringInfo in, bool allow_new, bool allow_old)
 	malformed("Unexpected tuple marker.");
 }
 
-Oid
-pa_read_insert(StringInfo in, PaTupleData *newtup)
+static Oid
+read_insert(StringInfo in, PaTupleData *newtup, bool copy)
 {
 	Oid			relid = read_uint32(in);
 
 	read_tuple_marker(in, true, false);
-	read_tuple(in, newtup);
+	read_tuple(in, newtup, copy);
 	return relid;
 }
 
-Oid
-pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
-			   PaTupleData *newtup)
+static Oid
+read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
+			PaTupleData *newtup, bool copy)
 {
 	Oid			relid = read_uint32(in);
 	char		c = read_tuple_marker(in, true, true);
@@ -664,21 +678,65 @@ pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
 	if (c != PA_TUPLE_NEW)
 	{
 		*oldkind = c;
-		read_tuple(in, oldtup);
+		read_tuple(in, oldtup, copy);
 		read_tuple_marker(in, true, false);
 	}
-	read_tuple(in, newtup);
+	read_tuple(in, newtup, copy);
 	return relid;
+}
+
+static Oid
+read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup, bool copy)
+{
+	Oid			relid = read_uint32(in);
+
+	*oldkind = read_tuple_marker(in, false, true);
+	read_tuple(in, oldtup, copy);
+	return relid;
+}
+
+Oid
+pa_read_insert(StringInfo in, PaTupleData *newtup)
+{
+	return read_insert(in, newtup, true);
+}
+
+Oid
+pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
+			   PaTupleData *newtup)
+{
+	return read_update(in, oldkind, oldtup, newtup, true);
 }
 
 Oid
 pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup)
 {
-	Oid			relid = read_uint32(in);
+	return read_delete(in, oldkind, oldtup, true);
+}
 
-	*oldkind = read_tuple_marker(in, false, true);
-	read_tuple(in, oldtup);
-	return relid;
+/*
+ * An INSERT, UPDATE or DELETE (type) whose values are only looked at, not
+ * kept: each is a view into in's buffer, valid as long as it is, and not
+ * NUL-terminated.  *oldkind is 0 when there is no old tuple (an INSERT, an
+ * UPDATE without one), and newtup's ncols is 0 for a DELETE.
+ */
+Oid
+pa_read_change_view(StringInfo in, char type, char *oldkind,
+					PaTupleData *oldtup, PaTupleData *newtup)
+{
+	*oldkind = 0;
+	newtup->ncols = 0;
+	switch (type)
+	{
+		case PA_MSG_INSERT:
+			return read_insert(in, newtup, false);
+		case PA_MSG_UPDATE:
+			return read_update(in, oldkind, oldtup, newtup, false);
+		case PA_MSG_DELETE:
+			return read_delete(in, oldkind, oldtup, false);
+	}
+	elog(ERROR, "message type '%c' is no change of a row", type);
+	return InvalidOid;			/* keep compiler quiet */
 }
 
 Oid *

@@ -189,6 +189,8 @@ extern Oid	pa_read_insert(StringInfo in, PaTupleData *newtup);
 extern Oid	pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
 						   PaTupleData *newtup);
 extern Oid	pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup);
+extern Oid	pa_read_change_view(StringInfo in, char type, char *oldkind,
+								PaTupleData *oldtup, PaTupleData *newtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
 extern void pa_read_end(StringInfo in);

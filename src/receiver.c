@@ -21,11 +21,58 @@
  *	   the SQL API; the wait has a timeout so that status updates go out on
  *	   time even when nothing happens.
  *
+ * The loop owns every wait of the leader and all it tells the provider.
+ * The dispatcher and the pool never wait: when the dispatcher cannot go on
+ * (a transaction must commit first, a writer is full, a queue has no room)
+ * it keeps what it was doing and returns what it waits for
+ * (PaDispatchWait), as core's pa_send_data() returns false; the loop then
+ * waits for that, reading nothing more from the provider but sending it
+ * status updates, and calls pa_dispatch_continue().  When the pool grows,
+ * the loop tells the dispatcher which writers are new, and they are sent
+ * every RELATION before anything else.
+ *
  * Keepalives are answered; status updates carry the received position,
  * the flushed one (only what is durable here, see progress.c) and the
  * applied one.  A wait_for_catchup() in progress makes the leader ask the
  * provider for keepalives, so that an idle provider's end of WAL is known
  * promptly.
+ *
+ * Deadlock freedom.  The leader waits for writers (for a commit, for room
+ * in a queue); writers wait for each other (commit order, dependencies,
+ * retries: lock waits, writer.c).  No writer ever waits for the leader in
+ * the middle of a transaction, so no wait of the leader can be part of a
+ * cycle, and each of its waits ends:
+ *
+ *	- A transaction is given to its writer whole, as one queue message,
+ *	  before any later one is dispatched, and it depends only on earlier
+ *	  ones.  So every transaction a writer waits for (its turn, a
+ *	  dependency) is already wholly in some writer's queue, and the
+ *	  earliest one in flight waits for nobody: it commits, then the next
+ *	  one, and so on, without the leader.  A writer takes a queue message
+ *	  only whole, and while it holds locks it only looks at its queue
+ *	  without waiting (reading ahead, grouping).
+ *
+ *	- A full queue or a full writer only blocks the leader: it waits
+ *	  until the writer has read or committed, which by the above it does.
+ *	  The waits for a commit (a barrier's predecessors, a barrier before
+ *	  the next transaction, half of a full writer's transactions, all of
+ *	  them before the pool grows from one writer) are for transactions
+ *	  already dispatched.
+ *
+ *	- Commit-order and dependency waits between writers are heavyweight
+ *	  lock waits, which the deadlock detector sees, also together with
+ *	  local sessions; the transaction it cancels is retried by its writer
+ *	  from what it already holds, after its predecessors (writer.c),
+ *	  without the leader.
+ *
+ *	- A large transaction is sent in chunks as it arrives, but its writer
+ *	  only spills them to a file, holding nothing, and applies it once its
+ *	  STREAM_END is there, after everything before it has committed (it is
+ *	  a barrier); nothing after it is dispatched until it has committed.
+ *
+ *	- A RELATION goes inline to the writer of its transaction and then to
+ *	  every other writer, before any later transaction: each queue is in
+ *	  order, so no writer waits for a definition.
  *
  * Any error ends the whole pipeline: the error is recorded for
  * subscription_status(), the writers are terminated with the leader, and
@@ -57,6 +104,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "dispatcher.h"
+#include "leader.h"
 #include "pool.h"
 #include "progress.h"
 #include "relmap.h"
@@ -65,17 +113,13 @@
 #endif
 #include "sync.h"
 
-static PaSubSlot *slot;
-static PaSubscription *sub;
-static WalReceiverConn *conn;
-static bool streaming = false; /* START_REPLICATION sent */
-static bool caught_up_once = false;
-static bool durable = false;	/* writers flush their commits */
-static uint64 reported_seq = 0; /* commits covered by the last report */
+PaLeader   *MyPaLeader = NULL;
 
 static void
 leader_on_exit(int code, Datum arg)
 {
+	PaSubSlot  *slot = MyPaLeader->slot;
+
 	pa_pool_shutdown();
 	if (slot != NULL)
 	{
@@ -92,47 +136,110 @@ leader_on_exit(int code, Datum arg)
 static void
 set_state(PaSubState state)
 {
+	PaSubSlot  *slot = MyPaLeader->slot;
+
 	SpinLockAcquire(&slot->mutex);
 	slot->state = state;
 	SpinLockRelease(&slot->mutex);
 }
 
-/* While blocked on a full queue: keep the connection alive. */
-static void
-keepalive_while_blocked(void)
+/* How far commits (with durable apply, flushes) have got. */
+uint64
+pa_leader_done_seq(bool durable)
 {
-	if (!streaming)
+	PaSubSlot  *slot = MyPaLeader->slot;
+
+	return pg_atomic_read_u64(durable ? &slot->flushed_seq :
+							  &slot->committed_seq);
+}
+
+/*
+ * Ask the writers to set our latch once transaction seq is done (with
+ * durable, flushed); true if it is done already.  A writer that ended
+ * before the request was written did not see it: hence the check after
+ * the barrier, which pairs with the one in pa_wake_leader().
+ */
+static bool
+request_wake(uint64 seq, bool durable)
+{
+	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, seq);
+	pg_memory_barrier();
+	return pa_leader_done_seq(durable) >= seq;
+}
+
+/*
+ * Wait for what the dispatcher needs (a commit, room in a queue), then
+ * keep the provider connection alive, without reading from it: the
+ * stream waits until the dispatcher can go on.
+ */
+static void
+wait_for_dispatcher(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	bool		done = false;
+	long		timeout = 1000L;
+
+	if (wait->kind == PA_WAIT_COMMIT)
+	{
+		/* the writer that commits it wakes us: once per wait */
+		done = request_wake(wait->seq, false);
+		timeout = 100L;
+	}
+	if (!done)
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
+	CHECK_FOR_INTERRUPTS();
+	pa_pool_check();
+	if (!L->streaming)
 		return;					/* replaying: not in COPY mode yet */
-	pa_progress_update(slot, false);
-	pa_progress_feedback(conn, false, false);
+	pa_progress_update(false);
+	pa_progress_feedback(false, false);
 }
 
-static PaSubscription *
-read_subscription(Oid subid)
+/*
+ * Dispatch one frame, waiting as long as the dispatcher needs: for a
+ * recording (replay.c), whose buffer stays as it is meanwhile.
+ */
+void
+pa_leader_dispatch_frame(StringInfo in)
 {
-	PaSubscription *s;
-	MemoryContext oldcxt;
+	PaDispatchWait wait;
 
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	s = pa_catalog_get(subid);
-	MemoryContextSwitchTo(oldcxt);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	return s;
+	if (pa_dispatch_frame(in, &wait))
+		return;
+	do
+		wait_for_dispatcher(&wait);
+	while (!pa_dispatch_continue(&wait));
 }
 
-static void
-handle_copydata(char *buf, int len)
+/* Wait until everything dispatched has committed. */
+void
+pa_leader_wait_all(void)
+{
+	PaDispatchWait wait;
+
+	wait.kind = PA_WAIT_COMMIT;
+	wait.seq = MyPaLeader->last_seq;
+	wait.writer = -1;
+	while (pa_leader_done_seq(false) < wait.seq)
+		wait_for_dispatcher(&wait);
+}
+
+/*
+ * One CopyData message of the stream.  False when the dispatcher must wait
+ * (*wait) before it can finish the frame, which is then kept in buf: the
+ * caller must not read from the connection until pa_dispatch_continue()
+ * has returned true.
+ */
+static bool
+handle_copydata(char *buf, int len, PaDispatchWait *wait)
 {
 	StringInfoData s;
 	char		type;
 
-	s.data = buf;
-	s.len = len;
-	s.cursor = 0;
-	s.maxlen = -1;
+	pa_stringinfo_over(&s, buf, len);
 	type = pq_getmsgbyte(&s);
 
 	if (type == 'w')
@@ -142,7 +249,7 @@ handle_copydata(char *buf, int len)
 
 		(void) pq_getmsgint64(&s);	/* send time */
 		pa_progress_received(Max(start, end));
-		pa_dispatch_frame(&s);
+		return pa_dispatch_frame(&s, wait);
 	}
 	else if (type == 'k')
 	{
@@ -154,8 +261,8 @@ handle_copydata(char *buf, int len)
 		pa_progress_provider_end(end);
 		if (reply)
 		{
-			pa_progress_update(slot, pa_dispatch_idle());
-			pa_progress_feedback(conn, true, false);
+			pa_progress_update(pa_dispatch_idle());
+			pa_progress_feedback(true, false);
 		}
 	}
 	else
@@ -163,56 +270,72 @@ handle_copydata(char *buf, int len)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("unexpected message type \"%c\" in the replication stream",
 						type)));
+	return true;
+}
+
+/* Writers 0..n-1; the new ones learn the relations first (dispatcher.c). */
+static void
+resize_pool(int n)
+{
+	bool	   *started = palloc0(sizeof(bool) * pa_max_writers);
+
+	pa_pool_resize(n, started);
+	for (int w = 0; w < pa_max_writers; w++)
+		if (started[w])
+			pa_dispatch_writer_started(w);
+	pfree(started);
 }
 
 /* Writers wanted now: follows alter_*_config and the reloadable GUC. */
 static void
 maybe_resize(void)
 {
-	int			want = pa_effective_writers(slot);
+	PaLeader   *L = MyPaLeader;
+	int			want = pa_effective_writers(L->slot);
+	PaDispatchWait wait;
 
-	if (want != pa_pool_size())
+	if (want == pa_pool_size())
+		return;
+	while (!pa_dispatch_may_resize(want, &wait))
 	{
-		/* with one writer no keys were tracked: start the others clean */
-		if (pa_pool_size() == 1)
-		{
-			if (pa_dispatch_in_txn())
-				return;			/* at the next transaction boundary */
-			pa_dispatch_wait_all();
-		}
-		StartTransactionCommand();
-		pa_progress_ensure_origins(sub->subid, want);
-		CommitTransactionCommand();
-		pa_pool_resize(want);
-		ereport(LOG,
-				(errmsg("parallel_apply subscription \"%s\" now applies with %d writers",
-						sub->name, want)));
+		if (wait.kind == PA_WAIT_NONE)
+			return;				/* at the next transaction boundary */
+		wait_for_dispatcher(&wait);
 	}
+	StartTransactionCommand();
+	pa_progress_ensure_origins(L->sub->subid, want);
+	CommitTransactionCommand();
+	resize_pool(want);
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\" now applies with %d writers",
+					L->sub->name, want)));
 }
 
 /* Everything that is not reading: status, feedback, resizing. */
 static void
 housekeeping(TimestampTz *last_xact)
 {
+	PaLeader   *L = MyPaLeader;
+	PaSubSlot  *slot = L->slot;
 	bool		idle = pa_dispatch_idle();
 	XLogRecPtr	target;
 	TimestampTz now = GetCurrentTimestamp();
 
 	pa_pool_check();
-	reported_seq = pa_dispatch_done_seq(durable);
-	pa_progress_update(slot, idle);
+	L->reported_seq = pa_leader_done_seq(L->durable);
+	pa_progress_update(idle);
 
 	SpinLockAcquire(&slot->mutex);
 	target = slot->catchup_target;
-	if (!caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
+	if (!L->caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
 		slot->applied_lsn >= slot->provider_lsn)
-		caught_up_once = true;
+		L->caught_up_once = true;
 	if (slot->state != PA_SUB_INITIALIZING)
-		slot->state = caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
+		slot->state = L->caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
 	SpinLockRelease(&slot->mutex);
 
 	/* a waiter wants the provider's current end: ask for a keepalive */
-	pa_progress_feedback(conn, false, idle && target != InvalidXLogRecPtr);
+	pa_progress_feedback(false, idle && target != InvalidXLogRecPtr);
 
 	if (ConfigReloadPending)
 	{
@@ -231,9 +354,16 @@ housekeeping(TimestampTz *last_xact)
 	}
 }
 
+/*
+ * The leader's loop: the only place it waits.  While the dispatcher has
+ * something to finish (see the header comment), it waits for that and
+ * reads nothing; else it reads what is there, and then waits for the
+ * socket, the latch or the next status update.
+ */
 static void
 stream_loop(void)
 {
+	PaLeader   *L = MyPaLeader;
 	TimestampTz last_xact = GetCurrentTimestamp();
 	WaitEventSet *wes = NULL;
 
@@ -244,24 +374,37 @@ stream_loop(void)
 		int			len;
 		int			n = 0;
 		WaitEvent	event;
+		PaDispatchWait wait;
 
 		CHECK_FOR_INTERRUPTS();
 
-		len = walrcv_receive(conn, &buf, &fd);
+		if (!pa_dispatch_continue(&wait))
+		{
+			wait_for_dispatcher(&wait);
+			continue;
+		}
+
+		len = walrcv_receive(L->conn, &buf, &fd);
 		while (len != 0)
 		{
 			if (len < 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("the provider ended the replication stream of subscription \"%s\"",
-								sub->name)));
-			handle_copydata(buf, len);
+								L->sub->name)));
+			if (!handle_copydata(buf, len, &wait))
+				break;			/* the dispatcher waits: so does the stream */
 			if (++n % 1000 == 0)
 			{
 				CHECK_FOR_INTERRUPTS();
 				housekeeping(&last_xact);
 			}
-			len = walrcv_receive(conn, &buf, &fd);
+			len = walrcv_receive(L->conn, &buf, &fd);
+		}
+		if (len != 0)
+		{
+			wait_for_dispatcher(&wait);
+			continue;
 		}
 
 		housekeeping(&last_xact);
@@ -280,11 +423,13 @@ stream_loop(void)
 		 * what is applied and flushed; synchronous replication waits for
 		 * it.
 		 */
-		pa_dispatch_request_wake(reported_seq, durable);
+		if (L->last_seq > L->reported_seq &&
+			request_wake(L->reported_seq + 1, L->durable))
+			SetLatch(MyLatch);
 		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
-		pa_dispatch_request_wake(PG_UINT64_MAX, durable);
+		pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
 	}
 }
 
@@ -300,7 +445,7 @@ same_encoding(void)
 	bool		same;
 
 	StartTransactionCommand();
-	same = pa_check_provider_encoding(pa_provider_encoding(conn)) ==
+	same = pa_check_provider_encoding(pa_provider_encoding(MyPaLeader->conn)) ==
 		GetDatabaseEncoding();
 	CommitTransactionCommand();
 	return same;
@@ -314,6 +459,7 @@ same_encoding(void)
 static void
 start_streaming(XLogRecPtr start)
 {
+	PaSubscription *sub = MyPaLeader->sub;
 	StringInfoData cmd;
 	StringInfoData names;
 	WalRcvExecResult *res;
@@ -331,7 +477,7 @@ start_streaming(XLogRecPtr start)
 					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
 					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true");
-	res = walrcv_exec(conn, cmd.data, 0, NULL);
+	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
 	if (res->status != WALRCV_OK_COPY_BOTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -346,6 +492,9 @@ void
 pa_leader_main(Datum arg)
 {
 	int			slotidx = DatumGetInt32(arg);
+	PaLeader   *L;
+	PaSubSlot  *slot;
+	PaSubscription *sub;
 	Oid			extra[2];
 	XLogRecPtr	start;
 
@@ -359,11 +508,15 @@ pa_leader_main(Datum arg)
 	slot = pa_subslot(slotidx);
 	if (!slot->in_use || slot->subid != extra[0] || slot->dboid != MyDatabaseId)
 		proc_exit(0);
+	L = MyPaLeader = MemoryContextAllocZero(TopMemoryContext, sizeof(PaLeader));
+	L->slot = slot;
 	before_shmem_exit(leader_on_exit, (Datum) 0);
 
 	PG_TRY();
 	{
-		sub = read_subscription(extra[0]);
+		StartTransactionCommand();
+		sub = L->sub = pa_catalog_get_kept(extra[0]);
+		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
 
@@ -376,7 +529,7 @@ pa_leader_main(Datum arg)
 		 * leader's relation map need not read the tables' positions.
 		 */
 		pa_relmap_subid = sub->subid;
-		durable = strcmp(sub->synchronous_commit, "off") != 0;
+		L->durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		SpinLockAcquire(&slot->mutex);
 		slot->leader_pid = MyProcPid;
@@ -394,20 +547,20 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
-		conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
+		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
 		StartTransactionCommand();
 		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
 		start = pa_progress_start_lsn(sub->subid);
 		CommitTransactionCommand();
 
-		pa_pool_init(slot, sub->subid, sub->name, keepalive_while_blocked);
-		pa_dispatch_init(slot);
-		pa_pool_resize(pa_effective_writers(slot));
+		pa_pool_init();
+		pa_dispatch_init();
+		resize_pool(pa_effective_writers(slot));
 
 		if (sub->sync_state != PA_SYNC_READY)
 		{
-			pa_sync_run(conn, sub, slot);
+			pa_sync_run(L->conn, sub, slot);
 			start = InvalidXLogRecPtr;	/* the slot's consistent point */
 			set_state(PA_SUB_CATCHING_UP);
 		}
@@ -420,7 +573,7 @@ pa_leader_main(Datum arg)
 		pa_dispatch_new_session();
 		pa_sync_streaming(sub);
 		start_streaming(start);
-		streaming = true;
+		L->streaming = true;
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
 						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));

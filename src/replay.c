@@ -52,6 +52,7 @@
 #include "utils/memutils.h"
 
 #include "dispatcher.h"
+#include "leader.h"
 #include "pipeline.h"
 #include "protocol.h"
 #include "replay.h"
@@ -151,7 +152,7 @@ pa_replay_run(const char *subname)
 	pos = 19 + get32(buf + 15);		/* signature, flags, header extension */
 
 	pa_dispatch_new_session();
-	seq0 = pa_dispatch_done_seq(false);
+	seq0 = pa_leader_done_seq(false);
 	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
@@ -174,21 +175,18 @@ pa_replay_run(const char *subname)
 		if (len == (uint32) -1 || len > MaxAllocSize || pos + len > size)
 			bad_file(path, "A frame is NULL or runs past the end of the file.");
 
-		s.data = buf + pos;
-		s.len = len;
-		s.maxlen = -1;
-		s.cursor = 0;
-		pa_dispatch_frame(&s);
+		pa_stringinfo_over(&s, buf + pos, len);
+		pa_leader_dispatch_frame(&s);
 		pos += len;
 		frames++;
 		if (frames % 1000 == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	pa_dispatch_wait_all();
+	pa_leader_wait_all();
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	secs = INSTR_TIME_GET_DOUBLE(elapsed);
-	txns = pa_dispatch_done_seq(false) - seq0;
+	txns = pa_leader_done_seq(false) - seq0;
 	pfree(buf);
 
 	ereport(LOG,
