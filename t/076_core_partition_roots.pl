@@ -3,7 +3,9 @@
 # publish_via_partition_root name a root together with its partition, a
 # partition without its root, or a middle level, and when one
 # subscription has two such publications (in either order): a change
-# arrives once, through the topmost table a publication names.  The
+# arrives once, through the topmost table a publication names.  Then a
+# published root whose columns change, and a plain table applied into a
+# partitioned one here whose partition and replica identity change.  The
 # extension on every node, 4 writers.  See docs/core-subscription-tests.md.
 use strict;
 use warnings;
@@ -117,6 +119,68 @@ wait_caught_up($s1, 'viaroot');
 wait_caught_up($s2, 'two');
 is(contents($s1, 'q2', 'q3_1'), 'q2= q3_1=', 'roots truncated, s1');
 is(contents($s2, 'q2', 'q3', 'q4'), 'q2= q3= q4=', 'roots truncated, s2');
+
+# --- a published root altered: dropped and added columns ---------------
+$s1->safe_psql('postgres', "ALTER TABLE q2 ADD COLUMN c text");
+$s2->safe_psql('postgres', "ALTER TABLE q2 ADD COLUMN c text");
+$pub->safe_psql('postgres', q{
+ALTER TABLE q2 DROP b, ADD COLUMN c text DEFAULT 'provider default', ADD b text;
+INSERT INTO q2 (a, b) VALUES (1, 'x'), (3, 'y'), (5, 'z');
+INSERT INTO q2 (a, b, c) VALUES (6, 'w', 'given');
+});
+wait_caught_up($s1, 'viaroot');
+wait_caught_up($s2, 'two');
+foreach my $n ([ 's1', $s1 ], [ 's2', $s2 ])
+{
+	is($n->[1]->safe_psql('postgres', "SELECT string_agg(a || ':' || b || ':' || c, ',' ORDER BY a) FROM q2"),
+		'1:x:provider default,3:y:provider default,5:z:provider default,6:w:given',
+		"$n->[0]: rows of a root whose columns were dropped and added, through a partition");
+}
+
+# --- a plain table applied into a partitioned one here ------------------
+$s2->safe_psql('postgres', q{
+CREATE TABLE q5 (a int NOT NULL, b int, c int) PARTITION BY LIST (a);
+CREATE TABLE q5_1 PARTITION OF q5 DEFAULT;
+CREATE UNIQUE INDEX q5_a ON q5 (a);
+ALTER TABLE q5 REPLICA IDENTITY USING INDEX q5_a;
+ALTER TABLE q5_1 REPLICA IDENTITY USING INDEX q5_1_a_idx;
+});
+$pub->safe_psql('postgres', q{
+CREATE TABLE q5 (a int NOT NULL, b int);
+CREATE UNIQUE INDEX q5_a ON q5 (a);
+ALTER TABLE q5 REPLICA IDENTITY USING INDEX q5_a;
+INSERT INTO q5 VALUES (1, 1);
+UPDATE q5 SET a = 2 WHERE a = 1;
+});
+wait_caught_up($s2, 'two');
+is($s2->safe_psql('postgres', 'SELECT a, b, c FROM q5'), '2|1|',
+	'a plain table applied into a partitioned one');
+# the partition here gets another column order
+$s2->safe_psql('postgres', q{
+ALTER TABLE q5 DETACH PARTITION q5_1;
+ALTER TABLE q5_1 DROP COLUMN b;
+ALTER TABLE q5_1 ADD COLUMN b int;
+ALTER TABLE q5 ATTACH PARTITION q5_1 DEFAULT;
+});
+$pub->safe_psql('postgres', 'UPDATE q5 SET a = 3 WHERE a = 2');
+wait_caught_up($s2, 'two');
+is($s2->safe_psql('postgres', 'SELECT a, b, c FROM q5'), '3|1|',
+	'after the partition here was altered (the update sends b again)');
+# the provider's table altered
+$pub->safe_psql('postgres', q{
+ALTER TABLE q5 DROP COLUMN b, ADD COLUMN c int;
+ALTER TABLE q5 ADD COLUMN b int;
+UPDATE q5 SET c = 1 WHERE a = 3;
+});
+wait_caught_up($s2, 'two');
+is($s2->safe_psql('postgres', 'SELECT a, b, c FROM q5'), '3||1',
+	'after the provider\'s table was altered');
+# the partitioned table here without a replica identity, its partition with one
+$s2->safe_psql('postgres', 'ALTER TABLE q5 REPLICA IDENTITY NOTHING');
+$pub->safe_psql('postgres', 'UPDATE q5 SET a = 4 WHERE a = 3');
+wait_caught_up($s2, 'two');
+is($s2->safe_psql('postgres', 'SELECT a, b, c FROM q5_1'), '4||1',
+	'the partition\'s replica identity is enough');
 
 no_errors($s1, 'viaroot', 's1');
 no_errors($s2, 'two', 's2');
