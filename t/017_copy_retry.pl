@@ -30,7 +30,7 @@ CREATE PUBLICATION pfk FOR TABLE tab3, tab4;
 $sub->safe_psql('postgres', $fk . 'INSERT INTO tab3 VALUES (1000)');
 $sub->safe_psql('postgres',
 	"SELECT create_subscription('fk', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pfk'], num_writers := 2)");
-wait_caught_up($sub, 'fk', '1 min');
+wait_caught_up($sub, 'fk', timeout => '1 min');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM tab3 WHERE x <> 1000') .
 	' ' . $sub->safe_psql('postgres', 'SELECT count(*) FROM tab3 WHERE x = 1000'),
 	'50 1', 'tables linked by a foreign key are copied; the subscriber-only row stays');
@@ -84,7 +84,7 @@ INSERT INTO c SELECT i, 'c' || i FROM generate_series(151, 160) i;
 UPDATE c SET v = 'again' WHERE id < 5;
 DELETE FROM a WHERE id < 5;
 });
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 rows_equal($pub, $sub, [ [ 'a', 'id' ], [ 'b', 'id' ], [ 'c', 'id' ] ],
 	'copied in two attempts');
 is($sub->safe_psql('postgres',
@@ -115,7 +115,7 @@ UPDATE late SET v = 'changed' WHERE id % 3 = 0;
 DELETE FROM late WHERE id % 5 = 0;
 INSERT INTO fresh SELECT i, 'fresh' || i FROM generate_series(1, 20) i;
 });
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 rows_equal($pub, $sub, [ [ 'late', 'id' ], [ 'fresh', 'id' ] ],
 	'tables joining the publication are copied before their changes apply');
 ok($sub->log_contains(qr/table "public\.late" joined its publications and was copied as of/, $offset),
@@ -135,7 +135,7 @@ like($rerr, qr/ERROR:  refresh_subscription\(\) cannot run inside a transaction 
 is($sub->safe_psql('postgres', "SELECT refresh_subscription('retry')"), '1',
 	'refresh_subscription copies the one table that joined');
 $pub->safe_psql('postgres', "UPDATE quiet SET v = 'after' WHERE id = 1");
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 rows_equal($pub, $sub, [ [ 'quiet', 'id' ], [ 'a', 'id' ] ], 'refreshed');
 is($sub->safe_psql('postgres', "SELECT refresh_subscription('retry')"), '0',
 	'a second refresh has nothing to copy');
@@ -146,7 +146,7 @@ ALTER PUBLICATION pabc DROP TABLE b;
 INSERT INTO b VALUES (1000, 'not sent');
 INSERT INTO a VALUES (1000, 'sent');
 });
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM b WHERE id = 1000') . ' ' .
 	$sub->safe_psql('postgres', 'SELECT count(*) FROM a WHERE id = 1000'),
 	'0 1', 'a table dropped from the publication is no longer applied');
@@ -166,7 +166,7 @@ is($sub->safe_psql('postgres',
 	$sub->safe_psql('postgres', 'SELECT count(*) FROM rec'),
 	'0 0', 'the dropped table is forgotten; the joining table is not copied');
 $pub->safe_psql('postgres', "INSERT INTO rec VALUES (6, 'new')");
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',') FROM rec"), '6:new',
 	'and its changes apply from then on');
 
@@ -185,7 +185,7 @@ ok($sub->poll_query_until('postgres',
 	'a joining table missing here: the error is shown in subscription_status');
 $sub->safe_psql('postgres', 'CREATE TABLE absent (id int PRIMARY KEY, v text)');
 $sub->safe_psql('postgres', "SELECT enable_subscription('retry')");
-wait_caught_up($sub, 'retry', '1 min');
+wait_caught_up($sub, 'retry', timeout => '1 min');
 rows_equal($pub, $sub, [ [ 'absent', 'id' ] ], 'a joining table created here after the error');
 
 # without synchronize_data, a joining table applies from then on, uncopied
@@ -205,7 +205,7 @@ ALTER PUBLICATION pnc ADD TABLE nocopy;
 INSERT INTO nocopy VALUES (11, 'new');
 UPDATE nocopy SET v = 'newer' WHERE id IN (1, 11);
 });
-wait_caught_up($sub, 'nc', '1 min');
+wait_caught_up($sub, 'nc', timeout => '1 min');
 is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM nocopy"),
 	'11:newer', 'without synchronize_data a joining table is not copied; its changes apply from then on');
 

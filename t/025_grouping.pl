@@ -73,7 +73,7 @@ sub apply_backlog
 	# the counters are kept across restarts of the pipeline
 	my ($t1, $c1) = counters();
 	cmp_ok($t1 - $t0, '>=', $n, "$label: the backlog was applied");
-	tables_equal($pub, $sub, [ 'acct', 'hist' ], $label);
+	rows_equal($pub, $sub, [ 'acct', 'hist' ], $label);
 	is($sub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),
 		$sub->safe_psql('postgres', 'SELECT sum(delta) FROM hist'),
 		"$label: balances match the history");
@@ -138,7 +138,7 @@ for my $i (1 .. 30)
 $pub->safe_psql('postgres', $same);
 $sub->safe_psql('postgres', "SELECT enable_subscription('g')");
 wait_caught_up($sub, 'g');
-tables_equal($pub, $sub, [ [ 'acct', 'id' ] ], 'the same rows changed again and again');
+rows_equal($pub, $sub, [ [ 'acct', 'id' ] ], 'the same rows changed again and again');
 
 # A group that meets a retriable error is applied again one transaction
 # at a time.  Twenty transactions, the i-th updating account i.  Local
@@ -196,7 +196,7 @@ session_query($lock10, 'COMMIT');
 session_close($lock1);
 session_close($lock10);
 wait_caught_up($sub, 'g');
-tables_equal($pub, $sub, [ 'acct', 'hist' ], 'group retry');
+rows_equal($pub, $sub, [ 'acct', 'hist' ], 'group retry');
 my ($r1, $c1) = split /\|/, $sub->safe_psql('postgres',
 	"SELECT sum(retries), sum(local_commits) FROM writer_status() WHERE subscription_name = 'g'");
 cmp_ok($r1 - $r0, '>=', 1, 'group retry: the retry is counted');
@@ -225,7 +225,7 @@ cmp_ok($co1, '>', $co0, 'coalescing: updates of a row within a group were replac
 $pub->safe_psql('postgres', 'INSERT INTO hist (acct, delta) SELECT 1 + g % 20, 0 FROM generate_series(1, 120000) g');
 $pub->safe_psql('postgres', 'UPDATE hist SET delta = delta');
 wait_caught_up($sub, 'g');
-tables_equal($pub, $sub, [ 'hist' ], 'coalescing: one transaction keeping more than 4 MB');
+rows_equal($pub, $sub, [ 'hist' ], 'coalescing: one transaction keeping more than 4 MB');
 $pub->safe_psql('postgres', 'DELETE FROM hist WHERE delta = 0 AND id > 1000');
 wait_caught_up($sub, 'g');
 

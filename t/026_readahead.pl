@@ -74,7 +74,7 @@ backlog(1500, 2, 1);
 $sub->safe_psql('postgres', "SELECT enable_subscription('g')");
 wait_caught_up($sub, 'g');
 
-tables_equal($pub, $sub, [ [ 'acct', 'id' ], [ 'hist', 'id' ] ],
+rows_equal($pub, $sub, [ [ 'acct', 'id' ], [ 'hist', 'id' ] ],
 	'backlog read ahead');
 is($sub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),
 	$pub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),

@@ -73,7 +73,7 @@ CREATE PUBLICATION pub FOR TABLE t, hot, g;
 });
 
 create_sub($sub, $pub, 'c', num_writers => 6);
-catch_up_or_die($sub, 'c');
+wait_caught_up($sub, 'c');
 # the initial copy fired no trigger (COPY runs as replica)
 rows_equal($pub, $sub, [ [ 't', 'id' ], [ 'hot', 'id' ], [ 'g', 'id' ] ], 'after the initial copy');
 ok(wait_for_writers($sub, 'c', 6), '6 writers');
@@ -95,22 +95,6 @@ sub status_note
 		"SELECT format('applied %s, dependency waits %s, commit order waits %s, retries %s', transactions_applied, dependency_waits, commit_order_waits, retries) FROM subscription_status() WHERE subscription_name = 'c'"));
 	note("$msg, per writer: " . $sub->safe_psql('postgres',
 		"SELECT string_agg(writer || ':' || retries, ' ' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'c'"));
-}
-
-# No error since $since (a subscriber timestamp): errors of an earlier
-# phase, still shown, do not count against a later one.
-sub no_errors
-{
-	my ($msg, $since) = @_;
-	is( $sub->safe_psql('postgres',
-			"SELECT coalesce((SELECT last_error FROM subscription_status() WHERE subscription_name = 'c' AND last_error_time >= '$since'), 'none')"),
-		'none', "$msg: no error in subscription_status");
-	is( $sub->safe_psql('postgres',
-			"SELECT coalesce(string_agg(writer || ': ' || last_error, '; '), 'none') FROM writer_status() WHERE last_error IS NOT NULL AND last_error_time >= '$since'"),
-		'none', "$msg: no error in writer_status");
-	is( $sub->safe_psql('postgres',
-			"SELECT state FROM subscription_status() WHERE subscription_name = 'c'"),
-		'streaming', "$msg: streaming");
 }
 
 sub now_sub
@@ -163,17 +147,17 @@ $sub->safe_psql('postgres', "SELECT disable_subscription('c')");
 run_load('unique swaps and moves, backlog', '-c', 6, '-j', 2, '-T', 5, '--max-tries', 10,
 	'-f', "$swap\@1", '-f', "$move\@2");
 $sub->safe_psql('postgres', "SELECT enable_subscription('c')");
-catch_up_or_die($sub, 'c');
+wait_caught_up($sub, 'c');
 rows_equal($pub, $sub, [ [ 't', 'id' ] ], 'after the backlog of unique swaps and moves');
 status_note('unique swaps and moves, backlog');
 run_load('unique swaps and moves', '-c', 6, '-j', 2, '-T', 5, '--max-tries', 10,
 	'-f', "$swap\@1", '-f', "$move\@2");
 is( $pub->safe_psql('postgres', 'SELECT count(DISTINCT u) = count(*) AND min(u) > 0 FROM t'),
 	't', 'the provider kept u unique and positive');
-catch_up_or_die($sub, 'c');
+wait_caught_up($sub, 'c');
 rows_equal($pub, $sub, [ [ 't', 'id' ] ], 'after unique swaps and moves');
 status_note('unique swaps and moves');
-no_errors('unique swaps and moves', $since);
+no_errors($sub, 'c', 'unique swaps and moves', since => $since);
 
 ##########################################################################
 # a local session holding row locks
@@ -223,10 +207,10 @@ SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 	my ($ok, $n, $out) = pgbench_finish($h);
 	ok($ok, 'hot rows: pgbench ran') or diag($out);
 	note("hot rows: $n transactions on the provider");
-	catch_up_or_die($sub, 'c');
+	wait_caught_up($sub, 'c');
 	rows_equal($pub, $sub, [ [ 'hot', 'id' ] ], 'after the local row locks');
 	status_note('local row locks');
-	no_errors('local row locks', $since);
+	no_errors($sub, 'c', 'local row locks', since => $since);
 }
 
 ##########################################################################
@@ -244,23 +228,23 @@ UPDATE g SET v = v + :d WHERE id = :a;
 });
 $since = now_sub();
 run_load('trigger', '-c', 4, '-j', 2, '-t', 150, '-f', $gupd);
-catch_up_or_die($sub, 'c');
+wait_caught_up($sub, 'c');
 rows_equal($pub, $sub, [ [ 'g', 'id' ] ], 'after the trigger workload');
 rows_equal($pub, $sub, [ [ 'totals', 'grp' ] ],
 	'the trigger ran once per applied row');
 status_note('trigger');
-no_errors('trigger', $since);
+no_errors($sub, 'c', 'trigger', since => $since);
 
 # and everything once more, all at once
 $since = now_sub();
 run_load('everything', '-c', 6, '-j', 2, '-t', 300, '--max-tries', 10,
 	'-f', "$swap\@2", '-f', "$move\@2", '-f', "$hot\@1", '-f', "$gupd\@1");
-catch_up_or_die($sub, 'c');
+wait_caught_up($sub, 'c');
 rows_equal($pub, $sub,
 	[ [ 't', 'id' ], [ 'hot', 'id' ], [ 'g', 'id' ], [ 'totals', 'grp' ] ],
 	'after everything at once');
 status_note('everything');
-no_errors('everything', $since);
+no_errors($sub, 'c', 'everything', since => $since);
 
 # the retries interrupted later writers (a retry request), which is not
 # an administrator's cancel: none is logged as one (t/045 tests those)

@@ -49,7 +49,7 @@ CREATE PUBLICATION pub FOR TABLE filler, ci_keys, citext_keys, numeric_keys, gat
 });
 
 create_sub($sub, $pub, 'k', num_writers => 4);
-catch_up_or_die($sub, 'k');
+wait_caught_up($sub, 'k');
 ok(wait_for_writers($sub, 'k', 4), '4 writers');
 rows_equal($pub, $sub,
 	[ [ 'ci_keys', 'k' ], [ 'citext_keys', 'id' ], [ 'numeric_keys', 'k' ] ],
@@ -89,16 +89,11 @@ BEGIN
 END \$\$;
 });
 	$sub->safe_psql('postgres', "SELECT enable_subscription('k')");
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 
 	rows_equal($pub, $sub, [ [ $table, 't::text' ], [ 'filler', 'id' ] ], $msg);
 	is(retries(), $retries_before, "$msg: no transaction retried");
-	is( $sub->safe_psql('postgres',
-			"SELECT string_agg(writer || ': ' || last_error, '; ') FROM writer_status() WHERE last_error_time >= '$since'"),
-		'', "$msg: no error");
-	is( $sub->safe_psql('postgres',
-			"SELECT state FROM subscription_status() WHERE subscription_name = 'k'"),
-		'streaming', "$msg: streaming");
+	no_errors($sub, 'k', $msg, since => $since);
 	note("$msg: transactions per writer: "
 		  . $sub->safe_psql('postgres',
 			"SELECT string_agg(writer || ': ' || transactions_applied, ', ' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'k'"));
@@ -147,7 +142,7 @@ END \$\$;
 	  or dump_pipeline($sub);
 	session_query($locker, 'COMMIT');
 	session_close($locker);
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	rows_equal($pub, $sub, [ [ 'plain_keys', 'k' ], [ 'gate', 'id' ] ],
 		'text, numeric(10,2) and char(8) keys');
 	note('transactions per writer: '

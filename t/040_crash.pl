@@ -40,7 +40,7 @@ $sub->safe_psql('postgres', $counter_sql);
 $pub->safe_psql('postgres',
 	'CREATE PUBLICATION pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, counter');
 create_sub($sub, $pub, 'k', num_writers => $nwriters);
-catch_up_or_die($sub, 'k');
+wait_caught_up($sub, 'k');
 ok(wait_for_writers($sub, 'k', $nwriters), "$nwriters writers run");
 
 sub start_load
@@ -114,7 +114,7 @@ sub kill_one_under_load
 	kill9($pid);
 	pipeline_back("$what killed", @all);
 	finish_load("$what killed", 0, @load);
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	all_equal("after kill -9 of the $what");
 }
 
@@ -128,7 +128,7 @@ kill_one_under_load('writer', sub { $sub->safe_psql('postgres', $writer_sql) });
 	ok(kill9_postmaster_and_restart($sub), 'subscriber killed with -9 and started again');
 	pipeline_back('postmaster killed', @all);
 	finish_load('postmaster killed', 0, @load);
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	all_equal('after kill -9 of the postmaster');
 }
 
@@ -149,7 +149,7 @@ kill_one_under_load('writer', sub { $sub->safe_psql('postgres', $writer_sql) });
 		pipeline_back("kill $i", @all);
 	}
 	is($kills, 10, 'ten writers killed');
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	all_equal('after ten kills of a writer');
 }
 
@@ -178,7 +178,7 @@ sub backlog
 	$pub->stop('immediate');
 	$pub->start;
 	finish_load('after the provider crash', 0, start_load(3));
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	all_equal('after a provider crash mid-stream');
 }
 
@@ -188,7 +188,7 @@ sub backlog
 	$pub->restart;    # fast: the load's sessions are cut off
 	finish_load('provider restarted', 1, @load);
 	finish_load('after the provider restart', 0, start_load(3));
-	catch_up_or_die($sub, 'k');
+	wait_caught_up($sub, 'k');
 	all_equal('after a provider restart under load');
 }
 

@@ -98,7 +98,7 @@ is(blocked_writer($xid), $pid, 'the same writer applies the transaction again');
 cmp_ok($sub->safe_psql('postgres', "SELECT retries FROM writer_status() WHERE pid = $pid"),
 	'>', $retries, 'the transaction applied again is counted in writer_status().retries');
 session_query($lock, 'COMMIT');
-catch_up_or_die($sub, 's');
+wait_caught_up($sub, 's');
 rows_equal($pub, $sub, \@tables, 'after a cancel');
 unlike(slurp_file($sub->logfile, $logpos), qr/ERROR|FATAL/,
 	'a cancel is no error: the pipeline went on');
@@ -118,9 +118,9 @@ like(slurp_file($sub->logfile, $logpos),
 	'the writer was terminated');
 session_query($lock, 'COMMIT');
 session_close($lock);
-catch_up_or_die($sub, 's');
+wait_caught_up($sub, 's');
 remote_txn(11, 15, 3, 33);
-catch_up_or_die($sub, 's');
+wait_caught_up($sub, 's');
 rows_equal($pub, $sub, \@tables, 'after a terminated writer: nothing lost, nothing twice');
 
 done_testing();

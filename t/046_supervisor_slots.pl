@@ -45,8 +45,8 @@ foreach my $db (@plain)
 }
 $sub->safe_psql('postgres', 'CREATE DATABASE e1');
 $sub->safe_psql('e1', $ddl . 'CREATE EXTENSION parallel_apply');
-create_sub_db($sub, $pub, 's1', 'e1', ['pub']);
-wait_caught_up_db($sub, 's1', 'e1');
+create_sub($sub, $pub, 's1', db => 'e1');
+wait_caught_up($sub, 's1', db => 'e1');
 
 $sub->restart;
 my $waiting = join(', ', map { "'$_'" } @plain);
@@ -73,7 +73,7 @@ SELECT count(*) = 0 FROM pg_stat_activity
 $sub->safe_psql('postgres', 'CREATE DATABASE e2');
 $sub->safe_psql('e2', $ddl . 'CREATE EXTENSION parallel_apply');
 my $logpos = -s $sub->logfile;
-create_sub_db($sub, $pub, 's2', 'e2', ['pub']);
+create_sub($sub, $pub, 's2', db => 'e2');
 my $warning = qr/WARNING:  parallel_apply: no free supervisor slot for database "e2": its subscriptions are not applied/;
 my $log = '';
 foreach (1 .. 600)

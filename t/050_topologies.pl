@@ -115,8 +115,8 @@ scenario('extension on both nodes', sub {
 	write_rows($a, 'postgres', 't', 1, 100, 'a');
 	$a->safe_psql('postgres', 'CREATE PUBLICATION pall FOR ALL TABLES');
 
-	create_sub_db($b, $a, 'all', 'postgres', ['pall'], num_writers => 2);
-	catch_up_or_die($b, 'all');
+	create_sub($b, $a, 'all', publications => [ 'pall' ], num_writers => 2);
+	wait_caught_up($b, 'all');
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'FOR ALL TABLES, after the copy');
 	alive($b, 'all', 'after the copy');
 	is(catalog_names($b), 'all', "the subscriber's catalog keeps its subscription after the copy");
@@ -128,7 +128,7 @@ scenario('extension on both nodes', sub {
 	{
 		write_rows($a, 'postgres', 't', 100 * $round + 1, 100 * $round + 100, 'a');
 		$a->safe_psql('postgres', "UPDATE t SET v = v + 1 WHERE id % 10 = $round");
-		catch_up_or_die($b, 'all');
+		wait_caught_up($b, 'all');
 		rows_equal($a, $b, [ [ 't', 'id' ] ], "FOR ALL TABLES, streaming round $round");
 		alive($b, 'all', "streaming round $round");
 	}
@@ -141,7 +141,7 @@ scenario('extension on both nodes', sub {
 	$a->safe_psql('postgres',
 		"SELECT alter_subscription_config('on_provider', num_writers := 1)");
 	write_rows($a, 'postgres', 't', 301, 350, 'a');
-	catch_up_or_die($b, 'all');
+	wait_caught_up($b, 'all');
 	is(catalog_rows($b), $own,
 		"the provider's catalog changes are not applied: the subscriber's catalog is unchanged");
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'FOR ALL TABLES, after catalog changes on the provider');
@@ -163,10 +163,10 @@ SELECT create_subscription('on_provider_d2', \$d\$$a_d2\$d\$, ARRAY['pnamed'], e
 });
 	write_rows($a, 'd2', $_, 1, 100, 'a') foreach ('t2', 't3');
 
-	create_sub_db($b, $a, 'schema', 'd2', ['pschema'], num_writers => 2);
-	catch_up_or_die($b, 'schema', 'd2');
-	create_sub_db($b, $a, 'named', 'd2', ['pnamed'], num_writers => 2);
-	catch_up_or_die($b, 'named', 'd2');
+	create_sub($b, $a, 'schema', db => 'd2', publications => [ 'pschema' ], num_writers => 2);
+	wait_caught_up($b, 'schema', db => 'd2');
+	create_sub($b, $a, 'named', db => 'd2', publications => [ 'pnamed' ], num_writers => 2);
+	wait_caught_up($b, 'named', db => 'd2');
 	is(catalog_names($b, 'd2'), 'named,schema',
 		"TABLES IN SCHEMA parallel_apply, TABLE parallel_apply.subscription: the extension's table is not copied");
 	my $own_d2 = catalog_rows($b, 'd2');
@@ -176,8 +176,8 @@ SELECT alter_subscription_config('on_provider_d2', num_writers := 1);
 SELECT create_subscription('on_provider_d2b', \$d\$$a_d2\$d\$, ARRAY['pschema'], enabled := false);
 });
 	write_rows($a, 'd2', $_, 101, 200, 'a') foreach ('t2', 't3');
-	catch_up_or_die($b, 'schema', 'd2');
-	catch_up_or_die($b, 'named', 'd2');
+	wait_caught_up($b, 'schema', db => 'd2');
+	wait_caught_up($b, 'named', db => 'd2');
 	is(catalog_rows($b, 'd2'), $own_d2,
 		"the extension's table is not applied through a publication naming it");
 	rows_equal($a, $b, [ [ 't2', 'id' ], [ 't3', 'id' ] ],
@@ -207,10 +207,10 @@ scenario('cascade', sub {
 	$a->safe_psql('postgres', 'CREATE PUBLICATION pall FOR ALL TABLES');
 	$b->safe_psql('postgres', 'CREATE PUBLICATION pall FOR ALL TABLES');
 
-	create_sub_db($b, $a, 'ab', 'postgres', ['pall'], num_writers => 2);
-	catch_up_or_die($b, 'ab');
-	create_sub_db($c, $b, 'bc', 'postgres', ['pall'], num_writers => 2);
-	catch_up_or_die($c, 'bc');
+	create_sub($b, $a, 'ab', publications => [ 'pall' ], num_writers => 2);
+	wait_caught_up($b, 'ab');
+	create_sub($c, $b, 'bc', publications => [ 'pall' ], num_writers => 2);
+	wait_caught_up($c, 'bc');
 	my @tables = ([ 't', 'id' ], [ 'u', 'id' ]);
 	rows_equal($a, $c, \@tables, 'cascade, after the copies');
 	is(catalog_names($b), 'ab', "B's catalog keeps its subscription");
@@ -222,8 +222,8 @@ scenario('cascade', sub {
 		  foreach ('t', 'u');
 		$a->safe_psql('postgres', "UPDATE u SET v = v + 1 WHERE id % 10 = $round");
 		# what B applied is in B's WAL once B has caught up: then C
-		catch_up_or_die($b, 'ab');
-		catch_up_or_die($c, 'bc');
+		wait_caught_up($b, 'ab');
+		wait_caught_up($c, 'bc');
 		rows_equal($a, $b, \@tables, "cascade round $round, B");
 		rows_equal($a, $c, \@tables, "cascade round $round, C gets A's changes through B");
 		alive($b, 'ab', "cascade round $round");
@@ -248,10 +248,10 @@ scenario('bidirectional', sub {
 
 	# B copies A's rows; then A subscribes to B without a copy
 	create_sub($b, $a, 'b_from_a', origin => "'none'", num_writers => 2);
-	catch_up_or_die($b, 'b_from_a');
+	wait_caught_up($b, 'b_from_a');
 	create_sub($a, $b, 'a_from_b', origin => "'none'", synchronize_data => 'false',
 		num_writers => 2);
-	catch_up_or_die($a, 'a_from_b');
+	wait_caught_up($a, 'a_from_b');
 	is(status_value($b, 'b_from_a', 'origin'), 'none', "subscription_status().origin is 'none' on B");
 	is(status_value($a, 'a_from_b', 'origin'), 'none', "subscription_status().origin is 'none' on A");
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'bidirectional, after the copy');
@@ -265,8 +265,8 @@ scenario('bidirectional', sub {
 	# a round written on A: applied on B, nothing comes back to A
 	write_rows($a, 'postgres', 't', 101, 200, 'a');
 	$a->safe_psql('postgres', 'UPDATE t SET v = v + 1 WHERE id % 10 = 1');
-	catch_up_or_die($b, 'b_from_a');
-	catch_up_or_die($a, 'a_from_b');
+	wait_caught_up($b, 'b_from_a');
+	wait_caught_up($a, 'a_from_b');
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'written on A');
 	ok(applied_more($b, 'b_from_a', $applied{b_from_a}), "A's transactions applied on B");
 	is(status_value($a, 'a_from_b', 'transactions_applied'), $applied{a_from_b},
@@ -278,8 +278,8 @@ scenario('bidirectional', sub {
 	write_rows($b, 'postgres', 't', 201, 300, 'b');
 	$b->safe_psql('postgres', 'UPDATE t SET v = v + 1 WHERE id % 10 = 2');
 	$b->safe_psql('postgres', 'DELETE FROM t WHERE id BETWEEN 1 AND 5');
-	catch_up_or_die($a, 'a_from_b');
-	catch_up_or_die($b, 'b_from_a');
+	wait_caught_up($a, 'a_from_b');
+	wait_caught_up($b, 'b_from_a');
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'written on B');
 	ok(applied_more($a, 'a_from_b', $applied{a_from_b}), "B's transactions applied on A");
 	is(status_value($b, 'b_from_a', 'transactions_applied'), $applied{b_from_a},
@@ -288,9 +288,9 @@ scenario('bidirectional', sub {
 	# both at once, different rows
 	write_rows($a, 'postgres', 't', 301, 400, 'a');
 	write_rows($b, 'postgres', 't', 401, 500, 'b');
-	catch_up_or_die($b, 'b_from_a');
-	catch_up_or_die($a, 'a_from_b');
-	catch_up_or_die($b, 'b_from_a');
+	wait_caught_up($b, 'b_from_a');
+	wait_caught_up($a, 'a_from_b');
+	wait_caught_up($b, 'b_from_a');
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'written on both');
 	alive($a, 'a_from_b', 'bidirectional');
 	alive($b, 'b_from_a', 'bidirectional');
@@ -322,8 +322,8 @@ SELECT last_error LIKE '%duplicate key value violates unique constraint "t_pkey"
 	}
 	# removed on both sides, the row is gone everywhere and apply goes on
 	$_->safe_psql('postgres', 'DELETE FROM t WHERE id = 1000') foreach ($a, $b);
-	catch_up_or_die($a, 'a_from_b');
-	catch_up_or_die($b, 'b_from_a');
+	wait_caught_up($a, 'a_from_b');
+	wait_caught_up($b, 'b_from_a');
 	is($a->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id = 1000') . '/'
 		  . $b->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id = 1000'),
 		'0/0', 'the conflicting row deleted on both sides is gone from both');
@@ -333,8 +333,8 @@ SELECT last_error LIKE '%duplicate key value violates unique constraint "t_pkey"
 		'-2/-1', 'the same row updated on both sides: the values crossed, nothing reported');
 	# one more update of it, on one side, makes them equal again
 	$a->safe_psql('postgres', 'UPDATE t SET v = 10 WHERE id = 10');
-	catch_up_or_die($b, 'b_from_a');
-	catch_up_or_die($a, 'a_from_b');
+	wait_caught_up($b, 'b_from_a');
+	wait_caught_up($a, 'a_from_b');
 	rows_equal($a, $b, [ [ 't', 'id' ] ], 'after resolving the conflicts');
 	foreach ([ $a, 'a_from_b' ], [ $b, 'b_from_a' ])
 	{
@@ -389,14 +389,14 @@ scenario('several providers and databases', sub {
 		foreach my $x (@subs)
 		{
 			my ($name, $pub, $db, $table) = @$x;
-			catch_up_or_die($s, $name, $db);
+			wait_caught_up($s, $name, db => $db);
 			rows_equal($pub, $s, [ [ $table, 'id' ] ], "$msg, $name", $db);
 			alive($s, $name, $msg, $db);
 		}
 	};
 
 	$write->('before');
-	create_sub_db($s, $_->[1], $_->[0], $_->[2], ['pub'], num_writers => 2) foreach @subs;
+	create_sub($s, $_->[1], $_->[0], db => $_->[2], num_writers => 2) foreach @subs;
 	$check->('after the copies');
 	$write->('streaming');
 	$check->('streaming');

@@ -37,7 +37,7 @@ INSERT INTO t VALUES (2, 'plain', NULL, NULL, NULL);
 my $dsn = $pub->connstr('u8');
 $sub->safe_psql('l1',
 	"SELECT create_subscription('enc', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 2)");
-wait_caught_up_db($sub, 'enc', 'l1');
+wait_caught_up($sub, 'enc', db => 'l1');
 is($sub->safe_psql('l1', $bytes), $pub->safe_psql('u8', $bytes),
 	'initial copy: text converted from UTF8 to LATIN1');
 is($sub->safe_psql('l1', "SELECT octet_length(name) FROM t WHERE id = 1"), '4',
@@ -51,7 +51,7 @@ UPDATE t SET tags = ARRAY['façade'] WHERE id = 2;
 DELETE FROM t WHERE id = 3;
 INSERT INTO t VALUES (4, 'Zürich', ARRAY['Köln', 'Genève'], '["¡olé!"]', 'süß');
 });
-wait_caught_up_db($sub, 'enc', 'l1');
+wait_caught_up($sub, 'enc', db => 'l1');
 is($sub->safe_psql('l1', $bytes), $pub->safe_psql('u8', $bytes),
 	'streamed changes: text converted from UTF8 to LATIN1');
 

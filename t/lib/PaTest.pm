@@ -13,11 +13,10 @@ use IPC::Run;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(provider_node subscriber_node both_node table_digest
-  tables_equal wait_caught_up create_sub poll_until
-  row_digest rows_equal create_sub_db wait_caught_up_db
+  rows_equal wait_caught_up create_sub poll_until
   pgbench_init pgbench_start pgbench_finish pgbench_tables
   pgbench_tables_equal worker_pids wait_for_writers kill9_postmaster_and_restart
-  dump_pipeline catch_up_or_die session_open session_query session_close);
+  dump_pipeline no_errors session_open session_query session_close);
 
 # What a provider's postgresql.conf needs: our plugin on the allow-list
 # that PostgreSQL 15.19+ requires, room for slots and walsenders.
@@ -61,92 +60,110 @@ sub provider_node { my ($name, %opts) = @_; return make_node($name, 1, 0, %opts)
 sub subscriber_node { my ($name, %opts) = @_; return make_node($name, 0, 1, %opts); }
 sub both_node { my ($name, %opts) = @_; return make_node($name, 1, 1, %opts); }
 
-# An ordered digest of a table's content: equal digests, equal rows.
+# An ordered digest of a table's content, md5 of the rows' md5s in
+# $order (an ORDER BY list, t::text when none: every column; note that
+# "ORDER BY 1" in an aggregate orders by a constant).  Equal digests, equal
+# rows, duplicates and order included.
 sub table_digest
 {
 	my ($node, $table, $order, $db) = @_;
 	$order //= 't::text';
 	return $node->safe_psql($db // 'postgres',
-		"SELECT count(*) || ':' || coalesce(md5(string_agg(t::text, '|' ORDER BY $order)), '-') FROM $table t");
-}
-
-sub tables_equal
-{
-	my ($pub, $sub, $tables, $msg) = @_;
-	foreach my $t (@$tables)
-	{
-		my ($name, $order) = ref $t ? @$t : ($t, 't::text');
-		is(table_digest($sub, $name, $order), table_digest($pub, $name, $order),
-			"$msg: $name identical");
-	}
-}
-
-sub wait_caught_up
-{
-	my ($sub, $subname, $timeout) = @_;
-	$timeout //= '3 min';
-	$sub->safe_psql('postgres',
-		"SELECT wait_for_catchup('$subname', '$timeout')");
-}
-
-sub create_sub
-{
-	my ($sub, $pub, $name, %opts) = @_;
-	my $dsn = $pub->connstr('postgres');
-	my $args = join('', map { ", $_ := $opts{$_}" } sort keys %opts);
-	$sub->safe_psql('postgres',
-		"SELECT create_subscription('$name', \$dsn\$$dsn\$dsn\$, ARRAY['pub']$args)");
-}
-
-# Poll a query until it returns 't'; false after the timeout.
-sub poll_until
-{
-	my ($node, $sql, $timeout) = @_;
-	return $node->poll_query_until('postgres', $sql, 't');
-}
-
-# An ordered digest of a big table: md5 of the rows' md5s, in $order (a
-# real ORDER BY list: "ORDER BY 1" in an aggregate orders by a constant).
-# Equal digests, equal rows, duplicates and order included.
-sub row_digest
-{
-	my ($node, $table, $order, $db) = @_;
-	die "row_digest needs an order" unless defined $order;
-	return $node->safe_psql($db // 'postgres',
 		"SELECT count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY $order)), '-') FROM $table t");
 }
 
-# tables_equal with row_digest; each table [name, order].
+# The same rows on both sides, one test per table; each table a name
+# (ordered by every column) or [name, order].  True when all are equal.
 sub rows_equal
 {
 	my ($pub, $sub, $tables, $msg, $db) = @_;
 	my $ok = 1;
 	foreach my $t (@$tables)
 	{
-		my ($name, $order) = @$t;
-		$ok &= is(row_digest($sub, $name, $order, $db),
-			row_digest($pub, $name, $order, $db), "$msg: $name identical");
+		my ($name, $order) = ref $t ? @$t : ($t, undef);
+		$ok &= is(table_digest($sub, $name, $order, $db),
+			table_digest($pub, $name, $order, $db), "$msg: $name identical");
 	}
 	return $ok;
 }
 
-# create_sub for a database other than postgres (same name on both sides)
-# and any list of publications.
-sub create_sub_db
+# create_subscription on $sub for $pub's database: %opts may name db (the
+# same database on both sides, postgres when none) and publications (an
+# array, ['pub'] when none); any other option is passed on by name, its
+# value as SQL (num_writers => 4, origin => "'none'").
+sub create_sub
 {
-	my ($sub, $pub, $name, $db, $pubs, %opts) = @_;
+	my ($sub, $pub, $name, %opts) = @_;
+	my $db = delete $opts{db} // 'postgres';
+	my $pubs = delete $opts{publications} // ['pub'];
 	my $dsn = $pub->connstr($db);
 	my $args = join('', map { ", $_ := $opts{$_}" } sort keys %opts);
 	my $arr = join(', ', map { "'$_'" } @$pubs);
-	$sub->safe_psql($db,
+	return $sub->safe_psql($db,
 		"SELECT create_subscription('$name', \$dsn\$$dsn\$dsn\$, ARRAY[$arr]$args)");
 }
 
-sub wait_caught_up_db
+# wait_for_catchup(subscription) in %opts' db (postgres when none) within
+# its timeout (an interval, 3 min when none).  On a timeout, fail the test,
+# show what the pipeline does and die: what comes after would only repeat
+# the failure.
+sub wait_caught_up
 {
-	my ($sub, $subname, $db, $timeout) = @_;
-	$timeout //= '3 min';
-	$sub->safe_psql($db, "SELECT wait_for_catchup('$subname', '$timeout')");
+	my ($sub, $subname, %opts) = @_;
+	my $db = $opts{db} // 'postgres';
+	my $timeout = $opts{timeout} // '3 min';
+	my ($ret, $out, $err) = $sub->psql($db,
+		"SELECT wait_for_catchup('$subname', '$timeout')");
+	return 1 if $ret == 0;
+	fail("$subname caught up within $timeout");
+	diag($err);
+	dump_pipeline($sub, $db);
+	die "$subname did not catch up";
+}
+
+# Poll a query until it returns 't': true when it did, false (with the
+# query and its last answer as a diagnostic) once %opts' timeout (seconds,
+# PostgreSQL::Test::Utils' default when none) has passed.  %opts' db:
+# postgres when none.
+sub poll_until
+{
+	my ($node, $sql, %opts) = @_;
+	my $db = $opts{db} // 'postgres';
+	my $timeout = $opts{timeout} // $PostgreSQL::Test::Utils::timeout_default;
+	my $deadline = time + $timeout;
+	my ($ret, $out, $err);
+	while (1)
+	{
+		($ret, $out, $err) = $node->psql($db, $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		last if time >= $deadline;
+		usleep(100_000);
+	}
+	diag("poll_until gave up after ${timeout}s waiting for\n$sql\nlast answer: "
+		  . ($ret == 0 ? "'$out'" : "error: $err"));
+	return 0;
+}
+
+# Subscription $subname streams and neither it nor its writers show an
+# error; with %opts' since (a subscriber timestamp, e.g. from
+# clock_timestamp()) only errors from then on count, so an earlier phase's
+# errors, still shown, do not.  %opts' db: postgres when none.  True when
+# all three hold.
+sub no_errors
+{
+	my ($sub, $subname, $msg, %opts) = @_;
+	my $db = $opts{db} // 'postgres';
+	my $since = defined $opts{since} ? "AND last_error_time >= '$opts{since}'" : '';
+	my $ok = is( $sub->safe_psql($db,
+			"SELECT coalesce((SELECT last_error FROM subscription_status() WHERE subscription_name = '$subname' $since), 'none')"),
+		'none', "$msg: no error in subscription_status");
+	$ok &= is( $sub->safe_psql($db,
+			"SELECT coalesce(string_agg(writer || ': ' || last_error, '; '), 'none') FROM writer_status() WHERE subscription_name = '$subname' AND last_error IS NOT NULL $since"),
+		'none', "$msg: no error in writer_status");
+	$ok &= is( $sub->safe_psql($db,
+			"SELECT state FROM subscription_status() WHERE subscription_name = '$subname'"),
+		'streaming', "$msg: streaming");
+	return $ok;
 }
 
 # What a stuck subscription is doing: writer_status, the pipeline's
@@ -164,22 +181,6 @@ sub dump_pipeline
 		my ($ret, $out, $err) = $sub->psql($db, $q, extra_params => ['-x']);
 		diag("$q\n$out$err");
 	}
-}
-
-# wait_for_catchup; on a timeout, show what the pipeline does, then fail
-# the test and die: what comes after would only repeat the failure.
-sub catch_up_or_die
-{
-	my ($sub, $subname, $db, $timeout) = @_;
-	$db //= 'postgres';
-	$timeout //= '3 min';
-	my ($ret, $out, $err) = $sub->psql($db,
-		"SELECT wait_for_catchup('$subname', '$timeout')");
-	return 1 if $ret == 0;
-	fail("$subname caught up within $timeout");
-	diag($err);
-	dump_pipeline($sub, $db);
-	die "$subname did not catch up";
 }
 
 # A psql session for many quick queries, quieter than BackgroundPsql.
@@ -285,10 +286,10 @@ sub worker_pids
 sub wait_for_writers
 {
 	my ($node, $subname, $n, $db) = @_;
-	return $node->poll_query_until($db // 'postgres', qq{
+	return poll_until($node, qq{
 SELECT count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer $subname:%') = $n
    AND count(*) FILTER (WHERE application_name = 'parallel_apply receiver $subname') = 1
-  FROM pg_stat_activity});
+  FROM pg_stat_activity}, db => $db);
 }
 
 # kill -9 the postmaster of a node, wait (bounded) until every process it
