@@ -10,31 +10,42 @@
 #                                     a subscriber whose data matters
 
 MODULE_big = parallel_apply
+# The layout shows the architecture (README.md, "Layout").
 OBJS = \
-	src/parallel_apply.o \
-	src/protocol.o \
-	src/protocol_text.o \
-	src/output_plugin.o \
-	src/output_relcache.o \
-	src/relmap.o \
-	src/apply.o
-# subscriber
+	src/parallel_apply.o
+# provider: the output plugin
 OBJS += \
-	src/catalog.o \
-	src/conn.o \
-	src/launcher.o \
-	src/dispatcher.o \
-	src/pool.o \
-	src/progress.o \
-	src/queue.o \
-	src/readahead.o \
-	src/coalesce.o \
-	src/receiver.o \
-	src/shmem.o \
-	src/sql_api.o \
-	src/supervisor.o \
-	src/sync.o \
-	src/writer.o
+	src/provider/output_plugin.o \
+	src/provider/output_relcache.o
+# the protocol between them
+OBJS += \
+	src/protocol/protocol.o \
+	src/protocol/protocol_text.o
+# subscriber: shared memory, workers, catalog, provider connection, table sync
+OBJS += \
+	src/subscriber/shmem.o \
+	src/subscriber/launcher.o \
+	src/subscriber/supervisor.o \
+	src/subscriber/catalog.o \
+	src/subscriber/conn.o \
+	src/subscriber/queue.o \
+	src/subscriber/relmap.o \
+	src/subscriber/sync.o
+# subscriber: the leader (receiver, dispatcher, pool of writers, progress)
+OBJS += \
+	src/leader/receiver.o \
+	src/leader/dispatcher.o \
+	src/leader/pool.o \
+	src/leader/progress.o
+# subscriber: the writers
+OBJS += \
+	src/writer/writer.o \
+	src/writer/readahead.o \
+	src/writer/coalesce.o \
+	src/writer/apply.o
+# the SQL API
+OBJS += \
+	src/sql/sql_api.o
 
 EXTENSION = parallel_apply
 DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.0--1.1.sql
@@ -44,13 +55,14 @@ REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
 	plugin_partition plugin_errors extension_upgrade
 TAP_TESTS = 1
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
+PA_SRC_DIRS = src src/provider src/protocol src/subscriber src/leader src/writer src/sql src/debug
+PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(PA_SRC_DIRS)) -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 # Benchmark-only switches: parallel_apply.debug_discard_changes (writers
 # drop what they receive) and parallel_apply.debug_replay_file (a leader
-# routes a recorded stream, src/replay.c) exist only in a build made with
+# routes a recorded stream, src/debug/replay.c) exist only in a build made with
 # PA_DEBUG_SWITCHES=1, so that a production build cannot be told to lose
 # data.  The benchmark's "route" system and the TAP tests of these paths
 # need such a build (bench/README.md, test/run-all.sh).
@@ -59,7 +71,7 @@ ifneq ($(filter-out 0 1,$(PA_DEBUG_SWITCHES)),)
 $(error PA_DEBUG_SWITCHES must be 0 or 1)
 endif
 ifeq ($(PA_DEBUG_SWITCHES),1)
-OBJS += src/replay.o
+OBJS += src/debug/replay.o
 PG_CPPFLAGS += -DPA_DEBUG_SWITCHES
 endif
 
@@ -94,4 +106,4 @@ tapcheck:
 PA_BUILD_OPTIONS := debug_switches=$(PA_DEBUG_SWITCHES)
 $(shell test "`cat src/build_options.stamp 2>/dev/null`" = '$(PA_BUILD_OPTIONS)' || \
 	echo '$(PA_BUILD_OPTIONS)' >src/build_options.stamp)
-$(OBJS): $(wildcard $(srcdir)/src/*.h) src/build_options.stamp
+$(OBJS): $(wildcard $(addsuffix /*.h,$(addprefix $(srcdir)/,$(PA_SRC_DIRS)))) src/build_options.stamp

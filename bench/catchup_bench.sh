@@ -19,7 +19,7 @@
 #     decoding meanwhile,
 #   - optionally (SYSTEMS containing "nocoalesce") parallel_apply with 1
 #     writer and parallel_apply.coalesce_updates = off: every update applied
-#     (src/coalesce.c), for comparing with pa_w1 in the same invocation,
+#     (src/writer/coalesce.c), for comparing with pa_w1 in the same invocation,
 #
 # one system at a time, timed until the subscriber's applied position passes
 # the backlog's last commit.  In one invocation:

@@ -20,7 +20,7 @@
 #
 # pg_recvlogical writes every CopyData payload as is, followed by a newline.
 # The payloads are binary and may themselves contain newlines, so the output
-# file is decoded here by walking the protocol of src/protocol.c, expecting
+# file is decoded here by walking the protocol of src/protocol/protocol.c, expecting
 # exactly one "\n" after every message.
 
 use strict;

@@ -206,7 +206,7 @@ ALTER SYSTEM RESET parallel_apply.coalesce_updates;
 SELECT pg_reload_conf();
 });
 
-# Coalescing (src/coalesce.c): within a group, several updates of one
+# Coalescing (src/writer/coalesce.c): within a group, several updates of one
 # row are applied as the last one.  acct's only uniqueness is its primary
 # key (the replica identity), so with one writer and 20 hot accounts a
 # backlog has updates replaced, and ends identical.

@@ -1,0 +1,1085 @@
+/*-------------------------------------------------------------------------
+ *
+ * dispatcher.c
+ *		The leader's dispatcher: assembles each provider transaction,
+ *		finds what it depends on, and hands it to one writer.
+ *
+ * The provider sends whole transactions, in commit order, one after the
+ * other (the plugin does not stream in-progress transactions).  Each gets
+ * a sequence number, seq, in that order; writers commit in seq order (see
+ * writer.c), so the subscriber only ever shows states the provider had.
+ *
+ * Dependencies.  For every row a change touches, the dispatcher computes
+ * 64-bit hashes of its key values: the provider's replica identity and
+ * every unique index of the local table (relmap.c says which columns),
+ * for the old and the new row, read as views into the message (nothing is
+ * copied or converted; the writer gets the message as it came).  A table
+ * whose unique keys cannot all be computed from the stream (an expression
+ * or partial unique index, or none at all) contributes one key for the
+ * whole table.  A hash table maps
+ * each key to the last transaction that touched it and its writer; a
+ * transaction depends on the in-flight (dispatched, not yet committed)
+ * transactions that share a key with it.  Entries of committed
+ * transactions are dropped from time to time, so the table holds about
+ * the keys of what is in flight.  A hash collision only adds a needless
+ * dependency.
+ *
+ * Assignment.  A transaction whose dependencies are all on one writer goes
+ * to that writer, behind them in its queue, so a chain of dependent
+ * transactions runs back to back in one process with no waiting at all.
+ * Any other (no dependency, or dependencies on several writers) stays
+ * with the writer of the previous transaction while that one has room, so
+ * that runs of consecutive transactions form, which the writer commits as
+ * one group (writer.c) without waiting for another writer's commit; else
+ * it goes to an idle writer, or the least loaded, spreading work over
+ * the writers rather than packing it onto the first ones, so that more of
+ * them have something to read ahead when they wait on storage.
+ * Dependencies on writers other than its own are waits (writer.c makes
+ * them lock waits, visible to the deadlock detector).
+ *
+ * A full writer.  When the writer of a dependent transaction's chain (or,
+ * for dependencies on several writers, the previous transaction's writer
+ * if it is one of them, else the latest one's) is full, the transaction
+ * waits for room there, because another writer would only wait for the
+ * chain, at the price of a lock wait and a wakeup per hand-over; unless
+ * the writers read from storage (pa_pool_writers_read: at least one block
+ * read into shared buffers per two transactions), because then the other
+ * writer reads ahead while it waits (readahead.c).  The previous
+ * transaction's writer is preferred to the latest dependency's so that
+ * transactions on hot rows do not alternate between writers, one
+ * commit-order wait each.
+ *
+ * With one writer nothing runs in parallel, so no keys are computed; when
+ * the pool grows from one writer, the leader first lets everything in
+ * flight commit (pa_dispatch_may_resize), so that no dependency goes
+ * unseen.
+ *
+ * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
+ * provider) run alone: the dispatcher waits until everything before them
+ * has committed, and dispatches nothing after them until they have.
+ *
+ * Memory.  A transaction is assembled in one buffer and sent to its writer
+ * as one queue message.  One larger than PA_STREAM_THRESHOLD is sent in
+ * chunks as it arrives instead; its writer spills it to a temporary file
+ * and applies it alone.  Queues are bounded, and so is what a writer has
+ * in flight: a full writer makes the leader wait, which stops it reading
+ * from the provider, until half of what that writer holds has committed,
+ * so that the leader sleeps and wakes once per several transactions.
+ *
+ * Waiting.  The dispatcher never waits itself.  A message is read into
+ * the transaction being assembled; what it leaves to send (a chunk of a
+ * large transaction, the transaction at its COMMIT, RELATIONs owed to new
+ * writers) is sent before the next message, and when that must wait (for
+ * a commit, for a writer's room, for room in a queue) the dispatcher
+ * returns what it waits for, keeping where it stopped (PaLeaderTxn's
+ * stage) and the rest of the frame.  The leader's loop waits and calls
+ * pa_dispatch_continue(), which goes on from there; a queue message
+ * partly sent is offered again whole, as shm_mq requires.
+ *
+ * RELATION messages are given inline to the writer of the transaction
+ * that carried them and broadcast to every other writer right after it;
+ * each queue is FIFO, so every writer knows the definition a transaction
+ * was decoded with before it applies that transaction.
+ *
+ * Checks.  Every message is read with protocol.c's checking readers, also
+ * those the leader does not use (ORIGIN, MESSAGE).  A session starts with
+ * its STARTUP (pa_read_frame holds the stream to that), which must name
+ * the version the leader asked for; its binary_type_limit goes to the
+ * writers through the subscription's slot, and they refuse binary datums
+ * of types at or above it (relmap.c).
+ *
+ * src/leader/dispatcher.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "catalog.h"
+#include "dispatcher.h"
+#include "leader.h"
+#include "sync.h"
+#include "pool.h"
+#include "protocol.h"
+#include "queue.h"
+#include "relmap.h"
+
+#define PA_STREAM_THRESHOLD	(8 * 1024 * 1024)
+#define PA_STREAM_CHUNK		(1024 * 1024)
+#define KEYTAB_PURGE_EVERY	4096
+
+#define MAX_INFLIGHT_PER_WRITER PA_MAX_INFLIGHT	/* see pipeline.h */
+
+typedef struct KeyEntry
+{
+	uint64		key;
+	uint64		seq;
+	int			writer;
+} KeyEntry;
+
+typedef struct RelationEntry
+{
+	Oid			relid;
+	char	   *raw;			/* the RELATION message, for new writers */
+	int			len;
+} RelationEntry;
+
+static MemoryContext msg_cxt;	/* reset after each message */
+static HTAB *keytab;
+static HTAB *relations;
+
+/* a key's use: look it up (depend on its last writer), record it, or both */
+#define KEY_LOOKUP	0x01
+#define KEY_RECORD	0x02
+#define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
+
+/* A table of entries whose first keysize bytes are their key. */
+static HTAB *
+blob_table(const char *name, long nelem, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, nelem, &ctl,
+					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+void
+pa_dispatch_init(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	msg_cxt = AllocSetContextCreate(TopMemoryContext, "parallel_apply dispatch",
+									ALLOCSET_DEFAULT_SIZES);
+	keytab = blob_table("parallel_apply keys", 65536,
+						sizeof(uint64), sizeof(KeyEntry));
+	relations = blob_table("parallel_apply relations", 256,
+						   sizeof(Oid), sizeof(RelationEntry));
+	L->last_writer = -1;
+	L->frame_max = 64;
+	L->frame = MemoryContextAlloc(TopMemoryContext,
+								  L->frame_max * sizeof(StringInfoData));
+	initStringInfo(&txn->msgs);
+	txn->maxkeys = 256;
+	txn->keys = MemoryContextAlloc(TopMemoryContext,
+								   txn->maxkeys * sizeof(PaTxnKey));
+	txn->deps = MemoryContextAlloc(TopMemoryContext,
+								   sizeof(PaDep) * pa_max_writers);
+}
+
+static uint64
+committed_seq(void)
+{
+	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
+}
+
+bool
+pa_dispatch_idle(void)
+{
+	return !MyPaLeader->txn.in_txn && committed_seq() >= MyPaLeader->last_seq;
+}
+
+/* Has transaction seq (0: none) committed?  Else wait for it. */
+static bool
+committed_or_wait(uint64 seq, PaDispatchWait *wait)
+{
+	if (committed_seq() >= seq)
+		return true;
+	wait->kind = PA_WAIT_COMMIT;
+	wait->seq = seq;
+	wait->writer = -1;
+	return false;
+}
+
+/*
+ * Send to writer w if its queue has room, else wait for room: then the
+ * same message is offered again, which shm_mq requires of a send that
+ * could not finish.
+ */
+static bool
+sent_or_wait(int w, shm_mq_iovec *iov, int iovcnt, PaDispatchWait *wait)
+{
+	if (pa_pool_try_sendv(w, iov, iovcnt))
+		return true;
+	wait->kind = PA_WAIT_QUEUE;
+	wait->seq = 0;
+	wait->writer = w;
+	return false;
+}
+
+/*
+ * May writer w be given one more transaction?  A full writer is waited
+ * for until half of what it holds has committed, so that the leader wakes
+ * once per few transactions, not for each.
+ */
+static bool
+room_or_wait(int w, PaDispatchWait *wait)
+{
+	if (pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER)
+		return true;
+	return committed_or_wait(pa_pool_inflight_seq(w,
+												  MAX_INFLIGHT_PER_WRITER / 2),
+							 wait);
+}
+
+/*
+ * May the pool go from its size to nwriters now?  With one writer no keys
+ * were tracked: before there are more, everything in flight must have
+ * committed, and that is waited for at a transaction boundary (false with
+ * PA_WAIT_NONE inside one: ask again later).
+ */
+bool
+pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
+{
+	if (nwriters == pa_pool_size() || pa_pool_size() != 1)
+		return true;
+	if (MyPaLeader->txn.in_txn)
+	{
+		wait->kind = PA_WAIT_NONE;
+		return false;
+	}
+	return committed_or_wait(MyPaLeader->last_seq, wait);
+}
+
+/* ---------------------------------------------------------------------
+ * Keys
+ * ---------------------------------------------------------------------
+ */
+
+static void
+add_key(uint64 k, uint8 mode)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	if (txn->nkeys == txn->maxkeys)
+	{
+		txn->maxkeys *= 2;
+		txn->keys = repalloc(txn->keys, txn->maxkeys * sizeof(PaTxnKey));
+	}
+	txn->keys[txn->nkeys].hash = k;
+	txn->keys[txn->nkeys].mode = mode;
+	txn->nkeys++;
+}
+
+static uint64
+table_key(Oid localrel, uint32 kind)
+{
+	return hash_combine64((uint64) localrel, UINT64CONST(0xFFFFFF00) | kind);
+}
+
+/*
+ * The hash of one key of a row, or false when it has none (a NULL in a
+ * unique key never conflicts; an unchanged TOAST value without the old
+ * row cannot be hashed).
+ */
+static bool
+key_hash(Oid localrel, int keyno, PaKeyDef *kd, PaTupleData *tup,
+		 PaTupleData *fallback, uint64 *result)
+{
+	uint64		h = hash_combine64(((uint64) localrel << 20) | (uint64) keyno,
+								   UINT64CONST(0x9e3779b97f4a7c15));
+
+	for (int i = 0; i < kd->ncols; i++)
+	{
+		int			c = kd->remote_cols[i];
+		char		kind;
+		StringInfo	v;
+
+		if (c >= tup->ncols)
+			return false;
+		kind = tup->colkinds[c];
+		v = &tup->colvalues[c];
+		if (kind == PA_DATUM_UNCHANGED && fallback != NULL &&
+			c < fallback->ncols)
+		{
+			kind = fallback->colkinds[c];
+			v = &fallback->colvalues[c];
+		}
+		if (kind != PA_DATUM_TEXT && kind != PA_DATUM_BINARY)
+			return false;
+		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) v->data,
+												  v->len, (uint64) kind));
+	}
+	*result = h;
+	return true;
+}
+
+/* The relation's key definitions, resolved against the local catalogs. */
+static PaRelMapEntry *
+keyed_relation(Oid remoteid)
+{
+	PaRelMapEntry *e = pa_relmap_lookup(remoteid);
+
+	if (e == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("change for relation %u before its RELATION message",
+						remoteid)));
+	if (!e->localrelvalid)
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+
+		StartTransactionCommand();
+		e = pa_relmap_open(remoteid, AccessShareLock);
+		pa_relmap_close(e, AccessShareLock);
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return e;
+}
+
+/*
+ * The keys of one row.  A row with a unique key depends on the last
+ * transaction that touched the same key.  A table whose unique keys cannot
+ * all be computed serializes on one table key.  A row with no key at all
+ * (a table without unique keys, REPLICA IDENTITY FULL) can only be found
+ * by content: its INSERT conflicts with nothing but earlier UPDATEs and
+ * DELETEs of the table, which it waits for; its UPDATE or DELETE waits for
+ * every earlier change of the table.  Waiting for the last of them is
+ * enough, since commits happen in order.
+ */
+static void
+add_row_keys(PaRelMapEntry *e, PaTupleData *tup, PaTupleData *fallback,
+			 bool insert)
+{
+	bool		any = false;
+
+	if (!e->keys_complete)
+	{
+		add_key(table_key(e->localreloid, 0), KEY_BOTH);
+		return;
+	}
+	for (int k = 0; k < e->nkeys; k++)
+	{
+		uint64		h;
+
+		if (key_hash(e->localreloid, k + 1, &e->keys[k], tup, fallback, &h))
+		{
+			add_key(h, KEY_BOTH);
+			any = true;
+		}
+	}
+	if (any)
+		return;
+	if (insert)
+	{
+		add_key(table_key(e->localreloid, 1), KEY_LOOKUP);	/* modifications */
+		add_key(table_key(e->localreloid, 2), KEY_RECORD);	/* insertions */
+	}
+	else
+	{
+		add_key(table_key(e->localreloid, 1), KEY_BOTH);
+		add_key(table_key(e->localreloid, 2), KEY_LOOKUP);
+	}
+}
+
+static void
+track_change(char type, StringInfo in)
+{
+	PaTupleData oldtup,
+				newtup;
+	char		oldkind;
+	Oid			relid;
+	PaRelMapEntry *e;
+
+	/* views of the values: only the key columns' bytes are hashed */
+	relid = pa_read_change_view(in, type, &oldkind, &oldtup, &newtup);
+	e = keyed_relation(relid);
+	switch (type)
+	{
+		case PA_MSG_INSERT:
+			add_row_keys(e, &newtup, NULL, true);
+			break;
+		case PA_MSG_UPDATE:
+			if (oldkind != 0)
+				add_row_keys(e, &oldtup, NULL, false);
+			add_row_keys(e, &newtup, oldkind != 0 ? &oldtup : NULL, false);
+			break;
+		case PA_MSG_DELETE:
+			add_row_keys(e, &oldtup, NULL, false);
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Relations
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+same_relation(PaRelationData *a, PaRelationData *b)
+{
+	if (a->natts != b->natts || a->replident != b->replident ||
+		strcmp(a->nspname, b->nspname) != 0 ||
+		strcmp(a->relname, b->relname) != 0 ||
+		!bms_equal(a->attkeys, b->attkeys))
+		return false;
+	for (int i = 0; i < a->natts; i++)
+		if (strcmp(a->attnames[i], b->attnames[i]) != 0 ||
+			a->atttyps[i] != b->atttyps[i] ||
+			a->atttypmods[i] != b->atttypmods[i])
+			return false;
+	return true;
+}
+
+static void
+handle_relation(const char *data, int len, StringInfo in)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PaRelationData rel;
+	PaRelMapEntry *known;
+	RelationEntry *re;
+	bool		found;
+
+	pa_read_relation(in, &rel);
+	pa_read_end(in);
+
+	known = pa_relmap_lookup(rel.remoteid);
+	if (known != NULL && !same_relation(&known->remoterel, &rel))
+		txn->barrier = true;	/* the provider's schema changed */
+	pa_relmap_update(&rel);
+	/* a table that joined the publications: copied before its changes */
+	pa_sync_relation(rel.nspname, rel.relname, txn->begin.final_lsn);
+
+	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
+	if (found)
+		pfree(re->raw);
+	re->raw = MemoryContextAlloc(TopMemoryContext, len);
+	memcpy(re->raw, data, len);
+	re->len = len;
+	if (txn->in_txn)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		txn->new_relations = lappend_oid(txn->new_relations, rel.remoteid);
+		MemoryContextSwitchTo(oldcxt);
+	}
+}
+
+/*
+ * Writer w is new: it is sent every relation the others know, before
+ * anything else (send_owed_relations).
+ */
+void
+pa_dispatch_writer_started(int writer)
+{
+	PaLeader   *L = MyPaLeader;
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	HASH_SEQ_STATUS status;
+	RelationEntry *re;
+
+	hash_seq_init(&status, relations);
+	while ((re = hash_seq_search(&status)) != NULL)
+	{
+		L->owed_writers = lappend_int(L->owed_writers, writer);
+		L->owed_relids = lappend_oid(L->owed_relids, re->relid);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static bool
+send_owed_relations(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+
+	for (; L->owed_next < list_length(L->owed_writers); L->owed_next++)
+	{
+		Oid			relid = list_nth_oid(L->owed_relids, L->owed_next);
+		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
+		shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+		if (!sent_or_wait(list_nth_int(L->owed_writers, L->owed_next),
+						  iov, pa_q_write_relation(iov, re->raw, re->len),
+						  wait))
+			return false;
+	}
+	list_free(L->owed_writers);
+	list_free(L->owed_relids);
+	L->owed_writers = L->owed_relids = NIL;
+	L->owed_next = 0;
+	return true;
+}
+
+/* The transaction's RELATIONs, to every writer but its own. */
+static bool
+broadcast_new_relations(int except, PaDispatchWait *wait)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	for (; txn->next_relation < list_length(txn->new_relations);
+		 txn->next_relation++, txn->next_writer = 0)
+	{
+		Oid			relid = list_nth_oid(txn->new_relations,
+										 txn->next_relation);
+		RelationEntry *re = hash_search(relations, &relid, HASH_FIND, NULL);
+
+		for (; txn->next_writer < pa_max_writers; txn->next_writer++)
+		{
+			int			w = txn->next_writer;
+			shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+			if (w == except || w >= pa_pool_size())
+				continue;
+			if (!sent_or_wait(w, iov,
+							  pa_q_write_relation(iov, re->raw, re->len),
+							  wait))
+				return false;
+		}
+	}
+	list_free(txn->new_relations);
+	txn->new_relations = NIL;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Assignment
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+has_room(int w)
+{
+	return pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER;
+}
+
+/* An idle writer, round robin, or else the least loaded. */
+static int
+pick_writer(void)
+{
+	PaLeader   *L = MyPaLeader;
+	int			n = pa_pool_size();
+	int			best = -1;
+	uint64		best_load = PG_UINT64_MAX;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			w = (L->next_rr + i) % n;
+		uint64		load = pa_pool_inflight(w);
+
+		if (load < best_load)
+		{
+			best = w;
+			best_load = load;
+			if (load == 0)
+				break;
+		}
+	}
+	L->next_rr = (best + 1) % n;
+	return best;
+}
+
+static void
+fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	memset(h, 0, sizeof(*h));
+	h->kind = kind;
+	h->barrier = txn->barrier || txn->streaming;
+	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
+	h->seq = txn->seq;
+	h->xid = txn->begin.xid;
+	h->commit_lsn = txn->begin.final_lsn;
+	h->end_lsn = InvalidXLogRecPtr;
+	h->commit_time = txn->begin.commit_time;
+	h->ndeps = ndeps;
+}
+
+/*
+ * Choose the writer of the transaction (txn->writer) and what it waits
+ * for on others (txn->deps), and record its keys as its own.
+ */
+static void
+assign_writer(void)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	int			last_writer = MyPaLeader->last_writer;
+	uint64		committed = committed_seq();
+	int			writer = -1;
+	uint64		maxdep = 0;
+	int			ndepwriters;
+	bool		chain;
+	uint64	   *per_writer;
+	KeyEntry  **entries;
+
+	txn->ndeps = 0;
+	if (txn->barrier)
+	{
+		txn->writer = pick_writer();
+		return;
+	}
+
+	/* the last in-flight transaction per writer that shares a key */
+	per_writer = palloc0(sizeof(uint64) * pa_max_writers);
+	entries = palloc(sizeof(KeyEntry *) * Max(txn->nkeys, 1));
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		bool		found;
+		KeyEntry   *ke;
+
+		if (txn->keys[i].mode & KEY_RECORD)
+		{
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_ENTER, &found);
+			entries[i] = ke;
+			if (!found)
+			{
+				ke->seq = 0;
+				continue;
+			}
+		}
+		else
+		{
+			entries[i] = NULL;
+			ke = hash_search(keytab, &txn->keys[i].hash, HASH_FIND, &found);
+			if (ke == NULL)
+				continue;
+		}
+		if (!(txn->keys[i].mode & KEY_LOOKUP))
+			continue;
+		if (ke->seq > committed && ke->seq > per_writer[ke->writer])
+		{
+			per_writer[ke->writer] = ke->seq;
+			if (ke->seq > maxdep)
+			{
+				maxdep = ke->seq;
+				writer = ke->writer;
+			}
+		}
+	}
+	/*
+	 * Dependencies on one writer only: follow them to that writer, so that
+	 * a chain runs back to back in one process.  Otherwise (none, or on
+	 * several writers), or when that writer is full, stay with the writer
+	 * of the previous transaction while it has room, so that runs of
+	 * consecutive transactions form, which it commits together and without
+	 * waiting for another writer's commit; else take an idle or the least
+	 * loaded writer.  Dependencies on other writers than the one chosen
+	 * are waited for explicitly.  A dependent transaction whose writer is
+	 * full waits for room there instead (chain), unless the writers read
+	 * from storage; see "A full writer" in the header comment.
+	 */
+	ndepwriters = 0;
+	for (int w = 0; w < pa_max_writers; w++)
+		if (per_writer[w] != 0)
+			ndepwriters++;
+	chain = ndepwriters > 0 && !pa_pool_writers_read();
+	if (writer >= pa_pool_size())
+		writer = -1;
+	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
+	{
+		/* follow the chain */
+	}
+	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+			 (has_room(last_writer) ||
+			  (chain && per_writer[last_writer] != 0)))
+		writer = last_writer;
+	else if (!chain || writer < 0)
+		writer = pick_writer();
+
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		if (w == writer || per_writer[w] == 0)
+			continue;
+		txn->deps[txn->ndeps].seq = per_writer[w];
+		txn->deps[txn->ndeps].writer = w;
+		txn->ndeps++;
+	}
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		if (entries[i] == NULL)
+			continue;
+		entries[i]->seq = txn->seq;
+		entries[i]->writer = writer;
+	}
+	txn->writer = writer;
+	pfree(per_writer);
+	pfree(entries);
+}
+
+/*
+ * The transaction is dispatched: the next one goes on from it.  A barrier
+ * (and a streamed transaction) must commit before anything after it is
+ * dispatched.
+ */
+static void
+end_txn(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	L->last_writer = txn->writer;
+	L->last_seq = txn->seq;
+	if (txn->barrier || txn->streaming)
+		L->wait_before_next = txn->seq;
+	/* the keys of streamed ones are not tracked */
+	if (!txn->streaming &&
+		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
+		pa_dispatch_housekeeping();
+	txn->streaming = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->in_txn = false;
+	SpinLockAcquire(&L->slot->mutex);
+	L->slot->last_remote_commit_time = txn->commit.commit_time;
+	SpinLockRelease(&L->slot->mutex);
+}
+
+/*
+ * Send what is buffered of a large transaction, starting the stream: the
+ * first time to a writer picked once everything before has committed
+ * (with the barrier flag, its writer applies it alone).
+ */
+static bool
+flush_stream(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+	if (!txn->streaming)
+	{
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		txn->stream_writer = pick_writer();
+		txn->streaming = true;
+		fill_header(&txn->header, PA_Q_STREAM_BEGIN, txn->stream_writer, 0);
+	}
+	if (!txn->begin_sent)
+	{
+		if (!sent_or_wait(txn->stream_writer, iov,
+						  pa_q_write_stream_begin(iov, &txn->header), wait))
+			return false;
+		txn->begin_sent = true;
+	}
+	if (!sent_or_wait(txn->stream_writer, iov,
+					  pa_q_write_stream_chunk(iov, &txn->msgs), wait))
+		return false;
+	resetStringInfo(&txn->msgs);
+	txn->flush = false;
+	return true;
+}
+
+/*
+ * A COMMIT was read: dispatch its transaction.  Called again after each
+ * wait, it goes on where it stopped (txn->stage).
+ */
+static bool
+dispatch_txn(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+	if (txn->stage == PA_COMMIT_READ && txn->streaming)
+	{
+		if (txn->msgs.len > 0)
+		{
+			txn->flush = true;
+			if (!flush_stream(wait))
+				return false;
+		}
+		txn->writer = txn->stream_writer;
+		fill_header(&txn->header, PA_Q_STREAM_END, txn->writer, 0);
+		txn->header.end_lsn = txn->commit.end_lsn;
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_READ)
+	{
+		if (!committed_or_wait(L->wait_before_next, wait))
+			return false;
+		L->wait_before_next = 0;
+		if (txn->barrier && !committed_or_wait(txn->seq - 1, wait))
+			return false;
+		assign_writer();
+		txn->stage = PA_COMMIT_SEND;
+	}
+	if (txn->stage == PA_COMMIT_SEND)
+	{
+		if (txn->streaming)
+		{
+			if (!sent_or_wait(txn->writer, iov,
+							  pa_q_write_stream_end(iov, &txn->header), wait))
+				return false;
+		}
+		else
+		{
+			if (!room_or_wait(txn->writer, wait))
+				return false;
+			if (txn->header.kind != PA_Q_TXN)
+			{
+				fill_header(&txn->header, PA_Q_TXN, txn->writer, txn->ndeps);
+				txn->header.end_lsn = txn->commit.end_lsn;
+			}
+			if (!sent_or_wait(txn->writer, iov,
+							  pa_q_write_txn(iov, &txn->header, txn->deps,
+											 txn->ndeps, &txn->msgs),
+							  wait))
+				return false;
+		}
+		pa_pool_dispatched(txn->writer, txn->seq);
+		txn->stage = PA_COMMIT_RELATIONS;
+	}
+	if (!broadcast_new_relations(txn->writer, wait))
+		return false;
+	end_txn();
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Messages
+ * ---------------------------------------------------------------------
+ */
+
+static void
+append_message(const char *data, int len)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	pa_q_append_message(&txn->msgs, data, len);
+	if (txn->msgs.len >=
+		(txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
+		txn->flush = true;
+}
+
+/* A BEGIN: the transaction being assembled starts empty. */
+static void
+start_txn(PaBeginData *begin)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	txn->in_txn = true;
+	txn->streaming = false;
+	txn->stream_writer = -1;
+	txn->begin = *begin;
+	txn->seq = MyPaLeader->last_seq + 1;
+	txn->barrier = false;
+	txn->nkeys = 0;
+	resetStringInfo(&txn->msgs);
+	Assert(txn->new_relations == NIL);
+	txn->flush = false;
+	txn->begin_sent = false;
+	txn->stage = PA_COMMIT_NONE;
+	txn->writer = -1;
+	memset(&txn->header, 0, sizeof(txn->header));
+	txn->ndeps = 0;
+	txn->next_relation = 0;
+	txn->next_writer = 0;
+}
+
+static void
+require_in_txn(bool inside, char type)
+{
+	if (MyPaLeader->txn.in_txn != inside)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' %s a transaction",
+						type, inside ? "outside" : "inside")));
+}
+
+/*
+ * One protocol message.  What it leaves to send (a chunk of a large
+ * transaction, a transaction at its COMMIT) is sent by
+ * pa_dispatch_continue() before the next message.
+ */
+static void
+dispatch_message(StringInfo in)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	MemoryContext oldcxt = MemoryContextSwitchTo(msg_cxt);
+	const char *data = in->data;
+	int			len = in->len;
+	char		type;
+	PaStartupData startup;
+	PaBeginData begin;
+	PaMessageData message;
+	char	   *origin;
+	XLogRecPtr	origin_lsn;
+	int			encoding;
+
+	type = pa_read_msgtype(in);
+
+	switch (type)
+	{
+		case PA_MSG_STARTUP:
+			/* pa_read_frame() gives only a session's first message here */
+			pa_read_startup(in, &startup);
+			pa_read_end(in);
+			pa_check_proto_version(startup.proto_version,
+								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
+			/* the conversion is looked up in the catalog */
+			{
+				MemoryContext oldcxt = CurrentMemoryContext;
+
+				StartTransactionCommand();
+				encoding = pa_check_provider_encoding(startup.encoding);
+				CommitTransactionCommand();
+				MemoryContextSwitchTo(oldcxt);
+			}
+			if ((startup.flags & PA_STARTUP_BINARY) &&
+				encoding != GetDatabaseEncoding())
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the provider sends binary data in encoding %s, not this database's %s",
+								startup.encoding, GetDatabaseEncodingName()),
+						 errdetail("Binary transfer is asked for only from a provider of the same encoding; its encoding changed since.")));
+			/*
+			 * The writers refuse binary datums the provider does not send,
+			 * and convert text from its encoding.
+			 */
+			SpinLockAcquire(&L->slot->mutex);
+			L->slot->binary_type_limit = startup.binary_type_limit;
+			L->slot->remote_encoding = encoding;
+			SpinLockRelease(&L->slot->mutex);
+			L->session_version = startup.proto_version;
+			break;
+		case PA_MSG_BEGIN:
+			require_in_txn(false, type);
+			pa_read_begin(in, &begin);
+			pa_read_end(in);
+			start_txn(&begin);
+			break;
+		case PA_MSG_COMMIT:
+			require_in_txn(true, type);
+			pa_read_commit(in, &txn->commit);
+			pa_read_end(in);
+			txn->stage = PA_COMMIT_READ;
+			break;
+		case PA_MSG_RELATION:
+			handle_relation(data, len, in);
+			if (txn->in_txn)
+				append_message(data, len);
+			break;
+		case PA_MSG_INSERT:
+		case PA_MSG_UPDATE:
+		case PA_MSG_DELETE:
+			require_in_txn(true, type);
+			/* one writer applies everything in order: no keys needed */
+			if (!txn->streaming && pa_pool_size() > 1)
+				track_change(type, in);
+			append_message(data, len);
+			break;
+		case PA_MSG_TRUNCATE:
+			require_in_txn(true, type);
+			txn->barrier = true;
+			append_message(data, len);
+			break;
+		case PA_MSG_ORIGIN:
+			/* checked, not used: the writers commit with origins of their own */
+			require_in_txn(true, type);
+			pa_read_origin(in, &origin, &origin_lsn);
+			pa_read_end(in);
+			break;
+		case PA_MSG_MESSAGE:
+			/* checked, not used (the leader does not ask for messages) */
+			pa_read_message(in, &message);
+			pa_read_end(in);
+			if (message.transactional)
+				require_in_txn(true, type);
+			break;
+		default:
+			pa_unknown_message(type);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(msg_cxt);
+}
+
+/* pa_read_frame's callback: note the message, dispatched afterwards */
+static void
+collect_each(StringInfo msg, void *arg)
+{
+	PaLeader   *L = MyPaLeader;
+
+	if (L->frame_len == L->frame_max)
+	{
+		L->frame_max *= 2;
+		L->frame = repalloc(L->frame, L->frame_max * sizeof(StringInfoData));
+	}
+	L->frame[L->frame_len++] = *msg;
+}
+
+/*
+ * One CopyData payload of the session (in, at its first byte): its
+ * message, or every message of its BATCH.  False when the dispatcher must
+ * wait (*wait says for what) before it can go on: then the rest of the
+ * frame is kept, pointing into in's buffer, which must stay as it is until
+ * pa_dispatch_continue() has returned true.
+ */
+bool
+pa_dispatch_frame(StringInfo in, PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+
+	Assert(L->frame_next == L->frame_len);
+	L->frame_len = 0;
+	L->frame_next = 0;
+	pa_read_frame(in, L->session_version, collect_each, NULL);
+	return pa_dispatch_continue(wait);
+}
+
+/*
+ * Go on after a wait: finish what was begun (RELATIONs owed to new
+ * writers, a chunk of a large transaction, a transaction at its COMMIT),
+ * then the rest of the frame.  True when all is done, else false with
+ * *wait set, as pa_dispatch_frame().
+ */
+bool
+pa_dispatch_continue(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+
+	for (;;)
+	{
+		if (L->owed_writers != NIL && !send_owed_relations(wait))
+			return false;
+		if (txn->flush && txn->stage == PA_COMMIT_NONE && !flush_stream(wait))
+			return false;
+		if (txn->stage != PA_COMMIT_NONE && !dispatch_txn(wait))
+			return false;
+		if (L->frame_next == L->frame_len)
+			break;
+		dispatch_message(&L->frame[L->frame_next++]);
+	}
+	wait->kind = PA_WAIT_NONE;
+	return true;
+}
+
+/*
+ * A new decoding session starts (START_REPLICATION, or a replayed
+ * recording): its first message must be its STARTUP.
+ */
+void
+pa_dispatch_new_session(void)
+{
+	MyPaLeader->session_version = 0;
+}
+
+/* Forget the keys of committed transactions. */
+void
+pa_dispatch_housekeeping(void)
+{
+	uint64		committed = committed_seq();
+	HASH_SEQ_STATUS status;
+	KeyEntry   *ke;
+
+	MyPaLeader->dispatches_since_purge = 0;
+	hash_seq_init(&status, keytab);
+	while ((ke = hash_seq_search(&status)) != NULL)
+		if (ke->seq <= committed)
+			hash_search(keytab, &ke->key, HASH_REMOVE, NULL);
+}

@@ -1,0 +1,385 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.c
+ *		The leader's pool of writer processes and their queues.
+ *
+ * The leader creates one DSM segment holding a shm_mq per possible writer
+ * (max_writers_per_subscription of them, PA_QUEUE_SIZE each) and starts
+ * writers as dynamic background workers, each told the segment and its
+ * queue number.  Queues are one-way, leader to writer; writers report back
+ * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
+ *
+ * The pool can grow and shrink while it runs (alter_subscription_config,
+ * alter_group_config, the reloadable GUC).  Growing starts writers, which
+ * the leader then sends every RELATION the others know (dispatcher.c);
+ * shrinking stops handing work to the highest-numbered writers, waits until
+ * they have committed all they were given, then detaches their queues,
+ * which makes them exit.
+ *
+ * The pool never waits for the leader's dispatcher: pa_pool_try_sendv()
+ * says when a queue is full, and the leader's loop waits for room
+ * (receiver.c) while it keeps the replication connection alive.  That is
+ * the back-pressure that slows the receiver, so memory stays bounded.
+ * Only pa_pool_send(), for the initial copy's tasks (sync.c, before
+ * streaming starts, with no provider feedback due), waits itself.  A
+ * writer that exits on its own is an error for the whole pipeline: the
+ * leader exits too, and the supervisor restarts the pipeline with backoff.
+ *
+ * What goes through the queues, and its format, is queue.c's.
+ *
+ * src/leader/pool.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/shm_mq.h"
+#include "storage/shm_toc.h"
+#include "utils/memutils.h"
+
+#include "launcher.h"
+#include "leader.h"
+#include "pool.h"
+
+#define PA_POOL_MAGIC	0x50415031
+#define READ_RATE_WINDOW	256
+#define READ_RATE_TXNS		2
+
+
+/* Origins are cluster-wide, subscription ids per database: name both. */
+char *
+pa_writer_origin_name(Oid subid, int writer)
+{
+	return psprintf("pa_%u_%u_%d", MyDatabaseId, subid, writer);
+}
+
+static shm_mq *
+queue_of(int writer)
+{
+	return shm_toc_lookup(MyPaLeader->pool_toc, writer + 1, false);
+}
+
+void
+pa_pool_init(void)
+{
+	shm_toc_estimator e;
+	Size		size;
+
+	MyPaLeader->writers = MemoryContextAllocZero(TopMemoryContext,
+										  sizeof(PaPoolWriter) * pa_max_writers);
+
+	shm_toc_initialize_estimator(&e);
+	for (int i = 0; i < pa_max_writers; i++)
+		shm_toc_estimate_chunk(&e, PA_QUEUE_SIZE);
+	shm_toc_estimate_keys(&e, pa_max_writers);
+	size = shm_toc_estimate(&e);
+
+	MyPaLeader->pool_seg = dsm_create(size, 0);
+	dsm_pin_mapping(MyPaLeader->pool_seg);
+	MyPaLeader->pool_toc = shm_toc_create(PA_POOL_MAGIC,
+										  dsm_segment_address(MyPaLeader->pool_seg),
+										  size);
+	for (int i = 0; i < pa_max_writers; i++)
+		shm_toc_insert(MyPaLeader->pool_toc, i + 1,
+					   shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
+	MyPaLeader->nactive = 0;
+}
+
+static void
+start_writer(int w)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	uint32		extra[4];
+	char	   *name;
+	shm_mq	   *mq;
+	pid_t		pid;
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
+
+	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
+	shm_mq_set_sender(mq, MyProc);
+
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	ws->pid = 0;
+	ws->state = PA_WRITER_STARTING;
+	ws->seq = 0;
+	ws->copies_done = 0;
+	ws->copy_failed = false;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
+	pg_atomic_write_u64(&ws->committed, 0);
+	pg_atomic_write_u64(&ws->blocks_read, 0);
+	pg_atomic_write_u64(&ws->locked_seq, 0);
+
+	extra[0] = (uint32) w;
+	extra[1] = (uint32) dsm_segment_handle(MyPaLeader->pool_seg);
+	extra[2] = (uint32) MyPaLeader->sub->subid;
+	extra[3] = (uint32) MyDatabaseId;
+	name = psprintf("%s:%d", MyPaLeader->sub->name, w);
+	pw->handle = pa_worker_launch(PA_WORKER_WRITER, name,
+								  Int32GetDatum(pa_subslot_index(MyPaLeader->slot)),
+								  extra, sizeof(extra));
+	pfree(name);
+	if (pw->handle == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",
+						w, MyPaLeader->sub->name),
+				 errhint("Raise max_worker_processes: each subscription needs a receiver and its writers, each database a supervisor.")));
+	if (WaitForBackgroundWorkerStartup(pw->handle, &pid) != BGWH_STARTED)
+		ereport(ERROR,
+				(errmsg("writer %d of parallel_apply subscription \"%s\" did not start",
+						w, MyPaLeader->sub->name)));
+
+	pw->mqh = shm_mq_attach(mq, MyPaLeader->pool_seg, pw->handle);
+	pw->running = true;
+	pw->retiring = false;
+	pw->dispatched = 0;
+}
+
+/* Stop a retiring writer once everything it was given is committed. */
+static bool
+try_stop_writer(int w)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+
+	if (pa_pool_inflight(w) > 0)
+		return false;
+	shm_mq_detach(pw->mqh);
+	pw->mqh = NULL;
+	WaitForBackgroundWorkerShutdown(pw->handle);
+	pfree(pw->handle);
+	pw->handle = NULL;
+	pw->running = false;
+	pw->retiring = false;
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->writers[w].state = PA_WRITER_STOPPED;
+	MyPaLeader->slot->writers[w].pid = 0;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
+	return true;
+}
+
+/*
+ * Make writers 0..n-1 the active ones: start the missing ones, retire the
+ * rest (they stop once drained, see pa_pool_check).  started[w] (of
+ * pa_max_writers) says which were started.
+ */
+void
+pa_pool_resize(int n, bool *started)
+{
+	n = Max(1, Min(n, pa_max_writers));
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
+
+		if (w < n)
+		{
+			if (pw->running && pw->retiring)
+				pw->retiring = false;
+			else if (!pw->running)
+			{
+				start_writer(w);
+				started[w] = true;
+			}
+		}
+		else if (pw->running)
+			pw->retiring = true;
+	}
+	MyPaLeader->nactive = n;
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	MyPaLeader->slot->num_writers = n;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
+}
+
+int
+pa_pool_size(void)
+{
+	return MyPaLeader->nactive;
+}
+
+uint64
+pa_pool_inflight(int w)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
+
+	return pw->dispatched - pg_atomic_read_u64(&ws->committed);
+}
+
+void
+pa_pool_dispatched(int w, uint64 seq)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+
+	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
+	pw->dispatched++;
+}
+
+/*
+ * Do the writers read from storage?  True when, over the last
+ * READ_RATE_WINDOW transactions committed, they read at least one block
+ * into shared buffers per READ_RATE_TXNS transactions.  Writers publish
+ * their count of blocks read at each commit; a count that went down (a
+ * writer restarted, the pool shrank) starts a new window.
+ */
+bool
+pa_pool_writers_read(void)
+{
+	PaLeader   *L = MyPaLeader;
+	uint64		reads = 0;
+	uint64		txns = 0;
+
+	/* asked once per transaction dispatched: look every 64th time */
+	if (L->read_calls++ % 64 != 0)
+		return L->reading;
+	for (int w = 0; w < L->nactive; w++)
+	{
+		reads += pg_atomic_read_u64(&L->slot->writers[w].blocks_read);
+		txns += pg_atomic_read_u64(&L->slot->writers[w].committed);
+	}
+	if (reads < L->base_reads || txns < L->base_txns)
+	{
+		L->base_reads = reads;
+		L->base_txns = txns;
+	}
+	else if (txns - L->base_txns >= READ_RATE_WINDOW)
+	{
+		L->reading = (reads - L->base_reads) * READ_RATE_TXNS >=
+			txns - L->base_txns;
+		L->base_reads = reads;
+		L->base_txns = txns;
+	}
+	return L->reading;
+}
+
+/*
+ * The transaction whose commit leaves writer w with at most n in flight
+ * (its in-flight ones commit in order, oldest first); 0 if it has no more
+ * than n already.
+ */
+uint64
+pa_pool_inflight_seq(int w, uint64 n)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	uint64		inflight = pa_pool_inflight(w);
+
+	if (inflight <= n)
+		return 0;
+	Assert(inflight <= PA_SENT_RING);
+	return pw->sent[(pw->dispatched - n - 1) % PA_SENT_RING];
+}
+
+/* Error out if a writer died; finish retiring drained writers. */
+void
+pa_pool_check(void)
+{
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
+		pid_t		pid;
+
+		if (!pw->running)
+			continue;
+		if (GetBackgroundWorkerPid(pw->handle, &pid) == BGWH_STOPPED)
+		{
+			char		why[PA_ERROR_LEN];
+
+			pw->running = false;
+			/* say why, so that subscription_status() keeps the cause */
+			SpinLockAcquire(&MyPaLeader->slot->mutex);
+			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
+			SpinLockRelease(&MyPaLeader->slot->mutex);
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",
+							w, MyPaLeader->sub->name, why[0] ? ": " : "", why),
+					 errdetail("The pipeline restarts from the last committed transaction.")));
+		}
+		if (pw->retiring)
+			try_stop_writer(w);
+	}
+}
+
+/*
+ * Send to writer w without waiting: false when its queue is full, and then
+ * the caller must offer the same message again once the writer has read
+ * (it sets our latch), as shm_mq_sendv() requires.
+ */
+bool
+pa_pool_try_sendv(int w, shm_mq_iovec *iov, int iovcnt)
+{
+	PaPoolWriter *pw = &MyPaLeader->writers[w];
+	shm_mq_result res;
+
+	res = shm_mq_sendv(pw->mqh, iov, iovcnt, true, true);
+	if (res == SHM_MQ_SUCCESS)
+		return true;
+	if (res == SHM_MQ_DETACHED)
+	{
+		pa_pool_check();
+		ereport(ERROR,
+				(errmsg("writer %d of parallel_apply subscription \"%s\" detached from its queue",
+						w, MyPaLeader->sub->name)));
+	}
+	return false;
+}
+
+/* Send to writer w, waiting for room: only before streaming (sync.c). */
+void
+pa_pool_send(int w, const void *data, Size len)
+{
+	shm_mq_iovec iov;
+
+	iov.data = data;
+	iov.len = len;
+	while (!pa_pool_try_sendv(w, &iov, 1))
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+	}
+}
+
+void
+pa_pool_shutdown(void)
+{
+	if (MyPaLeader->writers == NULL)
+		return;
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
+
+		if (pw->handle != NULL)
+			TerminateBackgroundWorker(pw->handle);
+	}
+}
+
+shm_mq_handle *
+pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
+{
+	shm_toc    *toc;
+	shm_mq	   *mq;
+
+	*seg = dsm_attach(handle);
+	if (*seg == NULL)
+	{
+		/*
+		 * The receiver that made the queues is gone, and has said why: that
+		 * error, not this consequence of it, is the subscription's last.
+		 */
+		ereport(LOG,
+				(errmsg("parallel_apply writer %d exits: its receiver is gone",
+						writer)));
+		proc_exit(0);
+	}
+	toc = shm_toc_attach(PA_POOL_MAGIC, dsm_segment_address(*seg));
+	if (toc == NULL)
+		elog(ERROR, "bad magic number in parallel_apply queue segment");
+	mq = shm_toc_lookup(toc, writer + 1, false);
+	shm_mq_set_receiver(mq, MyProc);
+	return shm_mq_attach(mq, *seg, NULL);
+}

@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * pool.h
+ *		The leader's pool of writers and their queues.
+ *
+ * src/leader/pool.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_POOL_H
+#define PA_POOL_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "storage/dsm.h"
+#include "storage/shm_mq.h"
+
+#include "pipeline.h"
+
+/* Per-writer queue in the pool's DSM segment. */
+#define PA_QUEUE_SIZE	(4 * 1024 * 1024)
+
+/* The messages in a queue: queue.h. */
+
+/* Leader side.  It remembers the seqs of the last PA_SENT_RING
+ * transactions given to each writer: no writer may have more in flight. */
+#define PA_SENT_RING		PA_MAX_INFLIGHT
+
+extern void pa_pool_init(void);
+extern void pa_pool_resize(int nwriters, bool *started);
+extern int	pa_pool_size(void);
+extern bool pa_pool_try_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
+extern void pa_pool_send(int writer, const void *data, Size len);
+extern uint64 pa_pool_inflight(int writer);
+extern void pa_pool_dispatched(int writer, uint64 seq);
+extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
+extern bool pa_pool_writers_read(void);
+extern void pa_pool_check(void);
+extern void pa_pool_shutdown(void);
+
+/* Writer side: attach to its queue. */
+extern shm_mq_handle *pa_pool_attach(dsm_handle handle, int writer,
+											dsm_segment **seg);
+
+/* Origin of writer n: pa_<database oid>_<subid>_<n>. */
+extern char *pa_writer_origin_name(Oid subid, int writer);
+
+#endif							/* PA_POOL_H */

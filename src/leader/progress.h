@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.h
+ *		Replication progress: per-writer origins, the restart point, and
+ *		what is reported to the provider.
+ *
+ * src/leader/progress.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_PROGRESS_H
+#define PA_PROGRESS_H
+
+#include "replication/walreceiver.h"
+
+#include "pipeline.h"
+
+/* The most writers a subscription can ever have had (origins to scan). */
+#define PA_MAX_WRITERS_LIMIT 64
+
+extern void pa_progress_ensure_origins(Oid subid, int nwriters);
+extern XLogRecPtr pa_progress_start_lsn(Oid subid);
+extern void pa_progress_drop_origins(Oid subid);
+
+/* Writer, right after committing seq: record its remote and local end. */
+extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,
+								  XLogRecPtr local_end);
+
+/* Leader. */
+extern void pa_progress_received(XLogRecPtr lsn);
+extern void pa_progress_provider_end(XLogRecPtr lsn);
+extern void pa_progress_update(bool idle);
+extern void pa_progress_feedback(bool force, bool request_reply);
+
+#endif							/* PA_PROGRESS_H */

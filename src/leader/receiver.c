@@ -1,0 +1,589 @@
+/*-------------------------------------------------------------------------
+ *
+ * receiver.c
+ *		The leader of a subscription's pipeline: "parallel_apply receiver
+ *		<sub>".  Streams from the provider's slot and feeds the dispatcher.
+ *
+ * One process per enabled subscription, started by the supervisor.  It
+ *
+ *	1. connects to the provider over a replication connection (PostgreSQL's
+ *	   libpqwalreceiver, the same client the in-core apply worker uses),
+ *	   with the subscription's name as application_name, so the provider's
+ *	   synchronous_standby_names can name it;
+ *	2. starts its writers (pool.c) and, for a new subscription, creates the
+ *	   slot and copies the initial data (sync.c);
+ *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
+ *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
+ *	4. starts streaming from the restart point (progress.c) and loops:
+ *	   read every message that is there without blocking, hand it to the
+ *	   dispatcher, then wait on the socket and the latch together.  The
+ *	   latch is set by writers when they commit, by the supervisor and by
+ *	   the SQL API; the wait has a timeout so that status updates go out on
+ *	   time even when nothing happens.
+ *
+ * The loop owns every wait of the leader and all it tells the provider.
+ * The dispatcher and the pool never wait: when the dispatcher cannot go on
+ * (a transaction must commit first, a writer is full, a queue has no room)
+ * it keeps what it was doing and returns what it waits for
+ * (PaDispatchWait), as core's pa_send_data() returns false; the loop then
+ * waits for that, reading nothing more from the provider but sending it
+ * status updates, and calls pa_dispatch_continue().  When the pool grows,
+ * the loop tells the dispatcher which writers are new, and they are sent
+ * every RELATION before anything else.
+ *
+ * Keepalives are answered; status updates carry the received position,
+ * the flushed one (only what is durable here, see progress.c) and the
+ * applied one.  A wait_for_catchup() in progress makes the leader ask the
+ * provider for keepalives, so that an idle provider's end of WAL is known
+ * promptly.
+ *
+ * Deadlock freedom.  The leader waits for writers (for a commit, for room
+ * in a queue); writers wait for each other (commit order, dependencies,
+ * retries: lock waits, writer.c).  No writer ever waits for the leader in
+ * the middle of a transaction, so no wait of the leader can be part of a
+ * cycle, and each of its waits ends:
+ *
+ *	- A transaction is given to its writer whole, as one queue message,
+ *	  before any later one is dispatched, and it depends only on earlier
+ *	  ones.  So every transaction a writer waits for (its turn, a
+ *	  dependency) is already wholly in some writer's queue, and the
+ *	  earliest one in flight waits for nobody: it commits, then the next
+ *	  one, and so on, without the leader.  A writer takes a queue message
+ *	  only whole, and while it holds locks it only looks at its queue
+ *	  without waiting (reading ahead, grouping).
+ *
+ *	- A full queue or a full writer only blocks the leader: it waits
+ *	  until the writer has read or committed, which by the above it does.
+ *	  The waits for a commit (a barrier's predecessors, a barrier before
+ *	  the next transaction, half of a full writer's transactions, all of
+ *	  them before the pool grows from one writer) are for transactions
+ *	  already dispatched.
+ *
+ *	- Commit-order and dependency waits between writers are heavyweight
+ *	  lock waits, which the deadlock detector sees, also together with
+ *	  local sessions; the transaction it cancels is retried by its writer
+ *	  from what it already holds, after its predecessors (writer.c),
+ *	  without the leader.
+ *
+ *	- A large transaction is sent in chunks as it arrives, but its writer
+ *	  only spills them to a file, holding nothing, and applies it once its
+ *	  STREAM_END is there, after everything before it has committed (it is
+ *	  a barrier); nothing after it is dispatched until it has committed.
+ *
+ *	- A RELATION goes inline to the writer of its transaction and then to
+ *	  every other writer, before any later transaction: each queue is in
+ *	  order, so no writer waits for a definition.
+ *
+ * Any error ends the whole pipeline: the error is recorded for
+ * subscription_status(), the writers are terminated with the leader, and
+ * the supervisor starts it again after a growing delay.
+ *
+ * src/leader/receiver.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/walreceiver.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "compat.h"
+#include "dispatcher.h"
+#include "leader.h"
+#include "pool.h"
+#include "progress.h"
+#include "relmap.h"
+#ifdef PA_DEBUG_SWITCHES
+#include "replay.h"
+#endif
+#include "sync.h"
+
+PaLeader   *MyPaLeader = NULL;
+
+static void
+leader_on_exit(int code, Datum arg)
+{
+	PaSubSlot  *slot = MyPaLeader->slot;
+
+	pa_pool_shutdown();
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		if (slot->leader_pid == MyProcPid)
+		{
+			slot->leader_pid = 0;
+			slot->state = PA_SUB_DOWN;
+		}
+		SpinLockRelease(&slot->mutex);
+	}
+}
+
+static void
+set_state(PaSubState state)
+{
+	PaSubSlot  *slot = MyPaLeader->slot;
+
+	SpinLockAcquire(&slot->mutex);
+	slot->state = state;
+	SpinLockRelease(&slot->mutex);
+}
+
+/* How far commits (with durable apply, flushes) have got. */
+uint64
+pa_leader_done_seq(bool durable)
+{
+	PaSubSlot  *slot = MyPaLeader->slot;
+
+	return pg_atomic_read_u64(durable ? &slot->flushed_seq :
+							  &slot->committed_seq);
+}
+
+/*
+ * Ask the writers to set our latch once transaction seq is done (with
+ * durable, flushed); true if it is done already.  A writer that ended
+ * before the request was written did not see it: hence the check after
+ * the barrier, which pairs with the one in pa_wake_leader().
+ */
+static bool
+request_wake(uint64 seq, bool durable)
+{
+	pg_atomic_write_u64(&MyPaLeader->slot->wake_leader_at, seq);
+	pg_memory_barrier();
+	return pa_leader_done_seq(durable) >= seq;
+}
+
+/*
+ * Wait for what the dispatcher needs (a commit, room in a queue), then
+ * keep the provider connection alive, without reading from it: the
+ * stream waits until the dispatcher can go on.
+ */
+static void
+wait_for_dispatcher(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	bool		done = false;
+	long		timeout = 1000L;
+
+	if (wait->kind == PA_WAIT_COMMIT)
+	{
+		/* the writer that commits it wakes us: once per wait */
+		done = request_wake(wait->seq, false);
+		timeout = 100L;
+	}
+	if (!done)
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
+	CHECK_FOR_INTERRUPTS();
+	pa_pool_check();
+	if (!L->streaming)
+		return;					/* replaying: not in COPY mode yet */
+	pa_progress_update(false);
+	pa_progress_feedback(false, false);
+}
+
+/*
+ * Dispatch one frame, waiting as long as the dispatcher needs: for a
+ * recording (replay.c), whose buffer stays as it is meanwhile.
+ */
+void
+pa_leader_dispatch_frame(StringInfo in)
+{
+	PaDispatchWait wait;
+
+	if (pa_dispatch_frame(in, &wait))
+		return;
+	do
+		wait_for_dispatcher(&wait);
+	while (!pa_dispatch_continue(&wait));
+}
+
+/* Wait until everything dispatched has committed. */
+void
+pa_leader_wait_all(void)
+{
+	PaDispatchWait wait;
+
+	wait.kind = PA_WAIT_COMMIT;
+	wait.seq = MyPaLeader->last_seq;
+	wait.writer = -1;
+	while (pa_leader_done_seq(false) < wait.seq)
+		wait_for_dispatcher(&wait);
+}
+
+/*
+ * One CopyData message of the stream.  False when the dispatcher must wait
+ * (*wait) before it can finish the frame, which is then kept in buf: the
+ * caller must not read from the connection until pa_dispatch_continue()
+ * has returned true.
+ */
+static bool
+handle_copydata(char *buf, int len, PaDispatchWait *wait)
+{
+	StringInfoData s;
+	char		type;
+
+	pa_stringinfo_over(&s, buf, len);
+	type = pq_getmsgbyte(&s);
+
+	if (type == 'w')
+	{
+		XLogRecPtr	start = pq_getmsgint64(&s);
+		XLogRecPtr	end = pq_getmsgint64(&s);
+
+		(void) pq_getmsgint64(&s);	/* send time */
+		pa_progress_received(Max(start, end));
+		return pa_dispatch_frame(&s, wait);
+	}
+	else if (type == 'k')
+	{
+		XLogRecPtr	end = pq_getmsgint64(&s);
+		bool		reply;
+
+		(void) pq_getmsgint64(&s);	/* timestamp */
+		reply = pq_getmsgbyte(&s);
+		pa_progress_provider_end(end);
+		if (reply)
+		{
+			pa_progress_update(pa_dispatch_idle());
+			pa_progress_feedback(true, false);
+		}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected message type \"%c\" in the replication stream",
+						type)));
+	return true;
+}
+
+/* Writers 0..n-1; the new ones learn the relations first (dispatcher.c). */
+static void
+resize_pool(int n)
+{
+	bool	   *started = palloc0(sizeof(bool) * pa_max_writers);
+
+	pa_pool_resize(n, started);
+	for (int w = 0; w < pa_max_writers; w++)
+		if (started[w])
+			pa_dispatch_writer_started(w);
+	pfree(started);
+}
+
+/* Writers wanted now: follows alter_*_config and the reloadable GUC. */
+static void
+maybe_resize(void)
+{
+	PaLeader   *L = MyPaLeader;
+	int			want = pa_effective_writers(L->slot);
+	PaDispatchWait wait;
+
+	if (want == pa_pool_size())
+		return;
+	while (!pa_dispatch_may_resize(want, &wait))
+	{
+		if (wait.kind == PA_WAIT_NONE)
+			return;				/* at the next transaction boundary */
+		wait_for_dispatcher(&wait);
+	}
+	StartTransactionCommand();
+	pa_progress_ensure_origins(L->sub->subid, want);
+	CommitTransactionCommand();
+	resize_pool(want);
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\" now applies with %d writers",
+					L->sub->name, want)));
+}
+
+/* Everything that is not reading: status, feedback, resizing. */
+static void
+housekeeping(TimestampTz *last_xact)
+{
+	PaLeader   *L = MyPaLeader;
+	PaSubSlot  *slot = L->slot;
+	bool		idle = pa_dispatch_idle();
+	XLogRecPtr	target;
+	TimestampTz now = GetCurrentTimestamp();
+
+	pa_pool_check();
+	L->reported_seq = pa_leader_done_seq(L->durable);
+	pa_progress_update(idle);
+
+	SpinLockAcquire(&slot->mutex);
+	target = slot->catchup_target;
+	if (!L->caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
+		slot->applied_lsn >= slot->provider_lsn)
+		L->caught_up_once = true;
+	if (slot->state != PA_SUB_INITIALIZING)
+		slot->state = L->caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
+	SpinLockRelease(&slot->mutex);
+
+	/* a waiter wants the provider's current end: ask for a keepalive */
+	pa_progress_feedback(false, idle && target != InvalidXLogRecPtr);
+
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+	maybe_resize();
+
+	/* absorb local catalog changes (new unique indexes) now and then */
+	if (TimestampDifferenceExceeds(*last_xact, now, 1000))
+	{
+		StartTransactionCommand();
+		CommitTransactionCommand();
+		*last_xact = now;
+		pa_dispatch_housekeeping();
+	}
+}
+
+/*
+ * The leader's loop: the only place it waits.  While the dispatcher has
+ * something to finish (see the header comment), it waits for that and
+ * reads nothing; else it reads what is there, and then waits for the
+ * socket, the latch or the next status update.
+ */
+static void
+stream_loop(void)
+{
+	PaLeader   *L = MyPaLeader;
+	TimestampTz last_xact = GetCurrentTimestamp();
+	WaitEventSet *wes = NULL;
+
+	for (;;)
+	{
+		pgsocket	fd = PGINVALID_SOCKET;
+		char	   *buf;
+		int			len;
+		int			n = 0;
+		WaitEvent	event;
+		PaDispatchWait wait;
+
+		CHECK_FOR_INTERRUPTS();
+
+		if (!pa_dispatch_continue(&wait))
+		{
+			wait_for_dispatcher(&wait);
+			continue;
+		}
+
+		len = walrcv_receive(L->conn, &buf, &fd);
+		while (len != 0)
+		{
+			if (len < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("the provider ended the replication stream of subscription \"%s\"",
+								L->sub->name)));
+			if (!handle_copydata(buf, len, &wait))
+				break;			/* the dispatcher waits: so does the stream */
+			if (++n % 1000 == 0)
+			{
+				CHECK_FOR_INTERRUPTS();
+				housekeeping(&last_xact);
+			}
+			len = walrcv_receive(L->conn, &buf, &fd);
+		}
+		if (len != 0)
+		{
+			wait_for_dispatcher(&wait);
+			continue;
+		}
+
+		housekeeping(&last_xact);
+
+		/* one wait set for the whole stream: the socket does not change */
+		if (wes == NULL)
+		{
+			wes = CreateWaitEventSet(TopMemoryContext, 3);
+			AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+			AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+			AddWaitEventToSet(wes, WL_SOCKET_READABLE, fd, NULL, NULL);
+		}
+		/*
+		 * Nothing to read: be woken by the next commit too (with durable
+		 * apply: by the next flush), so that the provider hears at once
+		 * what is applied and flushed; synchronous replication waits for
+		 * it.
+		 */
+		if (L->last_seq > L->reported_seq &&
+			request_wake(L->reported_seq + 1, L->durable))
+			SetLatch(MyLatch);
+		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
+			(event.events & WL_LATCH_SET))
+			ResetLatch(MyLatch);
+		pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
+	}
+}
+
+/*
+ * Is the provider's database of this database's encoding?  Binary datums
+ * of text types are bytes in the provider's encoding, which no receive
+ * function converts: binary transfer only then, else text, which the
+ * writers convert.
+ */
+static bool
+same_encoding(void)
+{
+	bool		same;
+
+	StartTransactionCommand();
+	same = pa_check_provider_encoding(pa_provider_encoding(MyPaLeader->conn)) ==
+		GetDatabaseEncoding();
+	CommitTransactionCommand();
+	return same;
+}
+
+/*
+ * START_REPLICATION with this subscription's options.  Built here rather
+ * than by walrcv_startstreaming(), which knows only pgoutput's options:
+ * our plugin also takes forward_origins (the subscription's origin).
+ */
+static void
+start_streaming(XLogRecPtr start)
+{
+	PaSubscription *sub = MyPaLeader->sub;
+	StringInfoData cmd;
+	StringInfoData names;
+	WalRcvExecResult *res;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, sub->publications)
+		appendStringInfo(&names, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
+						 quote_identifier(lfirst(lc)));
+	initStringInfo(&cmd);
+	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
+					 " (proto_version '%d', publication_names %s, binary '%s',"
+					 " forward_origins '%s')",
+					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
+					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
+					 same_encoding() ? "true" : "false",
+					 sub->origin_none ? "false" : "true");
+	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
+	if (res->status != WALRCV_OK_COPY_BOTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not start streaming from the provider of parallel_apply subscription \"%s\": %s",
+						sub->name, res->err ? res->err : "unexpected result")));
+	walrcv_clear_result(res);
+	pfree(cmd.data);
+	pfree(names.data);
+}
+
+void
+pa_leader_main(Datum arg)
+{
+	int			slotidx = DatumGetInt32(arg);
+	PaLeader   *L;
+	PaSubSlot  *slot;
+	PaSubscription *sub;
+	Oid			extra[2];
+	XLogRecPtr	start;
+
+	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(extra[1], InvalidOid, 0);
+
+	pa_check_shared();
+	slot = pa_subslot(slotidx);
+	if (!slot->in_use || slot->subid != extra[0] || slot->dboid != MyDatabaseId)
+		proc_exit(0);
+	L = MyPaLeader = MemoryContextAllocZero(TopMemoryContext, sizeof(PaLeader));
+	L->slot = slot;
+	before_shmem_exit(leader_on_exit, (Datum) 0);
+
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		sub = L->sub = pa_catalog_get_kept(extra[0]);
+		CommitTransactionCommand();
+		if (sub == NULL || !sub->enabled)
+			proc_exit(0);
+
+		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
+						PGC_USERSET, PGC_S_SESSION);
+		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
+		pa_relmap_subscription_name = sub->name;
+		/*
+		 * Not pa_relmap_table_sync: only writers skip changes, so the
+		 * leader's relation map need not read the tables' positions.
+		 */
+		pa_relmap_subid = sub->subid;
+		L->durable = strcmp(sub->synchronous_commit, "off") != 0;
+
+		SpinLockAcquire(&slot->mutex);
+		slot->leader_pid = MyProcPid;
+		slot->leader_latch = MyLatch;
+		slot->state = sub->sync_state == PA_SYNC_READY ?
+			PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
+		slot->target_writers = sub->num_writers;
+		slot->last_commit_remote_end = InvalidXLogRecPtr;
+		slot->last_commit_local_end = InvalidXLogRecPtr;
+		slot->retry_seq = 0;
+		slot->retry_writer = -1;
+		slot->binary_type_limit = 0;	/* until the provider's STARTUP */
+		SpinLockRelease(&slot->mutex);
+		pg_atomic_write_u64(&slot->committed_seq, 0);
+		pg_atomic_write_u64(&slot->wake_leader_at, 0);
+		pg_atomic_write_u64(&slot->flushed_seq, 0);
+
+		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
+
+		StartTransactionCommand();
+		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
+		start = pa_progress_start_lsn(sub->subid);
+		CommitTransactionCommand();
+
+		pa_pool_init();
+		pa_dispatch_init();
+		resize_pool(pa_effective_writers(slot));
+
+		if (sub->sync_state != PA_SYNC_READY)
+		{
+			pa_sync_run(L->conn, sub, slot);
+			start = InvalidXLogRecPtr;	/* the slot's consistent point */
+			set_state(PA_SUB_CATCHING_UP);
+		}
+
+#ifdef PA_DEBUG_SWITCHES
+		if (pa_debug_replay_file[0] != '\0')
+			pa_replay_run(sub->name);
+#endif
+
+		pa_dispatch_new_session();
+		pa_sync_streaming(sub);
+		start_streaming(start);
+		L->streaming = true;
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
+						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
+
+		stream_loop();
+	}
+	PG_CATCH();
+	{
+		pa_error_to_slot(slot, NULL);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}

@@ -1,0 +1,230 @@
+/*-------------------------------------------------------------------------
+ *
+ * protocol.h
+ *		The parallel_apply wire protocol: message types, the structures a
+ *		reader fills, and the functions that write and read each message.
+ *
+ * docs/protocol.md specifies every message byte by byte; this header and
+ * protocol.c are its only implementation.  The output plugin writes, the
+ * subscriber's receiver and the text renderer read.
+ *
+ * src/protocol/protocol.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_PROTOCOL_H
+#define PA_PROTOCOL_H
+
+#include "access/htup.h"
+#include "access/transam.h"
+#include "access/xlogdefs.h"
+#include "access/tupdesc.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/bitmapset.h"
+#include "utils/relcache.h"
+#include "utils/timestamp.h"
+
+/* Protocol versions this build can speak. */
+#define PA_PROTO_VERSION_MIN	1
+#define PA_PROTO_VERSION_MAX	2
+
+/* The first version that sends BATCH. */
+#define PA_PROTO_VERSION_BATCH	2
+
+/* Message types: the first byte of every message. */
+#define PA_MSG_STARTUP		'S'
+#define PA_MSG_BEGIN		'B'
+#define PA_MSG_COMMIT		'C'
+#define PA_MSG_ORIGIN		'O'
+#define PA_MSG_RELATION		'R'
+#define PA_MSG_INSERT		'I'
+#define PA_MSG_UPDATE		'U'
+#define PA_MSG_DELETE		'D'
+#define PA_MSG_TRUNCATE		'T'
+#define PA_MSG_MESSAGE		'M'
+#define PA_MSG_BATCH		'X'
+
+/* Tuple markers inside INSERT, UPDATE and DELETE. */
+#define PA_TUPLE_NEW		'N'
+#define PA_TUPLE_KEY		'K'
+#define PA_TUPLE_OLD		'O'
+
+/* Datum kinds inside a tuple. */
+#define PA_DATUM_NULL		'n'
+#define PA_DATUM_UNCHANGED	'u'
+#define PA_DATUM_TEXT		't'
+#define PA_DATUM_BINARY		'b'
+
+/* STARTUP flags. */
+#define PA_STARTUP_BINARY			0x01
+#define PA_STARTUP_FORWARD_ORIGINS	0x02
+#define PA_STARTUP_MESSAGES			0x04
+
+/* COMMIT flags: none defined, the byte is 0. */
+
+/* RELATION column flags. */
+#define PA_COLUMN_KEY		0x01
+
+/* TRUNCATE flags. */
+#define PA_TRUNCATE_CASCADE			0x01
+#define PA_TRUNCATE_RESTART_SEQS	0x02
+
+/* MESSAGE flags. */
+#define PA_MESSAGE_TRANSACTIONAL	0x01
+
+/*
+ * Binary (send/recv) transfer is used only for types whose OID is fixed by
+ * the PostgreSQL catalogs, so both sides agree on what the OID means, whose
+ * binary form embeds no type OID that could differ, and whose value is not
+ * itself an object OID (regclass and the other reg* types, which travel as
+ * names in text).  pa_type_binary_safe() says which; the limit below is
+ * announced in STARTUP (0 without the binary option), and a reader refuses
+ * a binary datum of a type at or above the limit its STARTUP announced, or
+ * of a type that is not safe (pa_check_binary_datum).
+ */
+#define PA_BINARY_SAFE_TYPE_LIMIT	FirstGenbkiObjectId
+
+typedef struct PaStartupData
+{
+	int			proto_version;
+	int			server_version_num;
+	char	   *encoding;		/* database encoding name */
+	uint8		flags;			/* PA_STARTUP_* */
+	Oid			binary_type_limit;	/* binary only for type OIDs below */
+	char	   *plugin_version;
+} PaStartupData;
+
+typedef struct PaBeginData
+{
+	XLogRecPtr	final_lsn;
+	TimestampTz commit_time;
+	TransactionId xid;
+} PaBeginData;
+
+typedef struct PaCommitData
+{
+	uint8		flags;
+	XLogRecPtr	commit_lsn;
+	XLogRecPtr	end_lsn;
+	TimestampTz commit_time;
+} PaCommitData;
+
+typedef struct PaRelationData
+{
+	Oid			remoteid;
+	char	   *nspname;
+	char	   *relname;
+	char		replident;		/* REPLICA_IDENTITY_* of the provider */
+	int			natts;
+	char	  **attnames;
+	Oid		   *atttyps;
+	int32	   *atttypmods;
+	Bitmapset  *attkeys;		/* 0-based indexes of key columns */
+} PaRelationData;
+
+typedef struct PaTupleData
+{
+	int			ncols;
+	char	   *colkinds;		/* PA_DATUM_* per column */
+	StringInfoData *colvalues;	/* text or binary bytes per column */
+} PaTupleData;
+
+typedef struct PaMessageData
+{
+	bool		transactional;
+	XLogRecPtr	lsn;
+	char	   *prefix;
+	Size		size;
+	char	   *content;
+} PaMessageData;
+
+/*
+ * How the output plugin sends one column of a published relation: the
+ * output or send function, looked up once per relation, not per datum.
+ */
+typedef struct PaColumnOutput
+{
+	bool		skip;			/* dropped or generated: not sent */
+	bool		binary;			/* send function, else output function */
+	FmgrInfo	func;
+} PaColumnOutput;
+
+extern bool pa_type_binary_safe(Oid typid);
+
+/* Writing (provider side). */
+extern void pa_write_startup(StringInfo out, const PaStartupData *startup);
+extern void pa_write_begin(StringInfo out, const PaBeginData *begin);
+extern void pa_write_commit(StringInfo out, const PaCommitData *commit);
+extern void pa_write_origin(StringInfo out, const char *origin,
+							XLogRecPtr origin_lsn);
+extern void pa_write_relation(StringInfo out, Relation rel,
+							  const PaColumnOutput *cols);
+extern void pa_write_insert(StringInfo out, Oid relid, TupleDesc desc,
+							const PaColumnOutput *cols,
+							Datum *newvals, bool *newnulls);
+extern void pa_write_update(StringInfo out, Oid relid, TupleDesc desc,
+							const PaColumnOutput *cols, char oldkind,
+							Datum *oldvals, bool *oldnulls,
+							Datum *newvals, bool *newnulls);
+extern void pa_write_delete(StringInfo out, Oid relid, TupleDesc desc,
+							const PaColumnOutput *cols, char oldkind,
+							Datum *oldvals, bool *oldnulls);
+extern void pa_write_truncate(StringInfo out, int nrelids, const Oid *relids,
+							  uint8 flags);
+extern void pa_write_message(StringInfo out, const PaMessageData *msg);
+extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
+
+/* Reading (subscriber side and renderer); all ereport on malformed input. */
+extern char pa_read_msgtype(StringInfo in);
+/* The error for a message type the reader does not know. */
+extern void pa_unknown_message(char type) pg_attribute_noreturn();
+
+extern void pa_read_startup(StringInfo in, PaStartupData *startup);
+extern void pa_read_begin(StringInfo in, PaBeginData *begin);
+extern void pa_read_commit(StringInfo in, PaCommitData *commit);
+extern void pa_read_origin(StringInfo in, char **origin, XLogRecPtr *origin_lsn);
+extern void pa_read_relation(StringInfo in, PaRelationData *rel);
+extern Oid	pa_read_insert(StringInfo in, PaTupleData *newtup);
+extern Oid	pa_read_update(StringInfo in, char *oldkind, PaTupleData *oldtup,
+						   PaTupleData *newtup);
+extern Oid	pa_read_delete(StringInfo in, char *oldkind, PaTupleData *oldtup);
+extern Oid	pa_read_change_view(StringInfo in, char type, char *oldkind,
+								PaTupleData *oldtup, PaTupleData *newtup);
+extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
+extern void pa_read_message(StringInfo in, PaMessageData *msg);
+extern void pa_read_end(StringInfo in);
+typedef void (*PaMessageFn) (StringInfo msg, void *arg);
+extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
+						  void *arg);
+extern void pa_check_proto_version(int proto_version, int min, int max);
+extern void pa_refuse_binary_datum(Oid typid, bool type_safe,
+								   Oid binary_type_limit) pg_attribute_noreturn();
+
+/*
+ * A binary datum of type typid may come in a session whose STARTUP
+ * announced binary_type_limit only when typid is below it and type_safe
+ * (pa_type_binary_safe(typid), looked up once per column by a caller that
+ * checks every datum); else ERRCODE_PROTOCOL_VIOLATION.
+ */
+static inline void
+pa_check_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
+{
+	if (unlikely(typid >= binary_type_limit || !type_safe))
+		pa_refuse_binary_datum(typid, type_safe, binary_type_limit);
+}
+
+/*
+ * A StringInfo over len bytes at data that someone else owns, to read
+ * them with the readers above; never to append to.
+ */
+static inline void
+pa_stringinfo_over(StringInfo s, const char *data, int len)
+{
+	s->data = (char *) data;
+	s->len = len;
+	s->maxlen = len;
+	s->cursor = 0;
+}
+
+#endif							/* PA_PROTOCOL_H */

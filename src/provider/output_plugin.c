@@ -1,0 +1,741 @@
+/*-------------------------------------------------------------------------
+ *
+ * output_plugin.c
+ *		The parallel_apply logical decoding output plugin (provider side).
+ *
+ * A slot created with pg_create_logical_replication_slot('s',
+ * 'parallel_apply') decodes the provider's WAL into the messages of
+ * protocol.h.  The client names the protocol version it speaks (one, or a
+ * range to negotiate), the standard publications whose tables it wants,
+ * and whether it wants binary datums, changes that arrived through a
+ * replication origin, and logical messages.  Options are parsed strictly:
+ * the plugin is on the provider's output_plugin_libraries allow-list and
+ * must not guess what an unknown or malformed option meant.
+ *
+ * Shape of the stream:
+ *
+ *	STARTUP							once, before the first message of a session
+ *	BEGIN [ORIGIN] {RELATION | INSERT | UPDATE | DELETE | TRUNCATE
+ *		| MESSAGE}* COMMIT			per transaction with published changes
+ *	MESSAGE							non-transactional logical messages
+ *
+ * BEGIN is deferred to the first published change, so a transaction that
+ * touches no published table sends nothing; its progress is still
+ * reported to the walsender so that synchronous replication and slot
+ * advancement do not wait on it.  RELATION precedes the first change of a
+ * relation in a session and is sent again after the relation's cache entry
+ * was invalidated (see output_relcache.c).
+ *
+ * Every change is formatted in a memory context that is reset after it, so
+ * the plugin's memory does not grow with the size of a transaction.
+ *
+ * Batching.  The walsender sends (and flushes to the socket) every write
+ * of the plugin as one CopyData message: one send() and one wakeup of the
+ * client per message, so small transactions would cost the walsender and
+ * the receiver more in messages than in their changes.  From protocol
+ * version 2 on, the messages of a transaction are collected and
+ * written as one BATCH at COMMIT, or earlier whenever PA_BATCH_BYTES have
+ * gathered, so a large transaction still streams in bounded pieces.
+ * STARTUP and non-transactional messages are written alone.
+ *
+ * src/provider/output_plugin.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/xact.h"
+#include "catalog/pg_publication.h"
+#include "commands/defrem.h"
+#include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/output_plugin.h"
+#include "replication/walsender.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/varlena.h"
+
+#include "compat.h"
+#include "output_plugin.h"
+#include "parallel_apply.h"
+
+#define PA_BATCH_BYTES		(64 * 1024)
+
+extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
+
+/* ---------------------------------------------------------------------
+ * Options
+ * ---------------------------------------------------------------------
+ */
+
+static void pg_attribute_noreturn()
+bad_option_value(DefElem *elem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for parallel_apply option \"%s\": \"%s\"",
+					elem->defname, defGetString(elem))));
+}
+
+static bool
+option_bool(DefElem *elem)
+{
+	bool		result;
+
+	if (elem->arg == NULL)
+		return true;			/* a bare option name means true */
+	if (!parse_bool(strVal(elem->arg), &result))
+		bad_option_value(elem);
+	return result;
+}
+
+static int
+option_version(DefElem *elem)
+{
+	char	   *s = defGetString(elem);
+	char	   *end;
+	long		v;
+
+	if (!isdigit((unsigned char) s[0]))
+		bad_option_value(elem);
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > 255)
+		bad_option_value(elem);
+	return (int) v;
+}
+
+static void
+check_not_seen(DefElem *elem, bool *seen)
+{
+	if (*seen)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("parallel_apply option \"%s\" given more than once",
+						elem->defname)));
+	*seen = true;
+}
+
+static void
+parse_options(PaOutputData *data, List *options)
+{
+	bool		seen_version = false,
+				seen_min = false,
+				seen_max = false,
+				seen_pubs = false,
+				seen_binary = false,
+				seen_origins = false,
+				seen_messages = false;
+	int			client_min = 0;
+	int			client_max = INT_MAX;
+	ListCell   *lc;
+
+	data->binary = false;
+	data->forward_origins = true;
+	data->messages = false;
+
+	foreach(lc, options)
+	{
+		DefElem    *elem = lfirst(lc);
+
+		if (strcmp(elem->defname, "proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_version);
+			client_min = client_max = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "min_proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_min);
+			client_min = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "max_proto_version") == 0)
+		{
+			check_not_seen(elem, &seen_max);
+			client_max = option_version(elem);
+		}
+		else if (strcmp(elem->defname, "publication_names") == 0)
+		{
+			char	   *names = pstrdup(defGetString(elem));
+
+			check_not_seen(elem, &seen_pubs);
+			if (!SplitIdentifierString(names, ',', &data->publication_names) ||
+				data->publication_names == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for parallel_apply option \"publication_names\": \"%s\"",
+								defGetString(elem)),
+						 errhint("Give a comma-separated list of publication names.")));
+		}
+		else if (strcmp(elem->defname, "binary") == 0)
+		{
+			check_not_seen(elem, &seen_binary);
+			data->binary = option_bool(elem);
+		}
+		else if (strcmp(elem->defname, "forward_origins") == 0)
+		{
+			check_not_seen(elem, &seen_origins);
+			data->forward_origins = option_bool(elem);
+		}
+		else if (strcmp(elem->defname, "messages") == 0)
+		{
+			check_not_seen(elem, &seen_messages);
+			data->messages = option_bool(elem);
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized parallel_apply option \"%s\"",
+							elem->defname),
+					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins and messages.")));
+	}
+
+	if (seen_version && (seen_min || seen_max))
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("parallel_apply option \"proto_version\" cannot be combined with \"min_proto_version\" or \"max_proto_version\"")));
+	if (!seen_version && !seen_min && !seen_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"proto_version\" is missing"),
+				 errhint("Name the protocol version the client speaks, or a range with min_proto_version and max_proto_version.")));
+	if (!seen_pubs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"publication_names\" is missing"),
+				 errhint("Name the publications to decode, as a comma-separated list.")));
+
+	/* the highest version both sides speak */
+	data->proto_version = Min(client_max, PA_PROTO_VERSION_MAX);
+	if (seen_version &&
+		(client_min < PA_PROTO_VERSION_MIN || client_min > PA_PROTO_VERSION_MAX))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply protocol version %d is not supported",
+						client_min),
+				 errdetail("This provider speaks protocol versions %d to %d.",
+						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	if (client_min > client_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"min_proto_version\" (%d) is greater than \"max_proto_version\" (%d)",
+						client_min, client_max)));
+	if (data->proto_version < client_min ||
+		data->proto_version < PA_PROTO_VERSION_MIN)
+	{
+		char	   *range = !seen_max ? psprintf("%d and later", client_min) :
+			!seen_min ? psprintf("up to %d", client_max) :
+			psprintf("%d to %d", client_min, client_max);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("no parallel_apply protocol version the client accepts is supported"),
+				 errdetail("The client accepts versions %s; this provider speaks %d to %d.",
+						   range, PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	}
+}
+
+/*
+ * Check now, with the current catalogs, that every publication exists and
+ * filters nothing, so that a typo or an unsupported publication ends the
+ * stream at once rather than at the first change.
+ */
+static void
+check_publications(List *names)
+{
+	bool		own_xact = !IsTransactionState();
+	ListCell   *lc;
+
+	if (own_xact)
+		StartTransactionCommand();
+	foreach(lc, names)
+	{
+		char	   *name = lfirst(lc);
+
+		Publication *pub = GetPublicationByName(name, true);
+
+		if (pub == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("publication \"%s\" does not exist", name),
+					 errdetail("The client asked the parallel_apply output plugin to decode it."),
+					 errhint("Create it on the provider with CREATE PUBLICATION, or remove it from the client's publication_names.")));
+		pa_reject_filtered_publication(pub);
+	}
+	if (own_xact)
+		CommitTransactionCommand();
+}
+
+/*
+ * Text datums must read back the same on any subscriber, whatever the
+ * replication connection asked for: dates in ISO, floats with every digit.
+ * Only in a walsender, whose session is ours; the SQL interface renders in
+ * the caller's own settings.
+ */
+static void
+set_portable_output_settings(void)
+{
+	SetConfigOption("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION);
+}
+
+/* ---------------------------------------------------------------------
+ * Callbacks
+ * ---------------------------------------------------------------------
+ */
+
+static void
+pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
+{
+	PaOutputData *data = MemoryContextAllocZero(ctx->context,
+												sizeof(PaOutputData));
+
+	data->change_cxt = AllocSetContextCreate(ctx->context,
+											 "parallel_apply change",
+											 ALLOCSET_DEFAULT_SIZES);
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ctx->context);
+
+		data->msg = makeStringInfo();
+		data->batch = makeStringInfo();
+		MemoryContextSwitchTo(oldcxt);
+	}
+	ctx->output_plugin_private = data;
+	opt->output_type = OUTPUT_PLUGIN_BINARY_OUTPUT;
+	opt->receive_rewrites = false;
+
+	/* creating the slot passes no options; decoding does */
+	if (is_init)
+		return;
+
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ctx->context);
+
+		parse_options(data, ctx->output_plugin_options);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	check_publications(data->publication_names);
+	if (am_walsender)
+		set_portable_output_settings();
+	pa_relcache_startup(data);
+}
+
+static void
+pa_shutdown(LogicalDecodingContext *ctx)
+{
+	pa_relcache_shutdown();
+}
+
+/* ---------------------------------------------------------------------
+ * Writing, see "Batching" in the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+batching(PaOutputData *data)
+{
+	return data->proto_version >= PA_PROTO_VERSION_BATCH;
+}
+
+/* Where to format the next message: ctx->out, or the batch's buffer. */
+static StringInfo
+msg_start(LogicalDecodingContext *ctx, bool last_write)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	if (!batching(data))
+	{
+		OutputPluginPrepareWrite(ctx, last_write);
+		return ctx->out;
+	}
+	resetStringInfo(data->msg);
+	return data->msg;
+}
+
+static void
+shrink_buffer(LogicalDecodingContext *ctx, StringInfo buf)
+{
+	MemoryContext oldcxt;
+
+	if (buf->maxlen <= 4 * PA_BATCH_BYTES)
+		return;
+	pfree(buf->data);
+	oldcxt = MemoryContextSwitchTo(ctx->context);
+	initStringInfo(buf);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Write what is batched as one BATCH, if anything is. */
+static void
+flush_batch(LogicalDecodingContext *ctx, bool last_write)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	if (data->batch_n == 0)
+		return;
+	OutputPluginPrepareWrite(ctx, last_write);
+	pa_write_batch(ctx->out, data->batch_n, data->batch);
+	OutputPluginWrite(ctx, last_write);
+	data->batch_n = 0;
+	resetStringInfo(data->batch);
+	/* one huge row must not keep its buffers for the session */
+	shrink_buffer(ctx, data->batch);
+	shrink_buffer(ctx, data->msg);
+}
+
+/*
+ * The message formatted since msg_start is complete: write it, or add it
+ * to the batch and write the batch at the end of the transaction
+ * (end_of_txn) or when it has grown large.
+ */
+static void
+msg_end(LogicalDecodingContext *ctx, bool last_write, bool end_of_txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	if (!batching(data))
+	{
+		OutputPluginWrite(ctx, last_write);
+		return;
+	}
+	pq_sendint32(data->batch, (uint32) data->msg->len);
+	appendBinaryStringInfo(data->batch, data->msg->data, data->msg->len);
+	data->batch_n++;
+	if (end_of_txn || data->batch->len >= PA_BATCH_BYTES)
+		flush_batch(ctx, last_write);
+}
+
+static void
+send_startup(LogicalDecodingContext *ctx)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaStartupData s;
+
+	s.proto_version = data->proto_version;
+	s.server_version_num = pg_strtoint32(GetConfigOption("server_version_num",
+														 false, false));
+	s.encoding = (char *) GetDatabaseEncodingName();
+	s.flags = (data->binary ? PA_STARTUP_BINARY : 0) |
+		(data->forward_origins ? PA_STARTUP_FORWARD_ORIGINS : 0) |
+		(data->messages ? PA_STARTUP_MESSAGES : 0);
+	s.binary_type_limit = data->binary ? PA_BINARY_SAFE_TYPE_LIMIT : 0;
+	s.plugin_version = PARALLEL_APPLY_VERSION;
+
+	OutputPluginPrepareWrite(ctx, false);
+	pa_write_startup(ctx->out, &s);
+	OutputPluginWrite(ctx, false);
+	data->startup_sent = true;
+}
+
+static void
+pa_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	data->begin_sent = false;
+}
+
+/* Send STARTUP, BEGIN and ORIGIN if this transaction has not yet. */
+static void
+ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaBeginData b;
+	char	   *origin;
+
+	if (data->begin_sent)
+		return;
+	if (!data->startup_sent)
+		send_startup(ctx);
+
+	b.final_lsn = txn->final_lsn;
+	b.commit_time = txn->xact_time.commit_time;
+	b.xid = txn->xid;
+	pa_write_begin(msg_start(ctx, false), &b);
+	msg_end(ctx, false, false);
+
+	/*
+	 * Only reached for foreign origins when forward_origins is on.  An
+	 * origin dropped since is sent with an empty name: the change still did
+	 * not start here, and the client must not mistake it for a local one.
+	 */
+	if (txn->origin_id != InvalidRepOriginId)
+	{
+		if (!replorigin_by_oid(txn->origin_id, true, &origin))
+			origin = "";
+		pa_write_origin(msg_start(ctx, false), origin, txn->origin_lsn);
+		msg_end(ctx, false, false);
+	}
+	data->begin_sent = true;
+}
+
+static void
+pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		  XLogRecPtr commit_lsn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaCommitData c;
+
+	if (!data->begin_sent)
+	{
+		/* nothing was published: tell the walsender, send nothing */
+		OutputPluginUpdateProgress(ctx, true);
+		return;
+	}
+	OutputPluginUpdateProgress(ctx, false);
+
+	c.flags = 0;
+	c.commit_lsn = commit_lsn;
+	c.end_lsn = txn->end_lsn;
+	c.commit_time = txn->xact_time.commit_time;
+	pa_write_commit(msg_start(ctx, true), &c);
+	msg_end(ctx, true, true);
+	data->begin_sent = false;
+}
+
+static void
+send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
+{
+	Relation	pubrel;
+
+	if (pa_relcache_relation_sent(entry->publish_as_relid))
+		return;
+	pubrel = RelationIdGetRelation(entry->publish_as_relid);
+	if (!RelationIsValid(pubrel))
+		elog(ERROR, "could not open relation with OID %u",
+			 entry->publish_as_relid);
+
+	/*
+	 * Marked before it is written, so that an invalidation processed while
+	 * it is written is not lost (an error ends the decoding session, and
+	 * its cache with it).
+	 */
+	pa_relcache_set_relation_sent(entry->publish_as_relid,
+								  RelationGetNamespace(pubrel));
+	pa_write_relation(msg_start(ctx, false), pubrel, entry->cols);
+	msg_end(ctx, false, false);
+	RelationClose(pubrel);
+}
+
+/*
+ * Deform a decoded tuple of rel into the column order of the relation it
+ * is published as (the partition root, for publish_via_partition_root).
+ */
+static void
+deform_published(PaRelSyncEntry *entry, Relation rel, HeapTuple tuple,
+				 Datum **values, bool **isnull)
+{
+	TupleDesc	reldesc = RelationGetDescr(rel);
+	int			natts = entry->desc->natts;
+
+	*values = palloc(natts * sizeof(Datum));
+	*isnull = palloc(natts * sizeof(bool));
+
+	if (entry->attrmap == NULL)
+	{
+		heap_deform_tuple(tuple, reldesc, *values, *isnull);
+		return;
+	}
+	else
+	{
+		Datum	   *relvals = palloc(reldesc->natts * sizeof(Datum));
+		bool	   *relnulls = palloc(reldesc->natts * sizeof(bool));
+
+		heap_deform_tuple(tuple, reldesc, relvals, relnulls);
+		for (int i = 0; i < natts; i++)
+		{
+			AttrNumber	relattno = entry->attrmap->attnums[i];
+
+			(*values)[i] = relattno > 0 ? relvals[relattno - 1] : (Datum) 0;
+			(*isnull)[i] = relattno > 0 ? relnulls[relattno - 1] : true;
+		}
+	}
+}
+
+static void
+pa_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		  Relation rel, ReorderBufferChange *change)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	MemoryContext oldcxt;
+	PaRelSyncEntry *entry;
+	StringInfo	out;
+	HeapTuple	oldtuple = PA_CHANGE_OLDTUPLE(change);
+	HeapTuple	newtuple = PA_CHANGE_NEWTUPLE(change);
+	char		oldkind = rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL ?
+		PA_TUPLE_OLD : PA_TUPLE_KEY;
+	Datum	   *oldvals = NULL,
+			   *newvals = NULL;
+	bool	   *oldnulls = NULL,
+			   *newnulls = NULL;
+	Oid			relid;
+
+	if (!is_publishable_relation(rel))
+		return;
+
+	oldcxt = MemoryContextSwitchTo(data->change_cxt);
+	entry = pa_relcache_get(data, rel);
+
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			if (!entry->pubactions.pubinsert)
+				goto done;
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			if (!entry->pubactions.pubupdate)
+				goto done;
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			if (!entry->pubactions.pubdelete)
+				goto done;
+			if (oldtuple == NULL)
+			{
+				/* REPLICA IDENTITY NOTHING: there is no row to name */
+				elog(DEBUG1, "parallel_apply: DELETE on \"%s\" has no old tuple, not sent",
+					 RelationGetRelationName(rel));
+				goto done;
+			}
+			break;
+		default:
+			elog(ERROR, "unexpected change action %d", (int) change->action);
+	}
+
+	ensure_begin(ctx, txn);
+	send_relation(ctx, entry);
+
+	if (oldtuple != NULL)
+		deform_published(entry, rel, oldtuple, &oldvals, &oldnulls);
+	if (newtuple != NULL)
+		deform_published(entry, rel, newtuple, &newvals, &newnulls);
+
+	relid = entry->publish_as_relid;
+	out = msg_start(ctx, true);
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			pa_write_insert(out, relid, entry->desc, entry->cols,
+							newvals, newnulls);
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			pa_write_update(out, relid, entry->desc, entry->cols,
+							oldkind, oldvals, oldnulls, newvals, newnulls);
+			break;
+		default:
+			pa_write_delete(out, relid, entry->desc, entry->cols,
+							oldkind, oldvals, oldnulls);
+			break;
+	}
+	msg_end(ctx, true, false);
+
+done:
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(data->change_cxt);
+}
+
+static void
+pa_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			int nrelations, Relation relations[], ReorderBufferChange *change)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	MemoryContext oldcxt = MemoryContextSwitchTo(data->change_cxt);
+	PaRelSyncEntry **entries = palloc(nrelations * sizeof(PaRelSyncEntry *));
+	Oid		   *relids = palloc(nrelations * sizeof(Oid));
+	int			n = 0;
+
+	for (int i = 0; i < nrelations; i++)
+	{
+		Relation	rel = relations[i];
+		PaRelSyncEntry *entry;
+
+		if (!is_publishable_relation(rel))
+			continue;
+		entry = pa_relcache_get(data, rel);
+		if (!entry->pubactions.pubtruncate)
+			continue;
+		/* a partition published as its root is truncated with the root */
+		if (rel->rd_rel->relispartition &&
+			entry->publish_as_relid != RelationGetRelid(rel))
+			continue;
+		entries[n] = entry;
+		relids[n] = RelationGetRelid(rel);
+		n++;
+	}
+
+	if (n > 0)
+	{
+		uint8		flags = 0;
+
+		ensure_begin(ctx, txn);
+		for (int i = 0; i < n; i++)
+			send_relation(ctx, entries[i]);
+		if (change->data.truncate.cascade)
+			flags |= PA_TRUNCATE_CASCADE;
+		if (change->data.truncate.restart_seqs)
+			flags |= PA_TRUNCATE_RESTART_SEQS;
+		pa_write_truncate(msg_start(ctx, true), n, relids, flags);
+		msg_end(ctx, true, false);
+	}
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(data->change_cxt);
+}
+
+static void
+pa_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		   XLogRecPtr message_lsn, bool transactional, const char *prefix,
+		   Size message_size, const char *message)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaMessageData m;
+
+	if (!data->messages)
+		return;
+	if (transactional)
+		ensure_begin(ctx, txn);
+	else if (!data->startup_sent)
+		send_startup(ctx);
+
+	m.transactional = transactional;
+	m.lsn = message_lsn;
+	m.prefix = (char *) prefix;
+	m.size = message_size;
+	m.content = (char *) message;
+	if (transactional)
+	{
+		pa_write_message(msg_start(ctx, true), &m);
+		msg_end(ctx, true, false);
+	}
+	else
+	{
+		OutputPluginPrepareWrite(ctx, true);
+		pa_write_message(ctx->out, &m);
+		OutputPluginWrite(ctx, true);
+	}
+}
+
+static bool
+pa_filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	return !data->forward_origins && origin_id != InvalidRepOriginId;
+}
+
+void
+_PG_output_plugin_init(OutputPluginCallbacks *cb)
+{
+	cb->startup_cb = pa_startup;
+	cb->begin_cb = pa_begin;
+	cb->change_cb = pa_change;
+	cb->truncate_cb = pa_truncate;
+	cb->commit_cb = pa_commit;
+	cb->message_cb = pa_message;
+	cb->filter_by_origin_cb = pa_filter_by_origin;
+	cb->shutdown_cb = pa_shutdown;
+}

@@ -1,0 +1,61 @@
+/*-------------------------------------------------------------------------
+ *
+ * output_plugin.h
+ *		State shared by the output plugin's callbacks (output_plugin.c) and
+ *		its per-relation publication cache (output_relcache.c).
+ *
+ * src/provider/output_plugin.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_OUTPUT_PLUGIN_H
+#define PA_OUTPUT_PLUGIN_H
+
+#include "access/attmap.h"
+#include "catalog/pg_publication.h"
+#include "nodes/pg_list.h"
+
+#include "protocol.h"
+
+/* Per decoding session: the options the client asked for. */
+typedef struct PaOutputData
+{
+	MemoryContext change_cxt;	/* reset after every change */
+	int			proto_version;
+	List	   *publication_names;	/* list of char * */
+	bool		binary;
+	bool		forward_origins;
+	bool		messages;
+	bool		startup_sent;	/* STARTUP sent in this session */
+	bool		begin_sent;		/* BEGIN of the current txn sent */
+	/* protocol version 2: the messages of a transaction go out batched */
+	StringInfo	msg;			/* the message being formatted */
+	StringInfo	batch;			/* messages waiting: uint32 length + bytes */
+	int			batch_n;
+} PaOutputData;
+
+/*
+ * What we know of one relation that changes were decoded for: whether and
+ * as what it is published, and how its columns are sent.  Built on first
+ * use, rebuilt after a relcache or publication invalidation.
+ */
+typedef struct PaRelSyncEntry
+{
+	Oid			relid;			/* hash key */
+	bool		valid;			/* false: rebuild before use */
+	PublicationActions pubactions;
+	Oid			publish_as_relid;	/* relid, or the partition root */
+	AttrMap    *attrmap;		/* root attno -> leaf attno, or NULL */
+	TupleDesc	desc;			/* descriptor of publish_as_relid */
+	PaColumnOutput *cols;		/* per attribute of desc */
+	MemoryContext entry_cxt;	/* holds desc, cols and attrmap */
+} PaRelSyncEntry;
+
+extern void pa_relcache_startup(PaOutputData *data);
+extern void pa_relcache_shutdown(void);
+extern PaRelSyncEntry *pa_relcache_get(PaOutputData *data, Relation rel);
+extern void pa_reject_filtered_publication(Publication *pub);
+extern bool pa_relcache_relation_sent(Oid publish_as_relid);
+extern void pa_relcache_set_relation_sent(Oid publish_as_relid, Oid nspid);
+
+#endif							/* PA_OUTPUT_PLUGIN_H */

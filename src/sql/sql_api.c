@@ -1,0 +1,1134 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql_api.c
+ *		The SQL functions of the subscriber: create, drop, enable, disable
+ *		and configure subscriptions, wait for them, and look at them.
+ *
+ * The catalog (parallel_apply.subscription) is the truth; the supervisor
+ * reads it once a second and makes the workers match it, so a change here
+ * takes effect within a second of its commit.  The functions check
+ * everything they can before writing anything: a bad DSN, an unreachable
+ * provider, a provider that does not allow the
+ * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
+ * does not convert to this one's all end in an error that leaves nothing
+ * behind.  Stopping workers (disable,
+ * drop, a changed synchronous_commit) marks the subscription paused by
+ * this backend until its transaction ends, so that the supervisor does not
+ * restart what it just stopped from a catalog that has not changed yet.
+ *
+ * create_subscription() and drop_subscription() refuse to run inside a
+ * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
+ * provider's slot cannot be rolled back, and a subscription created in a
+ * transaction that is rolled back would leave its workers' start to a
+ * catalog row that never was.
+ *
+ * Managing subscriptions needs superuser.  subscription_status() and
+ * writer_status() are for everyone; they run as the extension's owner and
+ * never show a password.
+ *
+ * src/sql/sql_api.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "replication/walreceiver.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "catalog.h"
+#include "compat.h"
+#include "conn.h"
+#include "pipeline.h"
+#include "pool.h"
+#include "progress.h"
+#include "sync.h"
+
+PG_FUNCTION_INFO_V1(pa_create_subscription);
+PG_FUNCTION_INFO_V1(pa_drop_subscription);
+PG_FUNCTION_INFO_V1(pa_refresh_subscription);
+PG_FUNCTION_INFO_V1(pa_enable_subscription);
+PG_FUNCTION_INFO_V1(pa_disable_subscription);
+PG_FUNCTION_INFO_V1(pa_alter_subscription_config);
+PG_FUNCTION_INFO_V1(pa_alter_group_config);
+PG_FUNCTION_INFO_V1(pa_wait_for_catchup);
+PG_FUNCTION_INFO_V1(pa_subscription_status);
+PG_FUNCTION_INFO_V1(pa_writer_status);
+
+static List *paused_slots = NIL;	/* PaSubSlot * paused by this backend */
+static bool xact_callback_registered = false;
+
+/* ---------------------------------------------------------------------
+ * Helpers
+ * ---------------------------------------------------------------------
+ */
+
+static void
+require_superuser(const char *what)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to %s a parallel_apply subscription", what)));
+}
+
+static PaSubscription *
+get_sub(const char *name, bool missing_ok)
+{
+	PaSubscription *sub = pa_catalog_get_by_name(name);
+
+	if (sub == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
+	return sub;
+}
+
+static void
+check_num_writers(int n)
+{
+	if (n < 1 || n > pa_max_writers)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("num_writers must be between 1 and %d, not %d",
+						pa_max_writers, n),
+				 errhint("The maximum is parallel_apply.max_writers_per_subscription; raising it needs a server restart.")));
+}
+
+static void
+check_synchronous_commit(const char *v)
+{
+	static const char *const valid[] = {"off", "local", "on", "remote_write", "remote_apply"};
+
+	for (int i = 0; i < lengthof(valid); i++)
+		if (strcmp(v, valid[i]) == 0)
+			return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid synchronous_commit value \"%s\"", v),
+			 errhint("Use off, local, on, remote_write or remote_apply.")));
+}
+
+/* Whether item is one of the comma-separated identifiers of csv. */
+static bool
+list_has(const char *csv, const char *item)
+{
+	char	   *copy = pstrdup(csv);
+	List	   *items;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(copy, ',', &items))
+		return false;
+	foreach(lc, items)
+		if (strcmp(lfirst(lc), item) == 0)
+			return true;
+	return false;
+}
+
+static void
+check_provider(WalReceiverConn *conn, List *pubs)
+{
+	char	   *v;
+	StringInfoData sql;
+	ListCell   *lc;
+
+	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
+	if (v == NULL || strcmp(v, "logical") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider's wal_level is \"%s\", not \"logical\"", v ? v : ""),
+				 errhint("Set wal_level = logical on the provider and restart it.")));
+
+	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('output_plugin_libraries', true)");
+	if (v != NULL && !list_has(v, "parallel_apply"))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider does not allow the parallel_apply output plugin"),
+				 errdetail("Its output_plugin_libraries is \"%s\".", v),
+				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
+
+	v = pa_provider_encoding(conn);
+	if (v != NULL)
+		pa_check_provider_encoding(v);
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[");
+	foreach(lc, pubs)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
+	v = pa_provider_value(conn, sql.data);
+	/* as CREATE SUBSCRIPTION (16): created, it streams once they exist */
+	if (v != NULL)
+		ereport(WARNING,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("publication(s) not found on the provider: %s", v),
+				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
+}
+
+/*
+ * The slot on the provider: "pa_", the name (lower case, other characters
+ * than letters, digits and _ as _, at most 50 of them), and a hash of this
+ * node's system identifier, database and subscription.  The hash keeps
+ * subscriptions of the same name in several databases or on several
+ * subscribers of one provider apart: each must own its slot, since a
+ * receiver drops the slot an unfinished initial copy left.
+ */
+static char *
+slot_name_for(const char *subname, Oid subid)
+{
+	StringInfoData buf;
+	struct
+	{
+		uint64		sysid;
+		Oid			dboid;
+		Oid			subid;
+	}			key;
+
+	memset(&key, 0, sizeof(key));
+	key.sysid = GetSystemIdentifier();
+	key.dboid = MyDatabaseId;
+	key.subid = subid;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pa_");
+	for (const char *c = subname; *c && buf.len < 3 + 50; c++)
+	{
+		char		ch = *c;
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = ch - 'A' + 'a';
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'))
+			ch = '_';
+		appendStringInfoChar(&buf, ch);
+	}
+	appendStringInfo(&buf, "_%08x",
+					 hash_bytes((const unsigned char *) &key, sizeof(key)));
+	return buf.data;
+}
+
+static bool nudge_at_end = false;
+
+static void pause_xact_callback(XactEvent event, void *arg);
+
+/* Wake the supervisor when this transaction ends: it reads the catalog. */
+static void
+nudge_supervisor(void)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(pause_xact_callback, NULL);
+		xact_callback_registered = true;
+	}
+	nudge_at_end = true;
+}
+
+static void
+pause_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	if (nudge_at_end && paused_slots == NIL)
+	{
+		nudge_at_end = false;
+		pa_ensure_supervisor();
+	}
+	if (paused_slots == NIL)
+		return;
+	foreach(lc, paused_slots)
+	{
+		PaSubSlot  *slot = lfirst(lc);
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->paused_by == MyProcPid)
+			slot->paused_by = 0;
+		slot->next_start = 0;
+		slot->restarts = 0;
+		SpinLockRelease(&slot->mutex);
+	}
+	list_free(paused_slots);
+	paused_slots = NIL;
+	nudge_at_end = false;
+	pa_ensure_supervisor();
+}
+
+/*
+ * Stop the pipeline of a subscription and keep the supervisor from
+ * starting it again until this transaction ends; wait until its processes
+ * are gone.  The supervisor, woken, sees the subscription paused and
+ * stops its leader, whose writers exit with it.
+ */
+static void
+stop_pipeline(PaSubscription *sub)
+{
+	PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
+	TimestampTz deadline;
+
+	if (slot == NULL)
+		return;
+	nudge_supervisor();
+	SpinLockAcquire(&slot->mutex);
+	slot->paused_by = MyProcPid;
+	SpinLockRelease(&slot->mutex);
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		paused_slots = lappend(paused_slots, slot);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 30000);
+	for (;;)
+	{
+		pid_t		leader;
+		bool		writers = false;
+
+		SpinLockAcquire(&slot->mutex);
+		leader = slot->leader_pid;
+		for (int w = 0; w < pa_max_writers; w++)
+			writers |= slot->writers[w].pid != 0;
+		SpinLockRelease(&slot->mutex);
+		if (leader == 0 && !writers)
+			break;
+		/* the supervisor stops the leader, through its handle */
+		if (leader != 0)
+			(void) pa_wake_supervisor();
+		if (GetCurrentTimestamp() > deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("the workers of parallel_apply subscription \"%s\" did not stop",
+							sub->name)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Replication origins.  Each writer keeps one (progress.c), and a node
+ * tracks the progress of at most max_replication_slots origins, all
+ * databases and in-core subscriptions included: a writer beyond that
+ * fails with "could not find free replication state slot".  Refuse a
+ * configuration that needs more origins than the node can track.
+ */
+static int
+missing_origins(Oid subid, int nwriters)
+{
+	int			missing = 0;
+
+	if (!OidIsValid(subid))
+		return nwriters;		/* a new subscription has none */
+	for (int w = 0; w < nwriters; w++)
+	{
+		char	   *name = pa_writer_origin_name(subid, w);
+
+		if (replorigin_by_name(name, true) == InvalidRepOriginId)
+			missing++;
+		pfree(name);
+	}
+	return missing;
+}
+
+/*
+ * The origins this database's subscriptions still need (those of writers
+ * that never ran) once a change gives num_writers (0: the GUC's) to
+ * subscription subid (InvalidOid: a new one), or, when by_group, to every
+ * subscription of group (NULL: all), must fit beside every origin the node
+ * already has.  The catalog is read as it was before the change.
+ */
+static void
+check_origin_capacity(Oid subid, const char *group, bool by_group,
+					  int num_writers, const char *what)
+{
+	int64		existing;
+	int			missing = 0;
+	bool		isnull;
+	ListCell   *lc;
+
+	if (!by_group && !OidIsValid(subid))
+		missing += missing_origins(InvalidOid, pa_writers_for(num_writers));
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *other = lfirst(lc);
+		bool		changed = by_group ?
+			(group == NULL || strcmp(other->group_name, group) == 0) :
+			other->subid == subid;
+
+		missing += missing_origins(other->subid,
+								   pa_writers_for(changed ? num_writers :
+											  other->num_writers));
+	}
+	if (missing == 0)
+		return;
+	pa_catalog_query("SELECT count(*) FROM pg_catalog.pg_replication_origin",
+					 0, NULL, NULL, NULL, true, 0, SPI_OK_SELECT);
+	existing = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	if (existing + missing > max_replication_slots)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("%s would need more replication origins than this node can track", what),
+				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most max_replication_slots = %d.",
+						   missing, (long long) existing, max_replication_slots),
+				 errhint("Raise max_replication_slots to at least %lld (it takes a restart), or use fewer writers.",
+						 (long long) (existing + missing))));
+}
+
+/* The publications argument: names, at least one, none null. */
+static List *
+publication_list(ArrayType *pubarr)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	List	   *pubs = NIL;
+
+	deconstruct_array(pubarr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elemnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("publication names must not be null")));
+		pubs = lappend(pubs, TextDatumGetCString(elems[i]));
+	}
+	if (pubs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a subscription needs at least one publication")));
+	return pubs;
+}
+
+static void
+check_name(const char *name)
+{
+	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid subscription name \"%s\"", name),
+				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
+}
+
+/* ---------------------------------------------------------------------
+ * Managing subscriptions
+ * ---------------------------------------------------------------------
+ */
+
+Datum
+pa_create_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *dsn;
+	ArrayType  *pubarr;
+	List	   *pubs;
+	bool		sync_data = PG_ARGISNULL(3) ? true : PG_GETARG_BOOL(3);
+	char	   *group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	bool		enabled = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
+	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
+	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
+	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
+	WalReceiverConn *conn;
+	Oid			types[13] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID};
+	Datum		values[13];
+	char		nulls[13] = "             ";
+	Oid			subid;
+	bool		isnull;
+
+	require_superuser("create");
+	/* like CREATE SUBSCRIPTION: what it starts on the provider is not undone */
+	PreventInTransactionBlock(true, "create_subscription()");
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name, provider_dsn and publications must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	dsn = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	pubarr = PG_GETARG_ARRAYTYPE_P(2);
+
+	check_name(name);
+	pubs = publication_list(pubarr);
+	if (!PG_ARGISNULL(4))
+		check_num_writers(PG_GETARG_INT32(4));
+	check_synchronous_commit(sync_commit);
+	if (strcmp(origin, "any") != 0 && strcmp(origin, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for origin: \"%s\"", origin),
+				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
+	pa_check_shared();
+	if (get_sub(name, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
+	check_origin_capacity(InvalidOid, NULL, false,
+						  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+						  psprintf("parallel_apply subscription \"%s\"", name));
+
+	/* the provider: reachable, configured, with the publications */
+	conn = pa_provider_connect(dsn, name, NULL, false);
+	check_provider(conn, pubs);
+	walrcv_disconnect(conn);
+
+	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
+					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
+	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(group);
+	values[2] = CStringGetTextDatum(dsn);
+	values[3] = PointerGetDatum(pubarr);
+	values[4] = DirectFunctionCall1(namein,
+									CStringGetDatum(slot_name_for(name, subid)));
+	values[5] = BoolGetDatum(enabled);
+	values[6] = BoolGetDatum(sync_data);
+	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
+	nulls[7] = PG_ARGISNULL(4) ? 'n' : ' ';
+	values[8] = CStringGetTextDatum(sync_commit);
+	values[9] = CStringGetTextDatum(origin);
+	values[10] = ObjectIdGetDatum(GetUserId());
+	values[11] = BoolGetDatum(run_as_owner);
+	values[12] = ObjectIdGetDatum(subid);
+
+	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
+						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
+						   "  slot_name, enabled, synchronize_data, num_writers,"
+						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
+						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)",
+						   13, types, values, nulls, SPI_OK_INSERT);
+
+	nudge_supervisor();
+	PG_RETURN_OID(subid);
+}
+
+Datum
+pa_drop_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		if_exists = PG_GETARG_BOOL(1);
+	PaSubscription *sub;
+	WalReceiverConn *conn;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+
+	require_superuser("drop");
+	/* the slot it drops on the provider would not come back on ROLLBACK */
+	PreventInTransactionBlock(true, "drop_subscription()");
+	sub = get_sub(name, if_exists);
+	if (sub == NULL)
+	{
+		ereport(NOTICE,
+				(errmsg("parallel_apply subscription \"%s\" does not exist, skipping", name)));
+		PG_RETURN_BOOL(false);
+	}
+
+	stop_pipeline(sub);
+	values[0] = ObjectIdGetDatum(sub->subid);
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
+			 1, types, values, NULL, SPI_OK_DELETE);
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+			 1, types, values, NULL, SPI_OK_DELETE);
+	pa_progress_drop_origins(sub->subid);
+
+	/* last, since it cannot be undone: the slot on the provider */
+	conn = pa_provider_connect(sub->dsn, name, NULL, true);
+	if (conn == NULL)
+		ereport(WARNING,
+				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
+						sub->slot_name),
+				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s'); until then it keeps WAL there.",
+						 sub->slot_name)));
+	else
+	{
+		pa_drop_provider_slot(conn, sub->slot_name);
+		walrcv_disconnect(conn);
+	}
+	nudge_supervisor();
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * refresh_subscription(name, copy_data): as ALTER SUBSCRIPTION ... REFRESH
+ * PUBLICATION.  The workers stop until this transaction ends, so that the
+ * tables copied here and their records are in place before they stream
+ * again; the stream then skips each new table's changes from before its
+ * copy (sync.c).
+ */
+Datum
+pa_refresh_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		copy_data = PG_GETARG_BOOL(1);
+	PaSubscription *sub;
+	int			added;
+
+	require_superuser("refresh");
+	/* like ALTER SUBSCRIPTION ... REFRESH PUBLICATION: a slot on the provider */
+	PreventInTransactionBlock(true, "refresh_subscription()");
+	sub = get_sub(name, false);
+	if (!sub->table_sync)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply subscription \"%s\" does not record its tables", name),
+				 errdetail("It was created with version 1.0 of the extension and applies every table it is sent."),
+				 errhint("Recreate the subscription to have tables copied when they join its publications.")));
+	if (sub->sync_state != PA_SYNC_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", name),
+				 errhint("Wait until subscription_status() shows it streaming, then refresh.")));
+	if (sub->enabled)
+		stop_pipeline(sub);
+	added = pa_sync_refresh(sub, copy_data);
+	nudge_supervisor();
+	PG_RETURN_INT32(added);
+}
+
+static void
+set_enabled(const char *name, bool enabled)
+{
+	PaSubscription *sub;
+	Oid			types[2] = {OIDOID, BOOLOID};
+	Datum		values[2];
+
+	require_superuser(enabled ? "enable" : "disable");
+	sub = get_sub(name, false);
+	if (!enabled)
+		stop_pipeline(sub);
+	values[0] = ObjectIdGetDatum(sub->subid);
+	values[1] = BoolGetDatum(enabled);
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
+			 2, types, values, NULL, SPI_OK_UPDATE);
+	if (enabled)
+	{
+		PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
+
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			slot->next_start = 0;
+			slot->restarts = 0;
+			SpinLockRelease(&slot->mutex);
+		}
+	}
+	nudge_supervisor();
+}
+
+Datum
+pa_enable_subscription(PG_FUNCTION_ARGS)
+{
+	set_enabled(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	PG_RETURN_VOID();
+}
+
+Datum
+pa_disable_subscription(PG_FUNCTION_ARGS)
+{
+	set_enabled(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	PG_RETURN_VOID();
+}
+
+static void alter_dsn(PaSubscription *sub, char *dsn);
+static void alter_publications(PaSubscription *sub, List *pubs, bool copy_data);
+static void alter_name(PaSubscription *sub, char *name);
+static void alter_owner(PaSubscription *sub, const char *role);
+
+Datum
+pa_alter_subscription_config(PG_FUNCTION_ARGS)
+{
+	PaSubscription *sub;
+	Oid			types[3] = {OIDOID, INT4OID, TEXTOID};
+	Datum		values[3];
+	char		nulls[3] = "   ";
+
+	require_superuser("alter");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name must not be null")));
+	/* a new publication list copies tables: a slot on the provider */
+	if (!PG_ARGISNULL(3))
+		PreventInTransactionBlock(true, "alter_subscription_config(publications)");
+	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	values[0] = ObjectIdGetDatum(sub->subid);
+
+	if (!PG_ARGISNULL(1))
+	{
+		check_num_writers(PG_GETARG_INT32(1));
+		check_origin_capacity(sub->subid, NULL, false, PG_GETARG_INT32(1),
+							  psprintf("parallel_apply subscription \"%s\"", sub->name));
+		values[1] = PG_GETARG_DATUM(1);
+		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
+				 2, types, values, nulls, SPI_OK_UPDATE);
+	}
+	if (!PG_ARGISNULL(2))
+	{
+		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+		check_synchronous_commit(v);
+		values[2] = CStringGetTextDatum(v);
+		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET synchronous_commit = $3 WHERE sub_id = $1",
+				 3, types, values, nulls, SPI_OK_UPDATE);
+		/* writers read it when they start: restart the pipeline */
+		if (strcmp(v, sub->synchronous_commit) != 0 && sub->enabled)
+			stop_pipeline(sub);
+	}
+	if (!PG_ARGISNULL(5))
+		alter_dsn(sub, text_to_cstring(PG_GETARG_TEXT_PP(5)));
+	if (!PG_ARGISNULL(3))
+		alter_publications(sub, publication_list(PG_GETARG_ARRAYTYPE_P(3)),
+						   PG_ARGISNULL(4) ? true : PG_GETARG_BOOL(4));
+	if (!PG_ARGISNULL(6))
+		alter_name(sub, text_to_cstring(PG_GETARG_TEXT_PP(6)));
+	if (!PG_ARGISNULL(7))
+		alter_owner(sub, NameStr(*PG_GETARG_NAME(7)));
+	nudge_supervisor();
+	PG_RETURN_VOID();
+}
+
+/*
+ * The forms of ALTER SUBSCRIPTION.  Each keeps the subscription's slot and
+ * origins, so its position: the workers stop until the transaction ends
+ * and start again with what changed.
+ */
+static void
+update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
+{
+	Oid			types[2] = {OIDOID, type};
+	Datum		values[2] = {ObjectIdGetDatum(sub->subid), value};
+
+	(void) pa_catalog_exec(psprintf("UPDATE parallel_apply.subscription SET %s = $2 WHERE sub_id = $1",
+					  column),
+			 2, types, values, NULL, SPI_OK_UPDATE);
+	if (sub->enabled)
+		stop_pipeline(sub);
+}
+
+/* CONNECTION: checked as create_subscription checks it */
+static void
+alter_dsn(PaSubscription *sub, char *dsn)
+{
+	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false);
+
+	check_provider(conn, sub->publications);
+	walrcv_disconnect(conn);
+	update_column(sub, "provider_dsn", TEXTOID, CStringGetTextDatum(dsn));
+	sub->dsn = dsn;
+}
+
+/*
+ * SET PUBLICATION: the tables of the new list that have no record are
+ * copied (copy_data) or recorded, those no longer published forgotten.
+ */
+static void
+alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
+{
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	ArrayBuildState *astate = NULL;
+	ListCell   *lc;
+
+	check_provider(conn, pubs);
+	walrcv_disconnect(conn);
+	foreach(lc, pubs)
+		astate = accumArrayResult(astate, CStringGetTextDatum(lfirst(lc)),
+								  false, TEXTOID, CurrentMemoryContext);
+	update_column(sub, "publications", TEXTARRAYOID,
+				  makeArrayResult(astate, CurrentMemoryContext));
+	sub->publications = pubs;
+	if (sub->table_sync && sub->sync_state == PA_SYNC_READY)
+		(void) pa_sync_refresh(sub, copy_data);
+}
+
+/* RENAME: the slot and origins keep their names; the workers take it */
+static void
+alter_name(PaSubscription *sub, char *name)
+{
+	check_name(name);
+	if (get_sub(name, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
+	update_column(sub, "sub_name", TEXTOID, CStringGetTextDatum(name));
+	sub->name = name;
+}
+
+/* OWNER TO: a superuser, as PostgreSQL 15's subscriptions require */
+static void
+alter_owner(PaSubscription *sub, const char *role)
+{
+	Oid			roleid = get_role_oid(role, false);
+
+	if (!superuser_arg(roleid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to change owner of parallel_apply subscription \"%s\"",
+						sub->name),
+				 errhint("The owner of a subscription must be a superuser.")));
+	update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(roleid));
+	sub->owner = roleid;
+}
+
+Datum
+pa_alter_group_config(PG_FUNCTION_ARGS)
+{
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = "  ";
+	uint64		n;
+
+	require_superuser("alter");
+	if (!PG_ARGISNULL(0))
+		check_num_writers(PG_GETARG_INT32(0));
+	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
+	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
+	check_origin_capacity(InvalidOid,
+						  PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						  true, PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0),
+						  "alter_group_config()");
+	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
+	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
+
+	n = pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $1"
+						" WHERE $2 IS NULL OR group_name = $2",
+						2, types, values, nulls, SPI_OK_UPDATE);
+
+
+	if (n == 0 && !PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("no parallel_apply subscription is in group \"%s\"",
+						text_to_cstring(PG_GETARG_TEXT_PP(1)))));
+	nudge_supervisor();
+	PG_RETURN_INT32((int32) n);
+}
+
+Datum
+pa_wait_for_catchup(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+	PaSubscription *sub = get_sub(name, false);
+	PaSubSlot  *slot;
+	WalReceiverConn *conn;
+	XLogRecPtr	target;
+	TimestampTz deadline;
+	char	   *v;
+	bool		seen = false;	/* its workers' shared state, once */
+
+	if (!sub->enabled)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
+
+	conn = pa_provider_connect(sub->dsn, name, NULL, false);
+	v = pa_provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
+	walrcv_disconnect(conn);
+	target = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
+
+	deadline = GetCurrentTimestamp() +
+		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
+					   (int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
+	for (;;)
+	{
+		XLogRecPtr	applied = InvalidXLogRecPtr;
+		char		err[PA_ERROR_LEN] = "";
+
+		slot = pa_subslot_find(MyDatabaseId, sub->subid);
+		if (slot == NULL && seen)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("parallel_apply subscription \"%s\" was dropped while waiting for it to catch up",
+							name)));
+		seen |= slot != NULL;
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			if (slot->catchup_target < target)
+				slot->catchup_target = target;
+			applied = slot->applied_lsn;
+			strlcpy(err, slot->last_error, sizeof(err));
+			SpinLockRelease(&slot->mutex);
+			if (slot->leader_latch)
+				SetLatch(slot->leader_latch);
+		}
+		if (applied >= target)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("timed out waiting for parallel_apply subscription \"%s\" to catch up",
+							name),
+					 errdetail("Applied up to %X/%X, waiting for %X/%X.%s%s",
+							   LSN_FORMAT_ARGS(applied), LSN_FORMAT_ARGS(target),
+							   err[0] ? " Last error: " : "", err)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		if (slot->catchup_target <= target)
+			slot->catchup_target = InvalidXLogRecPtr;
+		SpinLockRelease(&slot->mutex);
+	}
+	PG_RETURN_LSN(target);
+}
+
+/* ---------------------------------------------------------------------
+ * Status
+ * ---------------------------------------------------------------------
+ */
+
+static const char *
+sub_state_name(PaSubState s)
+{
+	switch (s)
+	{
+		case PA_SUB_INITIALIZING:
+			return "initializing";
+		case PA_SUB_CATCHING_UP:
+			return "catching_up";
+		case PA_SUB_STREAMING:
+			return "streaming";
+		case PA_SUB_DISABLED:
+			return "disabled";
+		default:
+			return "down";
+	}
+}
+
+static const char *
+writer_state_name(PaWriterState s)
+{
+	switch (s)
+	{
+		case PA_WRITER_STARTING:
+			return "starting";
+		case PA_WRITER_IDLE:
+			return "idle";
+		case PA_WRITER_APPLYING:
+			return "applying";
+		case PA_WRITER_WAIT_DEPENDENCY:
+			return "waiting for dependency";
+		case PA_WRITER_WAIT_COMMIT:
+			return "waiting for commit turn";
+		case PA_WRITER_RETRYING:
+			return "retrying";
+		case PA_WRITER_COPYING:
+			return "copying";
+		default:
+			return "stopped";
+	}
+}
+
+static Datum
+lsn_or_null(XLogRecPtr lsn, bool *isnull)
+{
+	*isnull = (lsn == InvalidXLogRecPtr);
+	return LSNGetDatum(lsn);
+}
+
+/*
+ * A set-returning function of ncols columns.  The columns are declared by
+ * the extension's SQL script: a library newer or older than the script the
+ * database ran (an extension not updated after an upgrade) would write
+ * past the row, so that is an error, not a crash.
+ */
+static void
+init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if ((*rsinfo)->setDesc->natts != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s returns %d columns in this database, the parallel_apply library installed %d",
+						get_func_name(fcinfo->flinfo->fn_oid),
+						(*rsinfo)->setDesc->natts, ncols),
+				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
+}
+
+#define SUBSCRIPTION_STATUS_COLS 22
+
+Datum
+pa_subscription_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	List	   *subs = pa_catalog_list();
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	init_srf(fcinfo, &rsinfo, SUBSCRIPTION_STATUS_COLS);
+	foreach(lc, subs)
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+		Datum		values[SUBSCRIPTION_STATUS_COLS];
+		bool		nulls[SUBSCRIPTION_STATUS_COLS];
+		PaSubSlot	snap;
+		uint64		applied = 0,
+					depw = 0,
+					commw = 0,
+					retries = 0;
+		bool		running = false;
+
+		memset(nulls, 0, sizeof(nulls));
+		memset(&snap, 0, sizeof(snap));
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			memcpy(&snap, slot, offsetof(PaSubSlot, writers));
+			for (int w = 0; w < pa_max_writers; w++)
+			{
+				applied += slot->writers[w].applied;
+				depw += slot->writers[w].dep_waits;
+				commw += slot->writers[w].commit_waits;
+				retries += slot->writers[w].retries;
+			}
+			SpinLockRelease(&slot->mutex);
+			running = snap.leader_pid != 0;	/* cleared as it exits */
+		}
+
+		values[0] = CStringGetTextDatum(sub->name);
+		values[1] = CStringGetTextDatum(sub->group_name);
+		values[2] = BoolGetDatum(sub->enabled);
+		values[3] = CStringGetTextDatum(!sub->enabled ? "disabled" :
+										running ? sub_state_name(snap.state) : "down");
+		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
+		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
+		values[6] = lsn_or_null(snap.received_lsn, &nulls[6]);
+		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
+		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
+		if (snap.provider_lsn != InvalidXLogRecPtr && snap.applied_lsn != InvalidXLogRecPtr)
+			values[9] = Int64GetDatum(snap.provider_lsn > snap.applied_lsn ?
+									  (int64) (snap.provider_lsn - snap.applied_lsn) : 0);
+		else
+			nulls[9] = true;
+		values[10] = TimestampTzGetDatum(snap.last_remote_commit_time);
+		nulls[10] = snap.last_remote_commit_time == 0;
+		if (running && snap.last_remote_commit_time != 0)
+		{
+			Interval   *lag = palloc0(sizeof(Interval));
+
+			if (snap.applied_lsn < snap.provider_lsn)
+				lag->time = now - snap.last_remote_commit_time;
+			values[11] = IntervalPGetDatum(lag);
+		}
+		else
+			nulls[11] = true;
+		values[12] = Int32GetDatum(running ? snap.num_writers :
+								   pa_writers_for(sub->num_writers));
+		values[13] = CStringGetTextDatum(snap.last_error);
+		nulls[13] = snap.last_error[0] == '\0';
+		values[14] = TimestampTzGetDatum(snap.last_error_time);
+		nulls[14] = snap.last_error_time == 0;
+		values[15] = Int64GetDatum((int64) applied);
+		values[16] = Int64GetDatum((int64) depw);
+		values[17] = Int64GetDatum((int64) commw);
+		values[18] = Int64GetDatum((int64) retries);
+		values[19] = CStringGetTextDatum(sub->origin_none ? "none" : "any");
+		{
+			char	   *owner = GetUserNameFromId(sub->owner, true);
+
+			if (owner != NULL)
+				values[20] = DirectFunctionCall1(namein, CStringGetDatum(owner));
+			nulls[20] = owner == NULL;
+		}
+		values[21] = BoolGetDatum(sub->run_as_owner);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+#define WRITER_STATUS_COLS 15
+
+Datum
+pa_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	init_srf(fcinfo, &rsinfo, WRITER_STATUS_COLS);
+	if (pa_shared == NULL)
+		return (Datum) 0;
+	pa_check_shared();
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaSubSlot  *slot = pa_subslot(i);
+		char		name[NAMEDATALEN];
+		int			nwriters;
+
+		if (!slot->in_use || slot->dboid != MyDatabaseId)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		strlcpy(name, slot->name, NAMEDATALEN);
+		nwriters = slot->num_writers;
+		SpinLockRelease(&slot->mutex);
+
+		for (int w = 0; w < pa_max_writers; w++)
+		{
+			PaWriterSlot ws;
+			Datum		values[WRITER_STATUS_COLS];
+			bool		nulls[WRITER_STATUS_COLS];
+
+			SpinLockAcquire(&slot->mutex);
+			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
+			SpinLockRelease(&slot->mutex);
+			if (w >= nwriters && ws.pid == 0)
+				continue;
+
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = CStringGetTextDatum(name);
+			values[1] = Int32GetDatum(w);
+			values[2] = Int32GetDatum(ws.pid);
+			nulls[2] = ws.pid == 0;
+			values[3] = CStringGetTextDatum(writer_state_name(ws.state));
+			values[4] = TransactionIdGetDatum(ws.remote_xid);
+			nulls[4] = ws.seq == 0;
+			values[5] = LSNGetDatum(ws.commit_lsn);
+			nulls[5] = ws.seq == 0;
+			values[6] = Int64GetDatum((int64) ws.applied);
+			values[7] = Int64GetDatum((int64) ws.commits);
+			values[8] = Int64GetDatum((int64) ws.dep_waits);
+			values[9] = Int64GetDatum((int64) ws.commit_waits);
+			values[10] = Int64GetDatum((int64) ws.retries);
+			values[11] = Int64GetDatum((int64) ws.read_ahead);
+			values[12] = Int64GetDatum((int64) ws.coalesced);
+			values[13] = CStringGetTextDatum(ws.last_error);
+			nulls[13] = ws.last_error[0] == '\0';
+			values[14] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[14] = ws.last_error_time == 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}

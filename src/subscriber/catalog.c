@@ -1,0 +1,265 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *		Reading and writing parallel_apply.subscription.
+ *
+ * The table is small and read rarely (the supervisor's scan once a
+ * second, a leader at start), so it is read through SPI rather than with
+ * hand-built scans: the code stays short and the SQL shows what is read.
+ * The SQL API writes it the same way (sql_api.c); every statement on the
+ * extension's tables goes through pa_catalog_query/pa_catalog_exec.
+ *
+ * src/subscriber/catalog.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "libpq-fe.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "catalog.h"
+
+#define SUB_COLUMNS \
+	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
+	"enabled, synchronize_data, coalesce(num_writers, 0), " \
+	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync"
+
+static char *
+getstr(HeapTuple tup, TupleDesc desc, int col)
+{
+	char	   *s = SPI_getvalue(tup, desc, col);
+
+	return s ? s : pstrdup("");
+}
+
+static Datum
+getdatum(HeapTuple tup, TupleDesc desc, int col, bool *isnull)
+{
+	return SPI_getbinval(tup, desc, col, isnull);
+}
+
+static PaSubscription *
+row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	PaSubscription *sub = palloc0(sizeof(PaSubscription));
+	bool		isnull;
+	ArrayType  *pubs;
+	Datum	   *elems;
+	int			nelems;
+
+	sub->subid = DatumGetObjectId(getdatum(tup, desc, 1, &isnull));
+	sub->name = getstr(tup, desc, 2);
+	sub->group_name = getstr(tup, desc, 3);
+	sub->dsn = getstr(tup, desc, 4);
+	pubs = DatumGetArrayTypeP(getdatum(tup, desc, 5, &isnull));
+	deconstruct_array(pubs, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &nelems);
+	for (int i = 0; i < nelems; i++)
+		sub->publications = lappend(sub->publications,
+									TextDatumGetCString(elems[i]));
+	sub->slot_name = getstr(tup, desc, 6);
+	sub->enabled = DatumGetBool(getdatum(tup, desc, 7, &isnull));
+	sub->sync_data = DatumGetBool(getdatum(tup, desc, 8, &isnull));
+	sub->num_writers = DatumGetInt32(getdatum(tup, desc, 9, &isnull));
+	sub->synchronous_commit = getstr(tup, desc, 10);
+	sub->sync_state = DatumGetChar(getdatum(tup, desc, 11, &isnull));
+	sub->origin_none = strcmp(getstr(tup, desc, 12), "none") == 0;
+	sub->owner = DatumGetObjectId(getdatum(tup, desc, 13, &isnull));
+	sub->run_as_owner = DatumGetBool(getdatum(tup, desc, 14, &isnull));
+	sub->table_sync = DatumGetBool(getdatum(tup, desc, 15, &isnull));
+	MemoryContextSwitchTo(oldcxt);
+	return sub;
+}
+
+void
+pa_catalog_query(const char *sql, int nargs, Oid *types, Datum *values,
+				 const char *nulls, bool read_only, long count, int expected)
+{
+	int			ret;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only,
+								count);
+	if (ret != expected)
+		elog(ERROR, "could not run \"%s\": %s", sql,
+			 SPI_result_code_string(ret));
+}
+
+uint64
+pa_catalog_exec(const char *sql, int nargs, Oid *types, Datum *values,
+				const char *nulls, int expected)
+{
+	uint64		n;
+
+	pa_catalog_query(sql, nargs, types, values, nulls, false, 0, expected);
+	n = SPI_processed;
+	SPI_finish();
+	return n;
+}
+
+static List *
+query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	char	   *sql = psprintf("SELECT " SUB_COLUMNS
+							   " FROM parallel_apply.subscription %s ORDER BY sub_id",
+							   where);
+
+	pa_catalog_query(sql, nargs, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		result = lappend(result, row_to_sub(SPI_tuptable->vals[i],
+											SPI_tuptable->tupdesc, cxt));
+	SPI_finish();
+	return result;
+}
+
+List *
+pa_catalog_list(void)
+{
+	return query_subs("", 0, NULL, NULL);
+}
+
+PaSubscription *
+pa_catalog_get(Oid subid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(subid)};
+	List	   *l = query_subs("WHERE sub_id = $1", 1, argtypes, args);
+
+	return l ? linitial(l) : NULL;
+}
+
+/*
+ * A worker's own subscription (NULL if it is gone), read under a snapshot
+ * of its own and kept for the life of the process.
+ */
+PaSubscription *
+pa_catalog_get_kept(Oid subid)
+{
+	PaSubscription *s;
+	MemoryContext oldcxt;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	s = pa_catalog_get(subid);
+	MemoryContextSwitchTo(oldcxt);
+	PopActiveSnapshot();
+	return s;
+}
+
+PaSubscription *
+pa_catalog_get_by_name(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	List	   *l = query_subs("WHERE sub_name = $1", 1, argtypes, args);
+
+	return l ? linitial(l) : NULL;
+}
+
+void
+pa_catalog_set_sync_state(Oid subid, char state)
+{
+	Oid			argtypes[2] = {OIDOID, CHAROID};
+	Datum		args[2] = {ObjectIdGetDatum(subid), CharGetDatum(state)};
+
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET sync_state = $2 WHERE sub_id = $1",
+						   2, argtypes, args, NULL, SPI_OK_UPDATE);
+}
+
+bool
+pa_extension_installed(void)
+{
+	return OidIsValid(get_extension_oid("parallel_apply", true));
+}
+
+bool
+pa_relation_is_ours(Oid relid)
+{
+	Oid			extoid = getExtensionOfObject(RelationRelationId, relid);
+
+	return OidIsValid(extoid) &&
+		extoid == get_extension_oid("parallel_apply", true);
+}
+
+/* Rebuild the DSN from its parsed options, the password masked. */
+char *
+pa_mask_dsn(const char *dsn)
+{
+	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
+	StringInfoData buf;
+
+	if (opts == NULL)
+		return pstrdup("(invalid DSN)");
+	initStringInfo(&buf);
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+	{
+		const char *v = o->val;
+
+		if (v == NULL || v[0] == '\0')
+			continue;
+		if (strcmp(o->keyword, "password") == 0)
+			v = "********";
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, ' ');
+		appendStringInfo(&buf, "%s=", o->keyword);
+		if (strpbrk(v, " '\\") != NULL || v[0] == '\0')
+		{
+			appendStringInfoChar(&buf, '\'');
+			for (const char *c = v; *c; c++)
+			{
+				if (*c == '\'' || *c == '\\')
+					appendStringInfoChar(&buf, '\\');
+				appendStringInfoChar(&buf, *c);
+			}
+			appendStringInfoChar(&buf, '\'');
+		}
+		else
+			appendStringInfoString(&buf, v);
+	}
+	PQconninfoFree(opts);
+	return buf.data;
+}
+
+/*
+ * Text comes from the provider in its database's encoding: the writers
+ * convert it to this database's (pa_relmap_input), and binary transfer is
+ * used only where the two are the same.  Any pair PostgreSQL converts
+ * between will do; returns the provider's encoding.  create_subscription
+ * checks it against the provider's catalog, the dispatcher again in
+ * STARTUP.
+ */
+int
+pa_check_provider_encoding(const char *encoding)
+{
+	int			remote = pg_char_to_encoding(encoding);
+	int			local = GetDatabaseEncoding();
+
+	if (remote < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's database encoding \"%s\" is unknown here", encoding)));
+	if (remote != local && remote != PG_SQL_ASCII && local != PG_SQL_ASCII &&
+		!OidIsValid(FindDefaultConversionProc(remote, local)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's database encoding %s cannot be converted to this database's, %s",
+						encoding, GetDatabaseEncodingName()),
+				 errhint("Subscribe from a database whose encoding PostgreSQL converts to this one's.")));
+	return remote;
+}

@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *		The subscriber's catalog: parallel_apply.subscription.
+ *
+ * src/subscriber/catalog.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_CATALOG_H
+#define PA_CATALOG_H
+
+#include "nodes/pg_list.h"
+
+#define PA_SYNC_INIT	'i'
+#define PA_SYNC_READY	'r'
+
+typedef struct PaSubscription
+{
+	Oid			subid;
+	char	   *name;
+	char	   *group_name;
+	char	   *dsn;
+	List	   *publications;	/* char * */
+	char	   *slot_name;
+	bool		enabled;
+	bool		sync_data;
+	int			num_writers;	/* 0 when NULL: the GUC decides */
+	char	   *synchronous_commit;
+	char		sync_state;
+	bool		origin_none;	/* origin = 'none': the provider's own changes */
+	Oid			owner;			/* the role that created it */
+	bool		run_as_owner;	/* apply as owner, not as each table's owner */
+	bool		table_sync;		/* tables recorded, copied when they join */
+} PaSubscription;
+
+/* All need a transaction and an SPI-free caller (they connect to SPI). */
+extern List *pa_catalog_list(void);
+extern PaSubscription *pa_catalog_get(Oid subid);
+extern PaSubscription *pa_catalog_get_kept(Oid subid);
+extern PaSubscription *pa_catalog_get_by_name(const char *name);
+extern void pa_catalog_set_sync_state(Oid subid, char state);
+
+/*
+ * A statement on the extension's tables through SPI, in the caller's
+ * transaction.  pa_catalog_query leaves SPI connected for the caller to
+ * read SPI_tuptable and SPI_processed, then SPI_finish(); pa_catalog_exec
+ * (a change) returns the rows changed.  A result other than expected is
+ * an error.
+ */
+extern void pa_catalog_query(const char *sql, int nargs, Oid *types,
+							 Datum *values, const char *nulls,
+							 bool read_only, long count, int expected);
+extern uint64 pa_catalog_exec(const char *sql, int nargs, Oid *types,
+							  Datum *values, const char *nulls, int expected);
+extern bool pa_extension_installed(void);
+
+/*
+ * Is the relation one of this extension's own (pg_depend membership)?  It
+ * is then never published, copied or applied.  Catalog lookups only: safe
+ * in a decoding context, with its historic snapshot.
+ */
+extern bool pa_relation_is_ours(Oid relid);
+
+/* The DSN with any password replaced by ********. */
+extern char *pa_mask_dsn(const char *dsn);
+
+/*
+ * The provider's database encoding, by name: an error unless PostgreSQL
+ * converts from it to this database's.  Returns it.
+ */
+extern int	pa_check_provider_encoding(const char *encoding);
+
+#endif							/* PA_CATALOG_H */

@@ -1,0 +1,153 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.c
+ *		The subscriber's connections to its provider, and what it runs on
+ *		them.
+ *
+ * The SQL API (checking a new provider, waiting for catch-up, dropping
+ * the slot), the leader (streaming, creating the slot) and the initial
+ * copy each open a replication connection through libpqwalreceiver, as
+ * PostgreSQL's own subscriptions do; they all connect here, so that a bad
+ * connection string or an unreachable provider reads the same whoever
+ * met it, and run their commands through the helpers below, which turn
+ * a failed command into an error naming what was being done.
+ *
+ * src/subscriber/conn.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "libpq-fe.h"
+#include "utils/builtins.h"
+
+#include "compat.h"
+#include "conn.h"
+
+/*
+ * A replication connection to the provider at dsn, for a database,
+ * reporting appname as its application_name.  A dsn that does not parse
+ * is an error (42601); so is a failure to connect (08006), named after the
+ * subscription when subname is given, unless missing_ok: then NULL.
+ */
+WalReceiverConn *
+pa_provider_connect(const char *dsn, const char *appname,
+					const char *subname, bool missing_ok)
+{
+	char	   *err = NULL;
+	WalReceiverConn *conn;
+	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
+
+	if (opts == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("could not connect to the provider: invalid connection string"),
+				 errdetail("%s", err ? pchomp(err) : "out of memory"),
+				 errhint("Give provider_dsn as key=value pairs or a postgresql:// URI.")));
+	PQconninfoFree(opts);
+
+	load_file("libpqwalreceiver", false);
+	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
+	if (conn != NULL || missing_ok)
+		return conn;
+	err = err ? pchomp(err) : "unknown error";
+	if (subname != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
+						subname, err)));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("could not connect to the provider: %s", err),
+			 errhint("Check provider_dsn, and that the provider accepts replication connections from here (pg_hba.conf).")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* Run sql on the provider; an error unless its result is "expected". */
+WalRcvExecResult *
+pa_provider_exec(WalReceiverConn *conn, const char *sql, int ntypes,
+				 const Oid *types, WalRcvExecStatus expected,
+				 const char *what)
+{
+	WalRcvExecResult *res = walrcv_exec(conn, sql, ntypes, types);
+
+	if (res->status != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not %s on the provider: %s", what,
+						res->err ? res->err : "unexpected result")));
+	return res;
+}
+
+/*
+ * The first column of the first row of a query on the provider, as text;
+ * NULL when there is no row or the value is NULL.
+ */
+char *
+pa_provider_value(WalReceiverConn *conn, const char *sql)
+{
+	Oid			types[1] = {TEXTOID};
+	WalRcvExecResult *res = walrcv_exec(conn, sql, 1, types);
+	TupleTableSlot *slot;
+	char	   *result = NULL;
+	bool		isnull;
+
+	if (res->status != WALRCV_OK_TUPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not query the provider: %s", res->err)));
+	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
+	{
+		Datum		d = slot_getattr(slot, 1, &isnull);
+
+		if (!isnull)
+			result = TextDatumGetCString(d);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	return result;
+}
+
+/* The encoding of the provider's database, by name. */
+char *
+pa_provider_encoding(WalReceiverConn *conn)
+{
+	char	   *v = pa_provider_value(conn,
+									  "SELECT pg_catalog.pg_encoding_to_char(encoding) FROM pg_catalog.pg_database"
+									  " WHERE datname = pg_catalog.current_database()");
+
+	if (v == NULL)
+		elog(ERROR, "the provider's database is not in its pg_database");
+	return v;
+}
+
+/*
+ * Drop a subscription's slot on the provider, if it is there, waiting
+ * for a walsender still using it to let go.  The subscription is gone
+ * here already: a failure is a WARNING telling how to drop it by hand.
+ */
+void
+pa_drop_provider_slot(WalReceiverConn *conn, const char *slot_name)
+{
+	WalRcvExecResult *res;
+
+	if (pa_provider_value(conn,
+						  psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+								   quote_literal_cstr(slot_name))) == NULL)
+		return;
+	res = walrcv_exec(conn,
+					  psprintf("DROP_REPLICATION_SLOT %s WAIT",
+							   quote_identifier(slot_name)),
+					  0, NULL);
+	if (res->status != WALRCV_OK_COMMAND)
+		ereport(WARNING,
+				(errmsg("could not drop replication slot \"%s\" on the provider: %s",
+						slot_name, res->err),
+				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s').",
+						 slot_name)));
+	walrcv_clear_result(res);
+}

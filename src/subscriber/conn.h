@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * conn.h
+ *		Connections of the subscriber to its provider (conn.c).
+ *
+ * src/subscriber/conn.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_CONN_H
+#define PA_CONN_H
+
+#include "replication/walreceiver.h"
+
+extern WalReceiverConn *pa_provider_connect(const char *dsn,
+											const char *appname,
+											const char *subname,
+											bool missing_ok);
+extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
+										  const char *sql, int ntypes,
+										  const Oid *types,
+										  WalRcvExecStatus expected,
+										  const char *what);
+
+/* A query's first value on the provider, as text, or NULL; its encoding. */
+extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
+extern char *pa_provider_encoding(WalReceiverConn *conn);
+
+extern void pa_drop_provider_slot(WalReceiverConn *conn,
+								  const char *slot_name);
+
+#endif							/* PA_CONN_H */

@@ -1,0 +1,225 @@
+/*-------------------------------------------------------------------------
+ *
+ * pipeline.h
+ *		Shared memory of the subscriber: one slot per subscription with its
+ *		pipeline's state, and one per writer; the GUCs; the worker entry
+ *		points.
+ *
+ * Processes of one database:
+ *
+ *	supervisor (one per database)
+ *	  starts, stops and restarts (with backoff) one leader per enabled
+ *	  subscription;
+ *	leader = "parallel_apply receiver <sub>" (receiver.c + dispatcher.c)
+ *	  streams from the provider's slot, assembles transactions, tracks their
+ *	  keys and hands each to one writer through a shm_mq;
+ *	writers = "parallel_apply writer <sub>:<n>" (writer.c + apply.c)
+ *	  apply transactions and commit them in the provider's commit order.
+ *
+ * The layout of a PaSubSlot is fixed at startup by
+ * parallel_apply.max_subscriptions and max_writers_per_subscription.
+ *
+ * src/subscriber/pipeline.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_PIPELINE_H
+#define PA_PIPELINE_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
+#include "storage/dsm.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/spin.h"
+
+#define PA_ERROR_LEN	512
+
+/* GUCs */
+extern int	pa_max_writers;
+extern int	pa_default_writers;
+extern int	pa_max_subscriptions;
+extern int	pa_max_group;
+#ifdef PA_DEBUG_SWITCHES
+extern bool pa_debug_discard;	/* benchmark-only, see parallel_apply.c */
+#endif
+
+/*
+ * Transactions a writer may have been given and not yet committed: enough
+ * to keep it busy while the leader reads on, and for it to group the ones
+ * that follow each other into one local commit (writer.c).  The leader
+ * refills a full writer once half of that has committed, so a group is at
+ * most half of it: the other half is queued behind the group meanwhile.
+ */
+#define PA_MAX_INFLIGHT		128
+#define PA_MAX_GROUP_LIMIT	(PA_MAX_INFLIGHT / 2)
+
+/* Subscription states shown by subscription_status(). */
+typedef enum PaSubState
+{
+	PA_SUB_DOWN = 0,
+	PA_SUB_INITIALIZING,
+	PA_SUB_CATCHING_UP,
+	PA_SUB_STREAMING,
+	PA_SUB_DISABLED
+} PaSubState;
+
+/* Writer states shown by writer_status(). */
+typedef enum PaWriterState
+{
+	PA_WRITER_STOPPED = 0,
+	PA_WRITER_STARTING,
+	PA_WRITER_IDLE,
+	PA_WRITER_APPLYING,
+	PA_WRITER_WAIT_DEPENDENCY,
+	PA_WRITER_WAIT_COMMIT,
+	PA_WRITER_RETRYING,
+	PA_WRITER_COPYING
+} PaWriterState;
+
+typedef struct PaWriterSlot
+{
+	pid_t		pid;
+	PaWriterState state;
+	uint64		seq;			/* transaction being applied, 0 none */
+	TransactionId remote_xid;
+	XLogRecPtr	commit_lsn;
+	uint64		applied;		/* transactions committed */
+	uint64		commits;		/* local commits (a group is one) */
+	uint64		dep_waits;
+	uint64		commit_waits;
+	uint64		retries;
+	uint64		read_ahead;		/* transactions read ahead while waiting */
+	uint64		coalesced;		/* updates replaced by a later one */
+	char		last_error[PA_ERROR_LEN];
+	TimestampTz last_error_time;
+	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
+	pg_atomic_uint64 blocks_read;	/* shared blocks read, as of its last
+									 * commit (pool.c) */
+	pg_atomic_uint64 locked_seq;	/* the transaction it holds the lock of,
+									 * or last held */
+	uint32		copies_done;	/* initial copy tasks finished */
+	bool		copy_failed;
+} PaWriterSlot;
+
+typedef struct PaSubSlot
+{
+	slock_t		mutex;			/* protects the non-atomic fields */
+	bool		in_use;
+	Oid			dboid;
+	Oid			subid;
+	char		name[NAMEDATALEN];
+
+	/* supervisor's view */
+	pid_t		leader_pid;
+	pid_t		paused_by;		/* a backend disabling or dropping it */
+	int			restarts;
+	TimestampTz next_start;
+	TimestampTz leader_started;
+
+	/* leader's view */
+	PaSubState	state;
+	int			target_writers; /* wanted now; 0 = use the GUC */
+	int			num_writers;	/* running now */
+	XLogRecPtr	received_lsn;
+	XLogRecPtr	applied_lsn;	/* all before it applied here */
+	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
+	XLogRecPtr	provider_lsn;	/* provider's end of WAL, last heard */
+	TimestampTz last_remote_commit_time;
+	XLogRecPtr	catchup_target; /* a wait_for_catchup() is waiting */
+	int			remote_encoding;	/* of the provider's STARTUP: writers
+									 * convert text from it */
+	Oid			binary_type_limit;	/* of the provider's STARTUP: writers
+									 * refuse binary datums of types at or
+									 * above it */
+	char		last_error[PA_ERROR_LEN];
+	TimestampTz last_error_time;
+
+	/* commit order, written by the writer whose turn it is */
+	pg_atomic_uint64 committed_seq;
+	ConditionVariable progress_cv;	/* broadcast on committed/locked_seq */
+	Latch	   *leader_latch;
+	pg_atomic_uint64 wake_leader_at;	/* the leader sleeps until this
+										 * transaction commits; 0: it does not
+										 * wait for commits */
+	pg_atomic_uint64 flushed_seq;	/* durable apply: flushed up to here */
+	uint64		retry_seq;		/* a transaction retrying: later ones wait
+								 * for it to commit before they apply */
+	int			retry_writer;
+	XLogRecPtr	last_commit_remote_end; /* under mutex */
+	XLogRecPtr	last_commit_local_end;
+
+	PaWriterSlot writers[FLEXIBLE_ARRAY_MEMBER];
+} PaSubSlot;
+
+typedef struct PaDbSlot
+{
+	Oid			dboid;
+	struct PGPROC *supervisor;	/* NULL: none; it clears this as it exits */
+} PaDbSlot;
+
+/*
+ * Identifies the layout of this shared memory.  A library installed over
+ * the running one is loaded by new backends next to it and would read this
+ * memory with its own idea of the structs; the first field lets it notice.
+ */
+#define PA_LAYOUT_MAGIC \
+	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot) ^ \
+			   (sizeof(PaDbSlot) << 24)))
+
+typedef struct PaShared
+{
+	uint32		layout_magic;	/* PA_LAYOUT_MAGIC; keep first */
+	LWLock	   *lock;			/* allocation of slots */
+	PaDbSlot   *dbs;			/* pa_max_subscriptions of them */
+	char	   *subs;			/* pa_max_subscriptions PaSubSlots */
+	Size		subslot_size;
+} PaShared;
+
+extern PaShared *pa_shared;
+
+/* shmem.c */
+extern void pa_shmem_request(void);
+extern void pa_shmem_startup(void);
+extern void pa_check_shared(void);
+extern PaSubSlot *pa_subslot(int i);
+extern PaSubSlot *pa_subslot_find(Oid dboid, Oid subid);
+extern PaSubSlot *pa_subslot_acquire(Oid dboid, Oid subid, const char *name);
+extern void pa_subslot_release(PaSubSlot *slot);
+extern int	pa_subslot_index(PaSubSlot *slot);
+extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
+						 const char *msg);
+extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
+extern int	pa_writers_for(int num_writers);
+extern int	pa_effective_writers(PaSubSlot *slot);
+
+/*
+ * A writer has committed up to seq (with durable apply: and flushed it):
+ * wake the leader if it waits for that.  The writer has published
+ * committed_seq (flushed_seq) before; the barrier pairs with the one in
+ * request_wake() (receiver.c).
+ */
+static inline void
+pa_wake_leader(PaSubSlot *slot, uint64 seq)
+{
+	uint64		at;
+
+	pg_memory_barrier();
+	at = pg_atomic_read_u64(&slot->wake_leader_at);
+	if (at != 0 && seq >= at && slot->leader_latch != NULL)
+		SetLatch(slot->leader_latch);
+}
+
+/* The lock a writer holds while it applies transaction seq (writer.c). */
+extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
+
+/* Worker entry points. */
+extern PGDLLEXPORT void pa_supervisor_main(Datum arg);
+extern PGDLLEXPORT void pa_leader_main(Datum arg);
+extern PGDLLEXPORT void pa_writer_main(Datum arg);
+extern void pa_ensure_supervisor(void);
+extern bool pa_wake_supervisor(void);
+
+#endif							/* PA_PIPELINE_H */

@@ -1,0 +1,833 @@
+/*-------------------------------------------------------------------------
+ *
+ * sync.c
+ *		A new subscription: its slot on the provider and the initial copy
+ *		of the published tables, in parallel across the writers.
+ *
+ * The leader creates the slot with an exported snapshot
+ * (CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT) and keeps that replication
+ * connection idle, which keeps the snapshot alive.  It lists the published
+ * tables under that snapshot and gives one table at a time to each writer
+ * (PA_Q_COPY).  A writer opens its own connection to the provider, imports
+ * the snapshot (SET TRANSACTION SNAPSHOT), and streams COPY ... TO STDOUT
+ * into the local table with COPY FROM's machinery, in one local
+ * transaction per table that also records the table as copied, with the
+ * slot's consistent point, in parallel_apply.subscription_rel.  Nothing
+ * is truncated: rows only the subscriber has stay, and a row the provider
+ * has too is a duplicate key error, for the user to resolve, as with
+ * PostgreSQL's own table synchronization.  When every table is copied the
+ * leader marks the subscription ready and streams from the slot's
+ * consistent point: the copy saw exactly the transactions committed before
+ * that point, and streaming sends exactly those after it.
+ *
+ * An attempt that fails half-way leaves the slot and the record of the
+ * tables it copied.  The next one keeps both, and copies only the tables
+ * not recorded, at the snapshot of a temporary slot made for it (its
+ * consistent point later than the slot's), recorded with that point.  The
+ * writers then apply a table's changes committed from its recorded point
+ * on (relmap.c, pa_relmap_skip); earlier ones are in its copy.  So nothing
+ * is copied twice, and nothing is lost or applied twice at the boundary.
+ *
+ * The provider's parallel_apply tables (its own subscriptions, when it is
+ * a subscriber too) are left out of the list, whatever the publication
+ * says, as the output plugin leaves them out of the stream; a writer also
+ * refuses to copy into this node's own (pa_relation_is_ours).
+ *
+ * src/subscriber/sync.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_relation.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "apply.h"
+#include "catalog.h"
+#include "compat.h"
+#include "conn.h"
+#include "pool.h"
+#include "queue.h"
+#include "sync.h"
+
+typedef struct CopyTask
+{
+	char	   *nspname;
+	char	   *relname;
+	char		relkind;
+} CopyTask;
+
+static WalReceiverConn *copy_conn;
+
+static void record_synced(Oid subid, const char *nspname,
+						  const char *relname, XLogRecPtr snap_lsn);
+static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn);
+static StringInfoData copybuf;
+
+static void
+begin_snapshot(WalReceiverConn *conn, const char *snapshot)
+{
+	char	   *sql;
+
+	pa_provider_exec(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
+				  0, NULL, WALRCV_OK_COMMAND, "start a transaction");
+	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
+	pa_provider_exec(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
+}
+
+static List *
+list_tables(PaSubscription *sub, const char *snapshot)
+{
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	StringInfoData sql;
+	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	List	   *tasks = NIL;
+	ListCell   *lc;
+
+	if (snapshot != NULL)
+		begin_snapshot(conn, snapshot);
+	else
+		pa_provider_exec(conn, "BEGIN READ ONLY", 0, NULL, WALRCV_OK_COMMAND,
+					  "start a transaction");
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT DISTINCT n.nspname, c.relname, c.relkind"
+						   " FROM pg_catalog.pg_publication_tables t"
+						   " JOIN pg_catalog.pg_namespace n ON n.nspname = t.schemaname"
+						   " JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
+						   " WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d"
+						   "   JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid"
+						   "   WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass"
+						   "   AND d.objid = c.oid AND d.deptype = 'e'"
+						   "   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
+						   "   AND e.extname = 'parallel_apply')"
+						   " AND t.pubname IN (");
+	foreach(lc, sub->publications)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&sql, ") ORDER BY 1, 2");
+	res = pa_provider_exec(conn, sql.data, 3, types, WALRCV_OK_TUPLES,
+						"list the published tables");
+
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		CopyTask   *t = palloc(sizeof(CopyTask));
+		bool		isnull;
+
+		t->nspname = TextDatumGetCString(slot_getattr(tslot, 1, &isnull));
+		t->relname = TextDatumGetCString(slot_getattr(tslot, 2, &isnull));
+		t->relkind = DatumGetChar(slot_getattr(tslot, 3, &isnull));
+		tasks = lappend(tasks, t);
+		ExecClearTuple(tslot);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	pa_provider_exec(conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND, "end a transaction");
+	walrcv_disconnect(conn);
+	return tasks;
+}
+
+static void
+send_task(int writer, CopyTask *t, const char *snapshot, XLogRecPtr snap_lsn,
+		  const char *dsn)
+{
+	StringInfoData msg;
+	PaCopyTask	task;
+
+	task.nspname = t->nspname;
+	task.relname = t->relname;
+	task.relkind = t->relkind;
+	task.snapshot = snapshot;
+	task.dsn = dsn;
+	task.snap_lsn = snap_lsn;
+	initStringInfo(&msg);
+	pa_q_write_copy(&msg, &task);
+	pa_pool_send(writer, msg.data, msg.len);
+	pfree(msg.data);
+}
+
+/* The local table a provider's table is applied to, or InvalidOid. */
+static Oid
+local_relid(const char *nspname, const char *relname)
+{
+	return RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+							NoLock, true);
+}
+
+/* The local tables the subscription has records of (an OID list). */
+static List *
+synced_tables(Oid subid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(subid)};
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	bool		isnull;
+
+	pa_catalog_query("SELECT relid FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+					 1, types, values, NULL, true, 0, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Oid			relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1,
+														   &isnull));
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		/* in the caller's context: SPI_finish frees SPI's */
+		result = lappend_oid(result, relid);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	SPI_finish();
+	return result;
+}
+
+/* Has the subscription a record of the provider's table nspname.relname? */
+static bool
+recorded_in(List *done, const char *nspname, const char *relname)
+{
+	Oid			relid = local_relid(nspname, relname);
+
+	return OidIsValid(relid) && list_member_oid(done, relid);
+}
+
+/* The tables of listed (CopyTask) the subscription has no record of. */
+static List *
+unrecorded(List *listed, Oid subid)
+{
+	List	   *done = synced_tables(subid);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, listed)
+	{
+		CopyTask   *t = lfirst(lc);
+
+		if (!recorded_in(done, t->nspname, t->relname))
+			result = lappend(result, t);
+	}
+	return result;
+}
+
+static void
+copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
+			XLogRecPtr snap_lsn)
+{
+	List	   *listed = list_tables(sub, snapshot);
+	List	   *tasks = unrecorded(listed, sub->subid);
+	int			nwriters = pa_pool_size();
+	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
+	ListCell   *lc;
+
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
+					sub->name, list_length(tasks), nwriters),
+			 list_length(tasks) < list_length(listed) ?
+			 errdetail("%d tables were copied by an earlier attempt.",
+					   list_length(listed) - list_length(tasks)) : 0));
+	foreach(lc, tasks)
+	{
+		int			w = foreach_current_index(lc) % nwriters;
+
+		send_task(w, lfirst(lc), snapshot, snap_lsn, sub->dsn);
+		assigned[w]++;
+	}
+
+	for (;;)
+	{
+		bool		done = true;
+
+		for (int w = 0; w < nwriters; w++)
+		{
+			uint32		copied;
+			bool		failed;
+
+			SpinLockAcquire(&slot->mutex);
+			copied = slot->writers[w].copies_done;
+			failed = slot->writers[w].copy_failed;
+			SpinLockRelease(&slot->mutex);
+			if (failed)
+				ereport(ERROR,
+						(errmsg("initial copy of parallel_apply subscription \"%s\" failed in writer %d",
+								sub->name, w),
+						 errdetail("%s", slot->writers[w].last_error)));
+			if (copied < assigned[w])
+				done = false;
+		}
+		if (done)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		pa_pool_check();
+	}
+}
+
+/*
+ * CREATE_REPLICATION_SLOT on conn: sets *consistent to the slot's
+ * consistent point and, with export, *snapshot to the snapshot exported.
+ */
+static void
+create_slot(WalReceiverConn *conn, const char *name, bool temporary,
+			bool export, char **snapshot, XLogRecPtr *consistent)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	bool		isnull;
+
+	res = pa_provider_exec(conn,
+						psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
+								 quote_identifier(name), temporary ? " TEMPORARY" : "",
+								 export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT"),
+						4, types, WALRCV_OK_TUPLES, "create a replication slot");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		Datum		lsn = slot_getattr(tslot, 2, &isnull);
+		Datum		snap;
+
+		if (!isnull)
+			*consistent = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+														  CStringGetDatum(TextDatumGetCString(lsn))));
+		snap = slot_getattr(tslot, 3, &isnull);
+		if (export && !isnull)
+			*snapshot = TextDatumGetCString(snap);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+}
+
+/*
+ * A snapshot of now for copying sub's tables: a temporary slot's, on a
+ * replication connection of its own that the caller keeps open while the
+ * snapshot is used and then disconnects (which drops the slot).  Sets
+ * *snapshot (NULL without export) and *consistent, its consistent point:
+ * the copy holds exactly the transactions committed before it.
+ */
+static WalReceiverConn *
+temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
+				   XLogRecPtr *consistent)
+{
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+
+	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
+	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
+				snapshot, consistent);
+	if (export && *snapshot == NULL)
+		ereport(ERROR,
+				(errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
+						sub->name)));
+	return conn;
+}
+
+void
+pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
+{
+	WalReceiverConn *snapconn = NULL;
+	char	   *lsn;
+	char	   *snapshot = NULL;
+	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	stream_start = InvalidXLogRecPtr;
+	bool		slot_exists;
+
+	/* walrcv_exec() builds tuple descriptors: it needs a transaction */
+	StartTransactionCommand();
+
+	/*
+	 * The slot, unless an attempt that did not finish made it: the tables
+	 * that attempt copied are recorded with the position they were copied
+	 * at, and the slot has kept every change since.
+	 */
+	lsn = pa_provider_value(conn,
+							psprintf("SELECT coalesce(confirmed_flush_lsn, '0/0')::text"
+									 " FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+									 quote_literal_cstr(sub->slot_name)));
+	slot_exists = lsn != NULL;
+	if (slot_exists)
+		stream_start = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+													   CStringGetDatum(lsn)));
+	if (!slot_exists)
+	{
+		create_slot(conn, sub->slot_name, false, sub->sync_data,
+					&snapshot, &snap_lsn);
+		stream_start = snap_lsn;
+	}
+
+	/* not copied: every published table applies from where streaming starts */
+	if (!sub->sync_data && sub->table_sync)
+	{
+		ListCell   *lc;
+
+		PushActiveSnapshot(GetTransactionSnapshot());
+		foreach(lc, unrecorded(list_tables(sub, NULL), sub->subid))
+		{
+			CopyTask   *t = lfirst(lc);
+			Oid			relid = local_relid(t->nspname, t->relname);
+
+			/*
+			 * A table missing here is recorded when the stream first shows
+			 * it (pa_sync_relation), or its absence is reported then.
+			 */
+			if (OidIsValid(relid))
+				record_relid(sub->subid, relid, stream_start);
+		}
+		PopActiveSnapshot();
+	}
+
+	if (sub->sync_data)
+	{
+		/*
+		 * The slot was there: copy what is left at a snapshot of now, from a
+		 * temporary slot on a connection of its own, held until the copies
+		 * are done.  Its changes from before that point are in the copy.
+		 */
+		if (slot_exists)
+			snapconn = temporary_snapshot(sub, true, &snapshot, &snap_lsn);
+		if (snapshot == NULL)
+			ereport(ERROR,
+					(errmsg("the provider exported no snapshot for the slot of subscription \"%s\"",
+							sub->name)));
+		PushActiveSnapshot(GetTransactionSnapshot());
+		copy_tables(sub, slot, snapshot, snap_lsn);
+		PopActiveSnapshot();
+		if (snapconn != NULL)
+			walrcv_disconnect(snapconn);
+	}
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pa_catalog_set_sync_state(sub->subid, PA_SYNC_READY);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	sub->sync_state = PA_SYNC_READY;
+}
+
+/* ---------------------------------------------------------------------
+ * Writer side
+ * ---------------------------------------------------------------------
+ */
+
+/* COPY FROM's data source: the provider's COPY TO STDOUT. */
+static int
+copy_read_data(void *outbuf, int minread, int maxread)
+{
+	int			bytesread = 0;
+
+	while (maxread > 0 && bytesread < minread)
+	{
+		int			avail = copybuf.len - copybuf.cursor;
+
+		if (avail > 0)
+		{
+			avail = Min(avail, maxread);
+			memcpy((char *) outbuf + bytesread, copybuf.data + copybuf.cursor, avail);
+			copybuf.cursor += avail;
+			maxread -= avail;
+			bytesread += avail;
+			continue;
+		}
+		for (;;)
+		{
+			pgsocket	fd = PGINVALID_SOCKET;
+			char	   *buf = NULL;
+			int			len;
+
+			CHECK_FOR_INTERRUPTS();
+			len = walrcv_receive(copy_conn, &buf, &fd);
+			if (len < 0)
+				return bytesread;	/* end of the copy */
+			if (len > 0)
+			{
+				resetStringInfo(&copybuf);
+				appendBinaryStringInfo(&copybuf, buf, len);
+				break;
+			}
+			(void) WaitLatchOrSocket(MyLatch,
+									 WL_SOCKET_READABLE | WL_LATCH_SET |
+									 WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 fd, 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+	return bytesread;
+}
+
+static List *
+remote_columns(const char *qualified)
+{
+	Oid			types[1] = {TEXTOID};
+	char	   *sql;
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	List	   *cols = NIL;
+	bool		isnull;
+
+	sql = psprintf("SELECT a.attname FROM pg_catalog.pg_attribute a"
+				   " WHERE a.attrelid = %s::pg_catalog.regclass AND a.attnum > 0"
+				   " AND NOT a.attisdropped AND a.attgenerated = ''"
+				   " ORDER BY a.attnum",
+				   quote_literal_cstr(qualified));
+	res = pa_provider_exec(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
+						"read the columns of a published table");
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		cols = lappend(cols, makeString(TextDatumGetCString(slot_getattr(tslot, 1, &isnull))));
+		ExecClearTuple(tslot);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	return cols;
+}
+
+/*
+ * Copy the provider's rows of a table into the local one (relid, locked),
+ * adding to what is there, as the user pa_apply_switch_user() picks for it:
+ * the table's triggers, defaults and index expressions run with that
+ * user's rights.  The provider's COPY runs under the imported snapshot.
+ */
+static void
+copy_into(Oid relid, char relkind, const char *qualified, List *cols)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	Relation	rel;
+	ParseState *pstate;
+	CopyFromState cstate;
+	WalRcvExecResult *res;
+	PaUserSwitch save;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "COPY (SELECT ");
+	foreach(lc, cols)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_identifier(strVal(lfirst(lc))));
+	appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
+					 relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+					 qualified);
+	res = pa_provider_exec(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
+						"start copying a table");
+	walrcv_clear_result(res);
+
+	rel = table_open(relid, RowExclusiveLock);
+	pa_apply_switch_user(rel->rd_rel->relowner, &save);
+	pstate = make_parsestate(NULL);
+	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
+										 NULL, false, false);
+	initStringInfo(&copybuf);
+	/* libpqwalreceiver asked the provider for this database's encoding */
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
+						   cols,
+						   list_make1(makeDefElem("encoding",
+												  (Node *) makeString(pstrdup(GetDatabaseEncodingName())),
+												  -1)));
+	(void) CopyFrom(cstate);
+	EndCopyFrom(cstate);
+	pa_apply_restore_user(&save);
+	table_close(rel, NoLock);
+}
+
+/* The provider's relkind of a table, under the copy's snapshot. */
+static char
+remote_relkind(const char *qualified)
+{
+	char	   *kind = pa_provider_value(copy_conn,
+										 psprintf("SELECT relkind::text FROM pg_catalog.pg_class WHERE oid = %s::pg_catalog.regclass",
+												  quote_literal_cstr(qualified)));
+
+	return kind != NULL ? kind[0] : RELKIND_RELATION;
+}
+
+/* Has the subscription a record of the table? */
+static bool
+is_recorded(Oid subid, const char *nspname, const char *relname)
+{
+	return recorded_in(synced_tables(subid), nspname, relname);
+}
+
+/* Remove the record of a local table. */
+static void
+forget_table(Oid subid, Oid relid)
+{
+	Oid			types[2] = {OIDOID, OIDOID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = ObjectIdGetDatum(relid);
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1 AND relid = $2",
+						   2, types, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * In the copy's transaction: the table is copied as of snap_lsn, so that
+ * a copy that fails leaves no record and one that commits is never made
+ * again, and the writers apply its changes from snap_lsn on.
+ */
+static void
+record_synced(Oid subid, const char *nspname, const char *relname,
+			  XLogRecPtr snap_lsn)
+{
+	Oid			relid = local_relid(nspname, relname);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
+						nspname, relname),
+				 errhint("Create the table on the subscriber with the provider's columns.")));
+	record_relid(subid, relid, snap_lsn);
+}
+
+static void
+record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn)
+{
+	Oid			types[3] = {OIDOID, OIDOID, LSNOID};
+	Datum		values[3];
+
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = LSNGetDatum(snap_lsn);
+	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3)",
+						   3, types, values, NULL, SPI_OK_INSERT);
+}
+
+/*
+ * Copy one table at the snapshot, in a local transaction of its own that
+ * also records it as copied at snap_lsn.  relkind '\0': look it up.
+ */
+static void copy_table_here(Oid subid, const char *nspname,
+							const char *relname, char relkind,
+							const char *snapshot, XLogRecPtr snap_lsn,
+							const char *dsn);
+
+static void
+copy_table(Oid subid, const char *nspname, const char *relname, char relkind,
+		   const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	copy_table_here(subid, nspname, relname, relkind, snapshot, snap_lsn, dsn);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* copy_table, in the current transaction (with a snapshot pushed) */
+static void
+copy_table_here(Oid subid, const char *nspname, const char *relname,
+				char relkind, const char *snapshot, XLogRecPtr snap_lsn,
+				const char *dsn)
+{
+	char	   *qualified = quote_qualified_identifier(nspname, relname);
+	List	   *cols;
+	Oid			relid;
+
+	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
+	begin_snapshot(copy_conn, snapshot);
+	cols = remote_columns(qualified);
+	if (relkind == '\0')
+		relkind = remote_relkind(qualified);
+
+	relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+							 AccessExclusiveLock, true);
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
+						nspname, relname),
+				 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
+
+	if (pa_relation_is_ours(relid))
+	{
+		/* a provider that sent it anyway: this node's state, keep it */
+		ereport(WARNING,
+				(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
+						nspname, relname)));
+	}
+	else
+	{
+		copy_into(relid, relkind, qualified, cols);
+		record_relid(subid, relid, snap_lsn);
+		/* writers that know the table read its record again */
+		CacheInvalidateRelcacheByRelid(relid);
+		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
+					  "end a transaction");
+		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+	}
+	walrcv_disconnect(copy_conn);
+	copy_conn = NULL;
+}
+
+void
+pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
+				   Size len)
+{
+	PaCopyTask	task;
+
+	pa_q_read_copy(data, len, &task);
+
+	PG_TRY();
+	{
+		copy_table(pa_relmap_subid, task.nspname, task.relname, task.relkind,
+				   task.snapshot, task.snap_lsn, task.dsn);
+	}
+	PG_CATCH();
+	{
+		pa_error_to_slot(slot, me);
+		SpinLockAcquire(&slot->mutex);
+		me->copy_failed = true;
+		SpinLockRelease(&slot->mutex);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	SpinLockAcquire(&slot->mutex);
+	me->copies_done++;
+	SpinLockRelease(&slot->mutex);
+	if (slot->leader_latch)
+		SetLatch(slot->leader_latch);
+}
+
+/* ---------------------------------------------------------------------
+ * Tables joining the publications
+ * ---------------------------------------------------------------------
+ */
+
+static PaSubscription *stream_sub = NULL;
+
+void
+pa_sync_streaming(PaSubscription *sub)
+{
+	stream_sub = sub;
+}
+
+void
+pa_sync_relation(const char *nspname, const char *relname,
+				 XLogRecPtr commit_lsn)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		recorded;
+
+	if (stream_sub == NULL || !stream_sub->table_sync)
+		return;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	recorded = is_recorded(stream_sub->subid, nspname, relname);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
+	if (recorded)
+		return;
+
+	if (stream_sub->sync_data)
+	{
+		/*
+		 * Nothing of the table has been given to a writer: its changes so
+		 * far are all before the temporary slot's consistent point, in the
+		 * copy, and the writers skip them.
+		 */
+		WalReceiverConn *snapconn;
+		char	   *snapshot = NULL;
+		XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+
+		/* the connection and the snapshot's name outlive the transaction */
+		StartTransactionCommand();
+		MemoryContextSwitchTo(oldcxt);
+		snapconn = temporary_snapshot(stream_sub, true, &snapshot, &snap_lsn);
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(oldcxt);
+		copy_table(stream_sub->subid, nspname, relname, '\0', snapshot, snap_lsn,
+				   stream_sub->dsn);
+		walrcv_disconnect(snapconn);
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",
+						stream_sub->name, nspname, relname, LSN_FORMAT_ARGS(snap_lsn))));
+	}
+	else
+	{
+		/* not copied: its changes apply from this transaction on */
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		record_synced(stream_sub->subid, nspname, relname, commit_lsn);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications; not copied (synchronize_data is off)",
+						stream_sub->name, nspname, relname)));
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * refresh_subscription(): as ALTER SUBSCRIPTION ... REFRESH PUBLICATION.
+ * In the caller's transaction, with the subscription's workers stopped:
+ * the tables published now that the subscription has no record of are
+ * copied at the snapshot of a temporary slot (or, without copy_data,
+ * recorded as applying from the provider's current position), and the
+ * records of tables no longer published are removed.  Returns how many
+ * tables were added.
+ */
+int
+pa_sync_refresh(PaSubscription *sub, bool copy_data)
+{
+	char	   *snapshot = NULL;
+	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
+	WalReceiverConn *snapconn = temporary_snapshot(sub, copy_data, &snapshot,
+												   &snap_lsn);
+	List	   *published = list_tables(sub, snapshot);
+	List	   *done = synced_tables(sub->subid);
+	int			added = 0;
+	ListCell   *lc;
+
+	foreach(lc, unrecorded(published, sub->subid))
+	{
+		CopyTask   *t = lfirst(lc);
+
+		if (copy_data)
+			copy_table_here(sub->subid, t->nspname, t->relname, t->relkind,
+							snapshot, snap_lsn, sub->dsn);
+		else
+			record_synced(sub->subid, t->nspname, t->relname, snap_lsn);
+		added++;
+	}
+	walrcv_disconnect(snapconn);
+
+	/* tables no longer published: a later return copies them again */
+	foreach(lc, done)
+	{
+		ListCell   *p;
+		bool		still = false;
+
+		foreach(p, published)
+		{
+			CopyTask   *t = lfirst(p);
+
+			still |= local_relid(t->nspname, t->relname) == lfirst_oid(lc);
+		}
+		if (!still)
+			forget_table(sub->subid, lfirst_oid(lc));
+	}
+	return added;
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * sync.h
+ *		Creating a subscription's slot and copying its initial data.
+ *
+ * src/subscriber/sync.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_SYNC_H
+#define PA_SYNC_H
+
+#include "replication/walreceiver.h"
+
+#include "catalog.h"
+#include "conn.h"
+#include "pipeline.h"
+
+/* Leader: create the slot, copy the tables (if asked), mark ready. */
+extern void pa_sync_run(WalReceiverConn *conn, PaSubscription *sub,
+						PaSubSlot *slot);
+
+/*
+ * Leader, streaming sub: a RELATION for a table the subscription has no
+ * record of is a table that joined its publications.  Copy it now (before
+ * any of its changes go to a writer) at a new snapshot and record it; or,
+ * without synchronize_data, record it as applying from the transaction
+ * at commit_lsn on.  Subscriptions without table_sync (made before 1.1)
+ * record nothing.
+ */
+extern void pa_sync_streaming(PaSubscription *sub);
+extern void pa_sync_relation(const char *nspname, const char *relname,
+							 XLogRecPtr commit_lsn);
+
+/*
+ * refresh_subscription(), in its transaction with the workers stopped:
+ * copy (or, without copy_data, record) the tables published now that have
+ * no record, forget those no longer published; returns how many added.
+ */
+extern int	pa_sync_refresh(PaSubscription *sub, bool copy_data);
+
+/* Writer: copy one table, as a PA_Q_COPY message asks. */
+extern void pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me,
+							   const char *data, Size len);
+
+#endif							/* PA_SYNC_H */

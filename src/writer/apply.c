@@ -1,0 +1,1071 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply.c
+ *		Subscriber side: apply one decoded change to a local table through
+ *		the executor.
+ *
+ * No SQL is generated.  Each change builds a small executor state of its
+ * own (an EState with a one-entry range table and a ResultRelInfo for the
+ * local table, as PostgreSQL's logical replication worker does), turns
+ * the protocol's tuples into slots of the local table's row type with the
+ * conversions relmap.c set up, and calls the executor's replication
+ * entry points (ExecSimpleRelationInsert/Update/Delete), which check
+ * constraints, maintain indexes, compute generated columns and fire
+ * triggers as session_replication_role says.  Everything a change
+ * allocates lives in the EState's query context and is freed when the
+ * change is done; a change ends with CommandCounterIncrement, so the next
+ * change of the transaction sees it.
+ *
+ * Rows are identified as the provider identifies them:
+ *
+ *	- by the local table's replica identity index, else its primary key,
+ *	  searched with the values of the old tuple (its key, 'K', or the
+ *	  whole old row, 'O') or, when the provider sent no old tuple (its key
+ *	  did not change), with the new tuple's key columns.  Each column of
+ *	  that index must be one whose old value the provider sent: a key
+ *	  column of the provider, or any column of a whole old row.  Another
+ *	  column's value in the new tuple may be a changed value, so searching
+ *	  with it could update the wrong row;
+ *	- otherwise, when the provider sent the whole old row (REPLICA
+ *	  IDENTITY FULL), by a sequential scan comparing the columns the
+ *	  provider sends (columns only the subscriber has, and generated
+ *	  columns, are not compared; a type without an equality operator is
+ *	  compared by binary image).  It waits for and locks the row the way
+ *	  RelationFindReplTupleSeq does; that function is not used because it
+ *	  compares every column, local-only ones included;
+ *	- otherwise the change cannot be applied, which is an error.
+ *
+ * The row found is locked (LockTupleExclusive).  Not finding it is not an
+ * error here: the functions return false and the caller decides.
+ *
+ * UPDATE starts from the local row and replaces the columns the provider
+ * sent; an unchanged TOAST value ('u') keeps the local value, as do
+ * columns only the subscriber has.  INSERT fills columns the provider
+ * does not send with their local defaults.
+ *
+ * A partitioned local table is a routing target: slots are built in its
+ * row type, a row is routed to its leaf partition with the executor's
+ * tuple routing (by the new row for INSERT, by the old row or key for
+ * UPDATE and DELETE) and converted to the partition's row type when it
+ * differs.  An UPDATE whose new row no longer fits its partition becomes a
+ * DELETE there and an INSERT routed from the root, as in PostgreSQL's
+ * apply_handle_tuple_routing.  Rows are searched in the leaf with the
+ * leaf's own replica identity index or primary key.
+ *
+ * A change is applied as the local table's owner (the target, not its
+ * partitions), as PostgreSQL 16's apply worker does with run_as_owner
+ * off: the workers themselves run as the bootstrap superuser, but the
+ * table's triggers, defaults, constraints and index expressions only get
+ * its owner's rights, under SECURITY_RESTRICTED_OPERATION.  With the
+ * subscription's run_as_owner, changes are applied as the subscription's
+ * owner instead.  A TRUNCATE of tables of several owners runs as the
+ * subscription's owner.  Privileges are checked for that user as the
+ * logical replication worker checks them: it needs the privilege on the
+ * table actually modified (the leaf partition), SELECT where rows are
+ * searched, and row-level security must not apply to it.
+ *
+ * src/writer/apply.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/tupconvert.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "commands/trigger.h"
+#include "executor/execPartition.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "apply.h"
+#include "compat.h"
+
+/* The executor state of one change. */
+typedef struct ApplyState
+{
+	PaRelMapEntry *rel;
+	CmdType		operation;
+	const char *action;			/* "INSERT", ... for the error context */
+	EState	   *estate;
+	ResultRelInfo *rootinfo;	/* the local table itself */
+	bool		root_indexes_open;
+	ModifyTableState *mtstate;	/* tuple routing, partitioned tables */
+	PartitionTupleRouting *proute;
+	int			column;			/* local attno being converted, or -1 */
+	ErrorContextCallback errcallback;
+	MemoryContext oldcxt;
+	PaUserSwitch user;			/* the user before apply_begin */
+} ApplyState;
+
+/* The table a row goes to: the local table, or one of its partitions. */
+typedef struct ApplyTarget
+{
+	ResultRelInfo *rri;
+	AttrMap    *root_to_target; /* NULL when the row types match */
+	AttrMap    *target_to_root;
+} ApplyTarget;
+
+static void
+apply_error_callback(void *arg)
+{
+	ApplyState *state = (ApplyState *) arg;
+	PaRelationData *remoterel = &state->rel->remoterel;
+
+	if (state->column >= 0)
+		errcontext("converting remote data for column \"%s\" of %s on target table \"%s.%s\"",
+				   remoterel->attnames[state->rel->cols[state->column].remote_col],
+				   state->action, remoterel->nspname, remoterel->relname);
+	else
+		errcontext("applying %s to target table \"%s.%s\" of parallel_apply subscription \"%s\"",
+				   state->action, remoterel->nspname, remoterel->relname,
+				   pa_relmap_subname());
+}
+
+/* ---------------------------------------------------------------------
+ * Executor state
+ * ---------------------------------------------------------------------
+ */
+
+static void
+apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
+			const char *action)
+{
+	EState	   *estate;
+	RangeTblEntry *rte;
+
+	if (rel->localrel == NULL)
+		elog(ERROR, "relation map entry for remote relation %u is not open",
+			 rel->remoteid);
+
+	memset(state, 0, sizeof(ApplyState));
+	state->rel = rel;
+	state->operation = operation;
+	state->action = action;
+	state->column = -1;
+
+	state->errcallback.callback = apply_error_callback;
+	state->errcallback.arg = state;
+	state->errcallback.previous = error_context_stack;
+	error_context_stack = &state->errcallback;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	estate = state->estate = CreateExecutorState();
+	state->oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
+
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel->localrel);
+	rte->relkind = rel->localrel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	pa_exec_init_range_table(estate, rte);
+
+	/*
+	 * The relation is the one pa_relmap_open opened; it is listed as opened
+	 * (so that ExecGetTriggerResultRel finds it) but never closed by the
+	 * executor: no ExecCloseResultRelations below.
+	 */
+	state->rootinfo = makeNode(ResultRelInfo);
+	InitResultRelInfo(state->rootinfo, rel->localrel, 1, NULL, 0);
+	estate->es_opened_result_relations =
+		lappend(estate->es_opened_result_relations, state->rootinfo);
+	estate->es_output_cid = GetCurrentCommandId(true);
+
+	/* from here, the table's triggers, defaults and checks run as its user */
+	pa_apply_switch_user(rel->localrel->rd_rel->relowner, &state->user);
+
+	AfterTriggerBeginQuery();
+}
+
+static void
+apply_end(ApplyState *state)
+{
+	EState	   *estate = state->estate;
+
+	AfterTriggerEndQuery(estate);
+
+	/* closes the partitions routing opened, and their indexes */
+	if (state->proute != NULL)
+		ExecCleanupTupleRouting(state->mtstate, state->proute);
+	if (state->root_indexes_open)
+		ExecCloseIndices(state->rootinfo);
+
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	MemoryContextSwitchTo(state->oldcxt);
+	FreeExecutorState(estate);
+
+	pa_apply_restore_user(&state->user);
+	PopActiveSnapshot();
+	error_context_stack = state->errcallback.previous;
+
+	CommandCounterIncrement();
+}
+
+/*
+ * The current user may apply this kind of change to rel; row-level
+ * security, which the executor's replication functions do not apply,
+ * must not be in force for it.
+ */
+static void
+check_privileges(Relation rel, AclMode mode)
+{
+	Oid			relid = RelationGetRelid(rel);
+	AclResult	aclresult;
+
+	aclresult = pg_class_aclcheck(relid, GetUserId(), mode);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+
+	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("user \"%s\" cannot apply replicated changes to table \"%s\", which has row-level security enabled",
+						GetUserNameFromId(GetUserId(), true),
+						RelationGetRelationName(rel))));
+}
+
+/* ---------------------------------------------------------------------
+ * The user a change is applied as
+ * ---------------------------------------------------------------------
+ */
+
+Oid			pa_apply_as_role = InvalidOid;
+
+void
+pa_apply_switch_user(Oid relowner, PaUserSwitch *save)
+{
+	Oid			role = OidIsValid(pa_apply_as_role) ? pa_apply_as_role : relowner;
+
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	save->switched = role != save->userid;
+	if (!save->switched)
+		return;
+
+	/*
+	 * As a table's owner, what the table runs (triggers, defaults, index
+	 * expressions) must not be able to act as anyone else: restricted, as
+	 * PostgreSQL runs maintenance commands for a table's owner.
+	 */
+	SetUserIdAndSecContext(role, save->sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   (OidIsValid(pa_apply_as_role) ? 0 :
+							SECURITY_RESTRICTED_OPERATION));
+}
+
+void
+pa_apply_restore_user(PaUserSwitch *save)
+{
+	if (save->switched)
+		SetUserIdAndSecContext(save->userid, save->sec_context);
+	save->switched = false;
+}
+
+/* ---------------------------------------------------------------------
+ * Slots
+ * ---------------------------------------------------------------------
+ */
+
+static void
+check_tuple(PaRelMapEntry *rel, PaTupleData *tup, bool allow_unchanged)
+{
+	if (tup->ncols != rel->remoterel.natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed parallel_apply protocol message"),
+				 errdetail("A tuple of relation \"%s.%s\" has %d columns, its RELATION message %d.",
+						   rel->remoterel.nspname, rel->remoterel.relname,
+						   tup->ncols, rel->remoterel.natts)));
+	if (!allow_unchanged && memchr(tup->colkinds, PA_DATUM_UNCHANGED,
+								   tup->ncols) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed parallel_apply protocol message"),
+				 errdetail("An unchanged TOAST value appears outside the new tuple of an UPDATE of relation \"%s.%s\".",
+						   rel->remoterel.nspname, rel->remoterel.relname)));
+}
+
+/* One remote datum into the slot's values; NULL and 'u' leave it NULL. */
+static void
+store_datum(ApplyState *state, TupleTableSlot *slot, int attno,
+			PaTupleData *tup)
+{
+	int			r = state->rel->cols[attno].remote_col;
+	char		kind = tup->colkinds[r];
+
+	if (kind != PA_DATUM_TEXT && kind != PA_DATUM_BINARY)
+	{
+		slot->tts_values[attno] = (Datum) 0;
+		slot->tts_isnull[attno] = true;
+		return;
+	}
+	state->column = attno;
+	slot->tts_values[attno] = pa_relmap_input(state->rel, attno, kind,
+											  &tup->colvalues[r]);
+	slot->tts_isnull[attno] = false;
+	state->column = -1;
+}
+
+/*
+ * A virtual slot of the local table's row type from a remote tuple.
+ * Columns the provider does not send are NULL, as are unchanged values
+ * (only the search tuple can have them; see index_column_not_sent).
+ */
+static void
+store_tuple(ApplyState *state, TupleTableSlot *slot, PaTupleData *tup)
+{
+	PaRelMapEntry *rel = state->rel;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	Assert(natts == rel->nlocalatts);
+	ExecClearTuple(slot);
+	for (int i = 0; i < natts; i++)
+	{
+		if (rel->cols[i].remote_col < 0)
+		{
+			slot->tts_values[i] = (Datum) 0;
+			slot->tts_isnull[i] = true;
+		}
+		else
+			store_datum(state, slot, i, tup);
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* Local defaults for the columns the provider does not send. */
+static void
+fill_defaults(ApplyState *state, TupleTableSlot *slot)
+{
+	PaRelMapEntry *rel = state->rel;
+	ExprContext *econtext;
+
+	if (rel->ndefaults == 0)
+		return;
+
+	econtext = GetPerTupleExprContext(state->estate);
+	for (int i = 0; i < rel->ndefaults; i++)
+	{
+		int			attno = rel->defattnums[i] - 1;
+		ExprState  *exprstate = ExecInitExpr(rel->defexprs[i], NULL);
+
+		slot->tts_values[attno] = ExecEvalExpr(exprstate, econtext,
+											   &slot->tts_isnull[attno]);
+	}
+}
+
+/*
+ * The new row of an UPDATE: the local row (in the local table's row
+ * type), with every column the provider sent replaced, unchanged TOAST
+ * values and subscriber-only columns kept.
+ */
+static void
+modify_tuple(ApplyState *state, TupleTableSlot *slot,
+			 TupleTableSlot *localslot, PaTupleData *newtup)
+{
+	PaRelMapEntry *rel = state->rel;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	slot_getallattrs(localslot);
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, localslot->tts_values, natts * sizeof(Datum));
+	memcpy(slot->tts_isnull, localslot->tts_isnull, natts * sizeof(bool));
+
+	for (int i = 0; i < natts; i++)
+	{
+		int			r = rel->cols[i].remote_col;
+
+		if (r >= 0 && newtup->colkinds[r] != PA_DATUM_UNCHANGED)
+			store_datum(state, slot, i, newtup);
+	}
+	ExecStoreVirtualTuple(slot);
+}
+
+/* ---------------------------------------------------------------------
+ * Targets and partitions
+ * ---------------------------------------------------------------------
+ */
+
+/* The table the row in rootslot (local table's row type) belongs to. */
+static void
+route_tuple(ApplyState *state, TupleTableSlot *rootslot, ApplyTarget *target)
+{
+	Relation	root = state->rel->localrel;
+	ResultRelInfo *rri;
+	Relation	partrel;
+	TupleConversionMap *map;
+	MemoryContext oldcxt;
+
+	memset(target, 0, sizeof(ApplyTarget));
+	if (root->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		target->rri = state->rootinfo;
+		return;
+	}
+
+	if (state->proute == NULL)
+	{
+		ModifyTableState *mtstate = makeNode(ModifyTableState);
+
+		mtstate->ps.plan = NULL;
+		mtstate->ps.state = state->estate;
+		mtstate->operation = state->operation;
+		mtstate->resultRelInfo = state->rootinfo;
+		state->mtstate = mtstate;
+		state->proute = ExecSetupPartitionTupleRouting(state->estate, root);
+	}
+
+	oldcxt = MemoryContextSwitchTo(GetPerTupleMemoryContext(state->estate));
+	rri = ExecFindPartition(state->mtstate, state->rootinfo, state->proute,
+							rootslot, state->estate);
+	MemoryContextSwitchTo(oldcxt);
+
+	/* partitions come and go: check every time */
+	partrel = rri->ri_RelationDesc;
+	if (partrel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("partition \"%s.%s\" of target table \"%s.%s\" of parallel_apply subscription \"%s\" is not a table",
+						get_namespace_name(RelationGetNamespace(partrel)),
+						RelationGetRelationName(partrel),
+						state->rel->remoterel.nspname,
+						state->rel->remoterel.relname,
+						pa_relmap_subname()),
+				 errdetail_relkind_not_supported(partrel->rd_rel->relkind)));
+
+	target->rri = rri;
+	map = PA_ROOT_TO_CHILD_MAP(rri, state->estate);
+	target->root_to_target = map ? map->attrMap : NULL;
+	map = ExecGetChildToRootMap(rri);
+	target->target_to_root = map ? map->attrMap : NULL;
+}
+
+/*
+ * The row in from, of the local table's row type or the target's, in the
+ * other one's, to's, through map (NULL when the two match); from itself
+ * when the target is the local table.
+ */
+static TupleTableSlot *
+convert_row(ApplyState *state, ApplyTarget *target, AttrMap *map,
+			Relation to, TupleTableSlot *from)
+{
+	TupleTableSlot *slot;
+
+	if (target->rri == state->rootinfo)
+		return from;
+
+	slot = ExecInitExtraTupleSlot(state->estate, RelationGetDescr(to),
+								  &TTSOpsVirtual);
+	if (map != NULL)
+		return execute_attr_map_slot(map, from, slot);
+	return ExecCopySlot(slot, from);
+}
+
+/* A slot of the local table's row type in the target's row type. */
+static TupleTableSlot *
+root_to_target(ApplyState *state, ApplyTarget *target,
+			   TupleTableSlot *rootslot)
+{
+	return convert_row(state, target, target->root_to_target,
+					   target->rri->ri_RelationDesc, rootslot);
+}
+
+/* The other way round. */
+static TupleTableSlot *
+target_to_root(ApplyState *state, ApplyTarget *target,
+			   TupleTableSlot *targetslot)
+{
+	return convert_row(state, target, target->target_to_root,
+					   state->rel->localrel, targetslot);
+}
+
+/* The local table's attribute number of a target's attribute, or 0. */
+static AttrNumber
+root_attnum(ApplyTarget *target, AttrNumber attnum)
+{
+	if (target->root_to_target == NULL)
+		return attnum;
+	return target->root_to_target->attnums[attnum - 1];
+}
+
+/* ---------------------------------------------------------------------
+ * Finding the local row
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The first column of index idxoid of the target whose old value the
+ * search tuple does not carry, or NULL when it carries all of them.
+ */
+static char *
+index_column_not_sent(ApplyState *state, ApplyTarget *target, Oid idxoid,
+					  PaTupleData *src, char srckind)
+{
+	PaRelMapEntry *rel = state->rel;
+	Relation	trel = target->rri->ri_RelationDesc;
+	HeapTuple	tup;
+	Form_pg_index idx;
+	char	   *result = NULL;
+
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(idxoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", idxoid);
+	idx = (Form_pg_index) GETSTRUCT(tup);
+
+	for (int i = 0; i < idx->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = idx->indkey.values[i];
+		AttrNumber	rootatt = attnum > 0 ? root_attnum(target, attnum) : 0;
+		int			r = rootatt > 0 ? rel->cols[rootatt - 1].remote_col : -1;
+		bool		sent;
+
+		if (r < 0 || src->colkinds[r] == PA_DATUM_UNCHANGED)
+			sent = false;
+		else if (srckind == PA_TUPLE_OLD)
+			sent = true;
+		else
+			sent = bms_is_member(r, rel->remoterel.attkeys);
+
+		if (!sent)
+		{
+			result = attnum > 0 ?
+				get_attname(RelationGetRelid(trel), attnum, false) :
+				pstrdup("(expression)");
+			break;
+		}
+	}
+
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/* Do two rows agree on the columns marked in compare[]? */
+static bool
+rows_equal(TupleTableSlot *slot1, TupleTableSlot *slot2, const bool *compare,
+		   TypeCacheEntry **eq)
+{
+	TupleDesc	desc = slot1->tts_tupleDescriptor;
+
+	slot_getallattrs(slot1);
+	slot_getallattrs(slot2);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Datum		v1 = slot1->tts_values[i];
+		Datum		v2 = slot2->tts_values[i];
+
+		if (!compare[i])
+			continue;
+		if (slot1->tts_isnull[i] != slot2->tts_isnull[i])
+			return false;
+		if (slot1->tts_isnull[i])
+			continue;
+
+		if (eq[i] != NULL)
+		{
+			if (!DatumGetBool(FunctionCall2Coll(&eq[i]->eq_opr_finfo,
+												att->attcollation, v1, v2)))
+				return false;
+		}
+		else if (!datum_image_eq(v1, v2, att->attbyval, att->attlen))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Find and lock the row of the target equal to searchslot on the columns
+ * the provider sends, by a sequential scan.  Waits for transactions that
+ * are changing a matching row, and starts over when the row was changed
+ * concurrently, as RelationFindReplTupleSeq does.
+ */
+static bool
+find_row_seq(ApplyState *state, ApplyTarget *target,
+			 TupleTableSlot *searchslot, TupleTableSlot *outslot)
+{
+	Relation	rel = target->rri->ri_RelationDesc;
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool	   *compare = palloc0(Max(desc->natts, 1) * sizeof(bool));
+	TypeCacheEntry **eq = palloc0(Max(desc->natts, 1) *
+								  sizeof(TypeCacheEntry *));
+	SnapshotData snap;
+	TableScanDesc scan;
+	TupleTableSlot *scanslot;
+	bool		found;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		AttrNumber	rootatt;
+		TypeCacheEntry *typentry;
+
+		if (att->attisdropped || att->attgenerated)
+			continue;
+		rootatt = root_attnum(target, i + 1);
+		if (rootatt <= 0 || state->rel->cols[rootatt - 1].remote_col < 0)
+			continue;
+		compare[i] = true;
+		typentry = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
+		if (OidIsValid(typentry->eq_opr_finfo.fn_oid))
+			eq[i] = typentry;
+	}
+
+	InitDirtySnapshot(snap);
+	scan = table_beginscan(rel, &snap, 0, NULL);
+	scanslot = table_slot_create(rel, NULL);
+
+retry:
+	found = false;
+	table_rescan(scan, NULL);
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, scanslot))
+	{
+		TransactionId xwait;
+
+		CHECK_FOR_INTERRUPTS();
+
+		if (!rows_equal(scanslot, searchslot, compare, eq))
+			continue;
+
+		found = true;
+		ExecCopySlot(outslot, scanslot);
+
+		/* being changed by a transaction in progress: wait and look again */
+		xwait = TransactionIdIsValid(snap.xmin) ? snap.xmin : snap.xmax;
+		if (TransactionIdIsValid(xwait))
+		{
+			XactLockTableWait(xwait, NULL, NULL, XLTW_None);
+			goto retry;
+		}
+		break;
+	}
+
+	if (found)
+	{
+		TM_FailureData tmfd;
+		TM_Result	res;
+
+		PushActiveSnapshot(GetLatestSnapshot());
+		res = table_tuple_lock(rel, &outslot->tts_tid, GetLatestSnapshot(),
+							   outslot, GetCurrentCommandId(false),
+							   LockTupleExclusive, LockWaitBlock,
+							   0 /* don't follow updates */ , &tmfd);
+		PopActiveSnapshot();
+
+		switch (res)
+		{
+			case TM_Ok:
+				break;
+			case TM_Updated:
+			case TM_Deleted:
+				/* changed since we saw it: look again */
+				goto retry;
+			case TM_Invisible:
+				elog(ERROR, "attempted to lock invisible tuple");
+				break;
+			default:
+				elog(ERROR, "unexpected table_tuple_lock status: %u", res);
+				break;
+		}
+	}
+
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(scanslot);
+
+	return found;
+}
+
+/*
+ * Find and lock the local row the search tuple identifies; see the header
+ * comment.  searchslot is in the target's row type, built from src
+ * (srckind: PA_TUPLE_KEY, PA_TUPLE_OLD, or 0 for a new tuple).
+ */
+static bool
+find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
+		 PaTupleData *src, char srckind, TupleTableSlot **localslot)
+{
+	Relation	trel = target->rri->ri_RelationDesc;
+	Oid			idxoid;
+	char	   *notsent = NULL;
+
+	check_privileges(trel, ACL_SELECT);
+	*localslot = table_slot_create(trel, &state->estate->es_tupleTable);
+
+	idxoid = pa_relmap_key_index(trel);
+
+	if (OidIsValid(idxoid))
+	{
+		notsent = index_column_not_sent(state, target, idxoid, src, srckind);
+		if (notsent == NULL)
+			return RelationFindReplTupleByIndex(trel, idxoid,
+												LockTupleExclusive,
+												searchslot, *localslot);
+	}
+
+	if (srckind == PA_TUPLE_OLD)
+		return find_row_seq(state, target, searchslot, *localslot);
+
+	if (notsent != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" cannot find rows by its replica identity index or primary key \"%s\"",
+						get_namespace_name(RelationGetNamespace(trel)),
+						RelationGetRelationName(trel),
+						pa_relmap_subname(), get_rel_name(idxoid)),
+				 errdetail("Column \"%s\" of the index is not part of the provider's replica identity, so the provider does not send its old value.",
+						   notsent),
+				 errhint("Make the subscriber's primary key or replica identity index use the provider's replica identity columns, or set REPLICA IDENTITY FULL on the provider's table.")));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" has no replica identity index or primary key",
+					get_namespace_name(RelationGetNamespace(trel)),
+					RelationGetRelationName(trel), pa_relmap_subname()),
+			 errdetail("The provider sends only the key of the row to %s.",
+					   state->operation == CMD_DELETE ? "delete" : "update"),
+			 errhint("Add a primary key or replica identity index to the subscriber's table, or set REPLICA IDENTITY FULL on the provider's table.")));
+	return false;				/* keep the compiler quiet */
+}
+
+/* ---------------------------------------------------------------------
+ * Modifying
+ * ---------------------------------------------------------------------
+ */
+
+/* Indexes of a partition are opened by tuple routing; the root's here. */
+static void
+open_indexes(ApplyState *state, ResultRelInfo *rri)
+{
+	if (rri == state->rootinfo && !state->root_indexes_open)
+	{
+		ExecOpenIndices(rri, false);
+		state->root_indexes_open = true;
+	}
+}
+
+static void
+insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
+{
+	check_privileges(rri->ri_RelationDesc, ACL_INSERT);
+	open_indexes(state, rri);
+	ExecSimpleRelationInsert(rri, state->estate, slot);
+}
+
+static void
+update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
+		   TupleTableSlot *newslot)
+{
+	EPQState	epqstate;
+
+	check_privileges(rri->ri_RelationDesc, ACL_UPDATE);
+	open_indexes(state, rri);
+	PA_EVAL_PLAN_QUAL_INIT(&epqstate, state->estate);
+	EvalPlanQualSetSlot(&epqstate, newslot);
+	ExecSimpleRelationUpdate(rri, state->estate, &epqstate, localslot,
+							 newslot);
+	EvalPlanQualEnd(&epqstate);
+}
+
+static void
+delete_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot)
+{
+	EPQState	epqstate;
+
+	check_privileges(rri->ri_RelationDesc, ACL_DELETE);
+	PA_EVAL_PLAN_QUAL_INIT(&epqstate, state->estate);
+	ExecSimpleRelationDelete(rri, state->estate, &epqstate, localslot);
+	EvalPlanQualEnd(&epqstate);
+}
+
+/* ---------------------------------------------------------------------
+ * Entry points
+ * ---------------------------------------------------------------------
+ */
+
+/* A slot of the local table's row type, holding tup when one is given. */
+static TupleTableSlot *
+local_slot(ApplyState *state, PaTupleData *tup)
+{
+	TupleTableSlot *slot;
+
+	slot = ExecInitExtraTupleSlot(state->estate,
+								  RelationGetDescr(state->rel->localrel),
+								  &TTSOpsVirtual);
+	if (tup != NULL)
+		store_tuple(state, slot, tup);
+	return slot;
+}
+
+/*
+ * Route the row tup (an old row or key, of kind oldkind) identifies into
+ * *target and find it there: false when it is missing, else the row in
+ * *localslot.
+ */
+static bool
+find_local_row(ApplyState *state, ApplyTarget *target, PaTupleData *tup,
+			   char oldkind, TupleTableSlot **localslot)
+{
+	TupleTableSlot *searchslot = local_slot(state, tup);
+
+	route_tuple(state, searchslot, target);
+	return find_row(state, target, root_to_target(state, target, searchslot),
+					tup, oldkind, localslot);
+}
+
+void
+pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
+{
+	ApplyState	state;
+	ApplyTarget target;
+	TupleTableSlot *slot;
+
+	if (pa_relmap_skip(rel))
+		return;
+	check_tuple(rel, newtup, false);
+	apply_begin(&state, rel, CMD_INSERT, "INSERT");
+
+	slot = local_slot(&state, newtup);
+	fill_defaults(&state, slot);
+
+	route_tuple(&state, slot, &target);
+	insert_row(&state, target.rri, root_to_target(&state, &target, slot));
+
+	apply_end(&state);
+}
+
+bool
+pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
+				PaTupleData *newtup)
+{
+	ApplyState	state;
+	ApplyTarget target;
+	PaTupleData *src;
+	TupleDesc	desc;
+	TupleTableSlot *localslot;
+	TupleTableSlot *newslot;
+	Bitmapset  *updated = NULL;
+	bool		found;
+
+	if (pa_relmap_skip(rel))
+		return true;			/* skipped, not missing */
+
+	if (oldkind != 0 && oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
+		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
+	src = oldkind != 0 ? oldtup : newtup;
+	if (oldkind != 0)
+		check_tuple(rel, oldtup, false);
+	check_tuple(rel, newtup, true);
+
+	apply_begin(&state, rel, CMD_UPDATE, "UPDATE");
+	desc = RelationGetDescr(rel->localrel);
+
+	/*
+	 * The columns the provider sent count as updated, for column triggers
+	 * and generated columns: possibly more than it changed, but never a
+	 * column only the subscriber has.
+	 */
+	for (int i = 0; i < desc->natts; i++)
+	{
+		int			r = rel->cols[i].remote_col;
+
+		if (r >= 0 && newtup->colkinds[r] != PA_DATUM_UNCHANGED)
+			updated = bms_add_member(updated,
+									 i + 1 - FirstLowInvalidHeapAttributeNumber);
+	}
+	pa_exec_set_updated_cols(state.estate, updated);
+
+	found = find_local_row(&state, &target, src, oldkind, &localslot);
+	if (found)
+	{
+		newslot = local_slot(&state, NULL);
+		modify_tuple(&state, newslot,
+					 target_to_root(&state, &target, localslot), newtup);
+
+		if (target.rri == state.rootinfo)
+			update_row(&state, target.rri, localslot, newslot);
+		else
+		{
+			TupleTableSlot *newpartslot = root_to_target(&state, &target,
+														 newslot);
+
+			if (ExecPartitionCheck(target.rri, newpartslot, state.estate,
+								   false))
+				update_row(&state, target.rri, localslot, newpartslot);
+			else
+			{
+				ApplyTarget newtarget;
+
+				/* the row moves to another partition */
+				route_tuple(&state, newslot, &newtarget);
+				delete_row(&state, target.rri, localslot);
+				insert_row(&state, newtarget.rri,
+						   root_to_target(&state, &newtarget, newslot));
+			}
+		}
+	}
+
+	apply_end(&state);
+	return found;
+}
+
+bool
+pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
+{
+	ApplyState	state;
+	ApplyTarget target;
+	TupleTableSlot *localslot;
+	bool		found;
+
+	if (pa_relmap_skip(rel))
+		return true;			/* skipped, not missing */
+	if (oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
+		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
+	check_tuple(rel, oldtup, false);
+
+	apply_begin(&state, rel, CMD_DELETE, "DELETE");
+
+	found = find_local_row(&state, &target, oldtup, oldkind, &localslot);
+	if (found)
+		delete_row(&state, target.rri, localslot);
+
+	apply_end(&state);
+	return found;
+}
+
+/*
+ * TRUNCATE the local tables of the remote relations, and every partition
+ * of those that are partitioned.  The provider has already listed what
+ * its CASCADE reached, so nothing cascades here (DROP_RESTRICT: a foreign
+ * key from a table not in the list is an error, as for a local TRUNCATE).
+ * Like PostgreSQL's worker, the truncation is logged for logical decoding
+ * for the tables that are published from here, so that a cascaded
+ * subscriber sees it.
+ */
+void
+pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
+{
+	List	   *entries = NIL;
+	List	   *partitions = NIL;
+	List	   *rels = NIL;
+	List	   *relids = NIL;
+	List	   *relids_logged = NIL;
+	ListCell   *lc;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+
+	for (int i = 0; i < nrelids; i++)
+	{
+		PaRelMapEntry *entry;
+		Relation	rel;
+		Oid			relid;
+		bool		seen = false;
+
+		CHECK_FOR_INTERRUPTS();
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = remote_relids[j] == remote_relids[i];
+		if (seen)
+			continue;
+
+		entry = pa_relmap_open(remote_relids[i], AccessExclusiveLock);
+		entries = lappend(entries, entry);
+		if (pa_relmap_skip(entry))
+			continue;
+		rel = entry->localrel;
+		relid = RelationGetRelid(rel);
+
+		/* already there as a partition of an earlier one */
+		if (list_member_oid(relids, relid))
+			continue;
+
+		check_privileges(rel, ACL_TRUNCATE);
+		rels = lappend(rels, rel);
+		relids = lappend_oid(relids, relid);
+		if (RelationIsLogicallyLogged(rel))
+			relids_logged = lappend_oid(relids_logged, relid);
+
+		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		{
+			List	   *children = find_all_inheritors(relid,
+													   AccessExclusiveLock,
+													   NULL);
+			ListCell   *child;
+
+			foreach(child, children)
+			{
+				Oid			childid = lfirst_oid(child);
+				Relation	childrel;
+
+				if (list_member_oid(relids, childid))
+					continue;
+
+				/* find_all_inheritors locked it */
+				childrel = table_open(childid, NoLock);
+				if (RELATION_IS_OTHER_TEMP(childrel))
+				{
+					table_close(childrel, AccessExclusiveLock);
+					continue;
+				}
+				check_privileges(childrel, ACL_TRUNCATE);
+				rels = lappend(rels, childrel);
+				partitions = lappend(partitions, childrel);
+				relids = lappend_oid(relids, childid);
+				if (RelationIsLogicallyLogged(childrel))
+					relids_logged = lappend_oid(relids_logged, childid);
+			}
+		}
+	}
+
+	/*
+	 * One command for all of them (foreign keys between them are checked
+	 * together), run as their owner when they have one; tables of several
+	 * owners are truncated as the subscription's owner.
+	 */
+	if (rels != NIL)
+	{
+		Relation	first = linitial(rels);
+		bool		one_owner = true;
+		PaUserSwitch save;
+
+		foreach(lc, rels)
+			one_owner &= ((Relation) lfirst(lc))->rd_rel->relowner ==
+				first->rd_rel->relowner;
+		if (one_owner)
+			pa_apply_switch_user(first->rd_rel->relowner, &save);
+		else
+			save.switched = false;
+		PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, DROP_RESTRICT,
+								 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
+		pa_apply_restore_user(&save);
+	}
+
+	/* the locks are kept until the end of the transaction */
+	foreach(lc, entries)
+		pa_relmap_close((PaRelMapEntry *) lfirst(lc), NoLock);
+	foreach(lc, partitions)
+		table_close((Relation) lfirst(lc), NoLock);
+
+	PopActiveSnapshot();
+	CommandCounterIncrement();
+}

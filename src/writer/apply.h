@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply.h
+ *		Subscriber side: apply one decoded change to a local table through
+ *		the executor (no SQL is generated).
+ *
+ * The caller (a writer) has started a transaction, set
+ * session_replication_role = replica, and opened the relation with
+ * pa_relmap_open(..., RowExclusiveLock).
+ *
+ * Each call pushes its own active snapshot, allocates only in an executor
+ * state of its own (freed before it returns; the tuples are only read),
+ * and ends with CommandCounterIncrement, so that the next change of the
+ * transaction sees this one.  Privileges are checked for the user the
+ * change is applied as (below), as PostgreSQL's apply worker checks them.
+ *
+ * src/writer/apply.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_APPLY_H
+#define PA_APPLY_H
+
+#include "relmap.h"
+
+/*
+ * The user changes are applied as.  InvalidOid (the default): each table's
+ * owner, with SECURITY_RESTRICTED_OPERATION, so that a table's triggers,
+ * defaults and index expressions have its owner's rights and no more, as
+ * PostgreSQL 16 applies; a role: that role (run_as_owner: the
+ * subscription's owner).  pa_apply_switch_user() switches for a table of that owner,
+ * pa_apply_restore_user() switches back; an error switches back with the
+ * transaction's abort.
+ */
+extern PGDLLIMPORT Oid pa_apply_as_role;
+
+typedef struct PaUserSwitch
+{
+	Oid			userid;
+	int			sec_context;
+	bool		switched;
+} PaUserSwitch;
+
+extern void pa_apply_switch_user(Oid relowner, PaUserSwitch *save);
+extern void pa_apply_restore_user(PaUserSwitch *save);
+
+/* INSERT a row (routed into a partition when the target is partitioned). */
+extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);
+
+/*
+ * UPDATE the row identified by oldtup (oldkind PA_TUPLE_KEY or
+ * PA_TUPLE_OLD) or, when oldkind is 0, by the key columns of newtup.
+ * Columns sent as unchanged TOAST keep their local value.  Returns false
+ * when no such row exists (nothing is changed then).
+ */
+extern bool pa_apply_update(PaRelMapEntry *rel, char oldkind,
+							PaTupleData *oldtup, PaTupleData *newtup);
+
+/* DELETE the row identified by oldtup; false when no such row exists. */
+extern bool pa_apply_delete(PaRelMapEntry *rel, char oldkind,
+							PaTupleData *oldtup);
+
+/*
+ * TRUNCATE the local tables of these remote relations (and the partitions
+ * of partitioned ones), without cascading.  Opens them itself with
+ * AccessExclusiveLock, so the caller must not have them open.
+ */
+extern void pa_apply_truncate(int nrelids, const Oid *remote_relids,
+							  uint8 flags);
+
+#endif							/* PA_APPLY_H */

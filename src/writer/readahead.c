@@ -1,0 +1,268 @@
+/*-------------------------------------------------------------------------
+ *
+ * readahead.c
+ *		Reading ahead, while a writer waits, the pages that the
+ *		transactions it has taken from its queue will need.
+ *
+ * A writer waits for its commit turn, or for a transaction on another
+ * writer it depends on, while the pages of the transactions queued behind
+ * may not be in shared buffers.  When its data does not fit in memory,
+ * apply is mostly reading those pages one at a time, and waiting writers
+ * are idle storage bandwidth.  So a writer that would otherwise block
+ * reads ahead instead: it takes the next transaction from its queue (into
+ * its lookahead, writer.c, which hands it here), and for each of its
+ * changes looks up the row the change will search for, through the same
+ * index the apply will use (the replica identity index, else the primary
+ * key; for an INSERT that index, with the new values).  The index and heap
+ * pages are then in shared buffers when the change is applied.  One
+ * transaction per step; between steps the writer looks whether its wait is
+ * over, and it blocks on the lock as before once nothing is left to read
+ * ahead.
+ *
+ * Reading ahead changes nothing and locks no row: the lookup uses
+ * SnapshotAny and only takes AccessShareLock on the table and its index,
+ * released at once.  It stops at anything whose meaning could depend on
+ * what comes before it: a RELATION message (the mapping it changes is
+ * not applied yet), a barrier (TRUNCATE, a schema change), a streamed
+ * transaction, or a table that is not a plain table or has no usable
+ * btree index.  What it cannot use it skips: an expression column, a
+ * NULL, a value the provider did not send.
+ *
+ * Reading ahead converts values as the apply will; a value that cannot
+ * be converted raises the error its own apply would raise, earlier, in
+ * the waiting transaction, which then fails like any other attempt.
+ *
+ * When pages are already cached, reading ahead only costs CPU.  So a
+ * writer stops reading ahead during a wait after READAHEAD_IDLE_STREAK
+ * transactions in a row whose pages were all in shared buffers, and tries
+ * one transaction per wait after that until a lookup has to read again.
+ *
+ * src/writer/readahead.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "executor/instrument.h"
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+
+#include "pipeline.h"
+#include "protocol.h"
+#include "queue.h"
+#include "readahead.h"
+#include "relmap.h"
+
+#define READAHEAD_IDLE_STREAK	4
+
+void
+pa_readahead_init(PaReadAhead *ra)
+{
+	memset(ra, 0, sizeof(*ra));
+	ra->lookup_cxt = AllocSetContextCreate(TopMemoryContext,
+										   "parallel_apply read ahead",
+										   ALLOCSET_DEFAULT_SIZES);
+}
+
+void
+pa_readahead_allow(PaReadAhead *ra, bool allow)
+{
+	ra->allowed = allow;
+	if (!allow)
+		ra->cur_msgs = NULL;
+	else if (ra->idle_streak >= READAHEAD_IDLE_STREAK)
+		ra->idle_streak = READAHEAD_IDLE_STREAK - 1;	/* one try per wait */
+}
+
+void
+pa_readahead_current(PaReadAhead *ra, const char *msgs, Size len)
+{
+	ra->cur_msgs = msgs;
+	ra->cur_len = len;
+}
+
+bool
+pa_readahead_wanted(PaReadAhead *ra)
+{
+	return ra->allowed && ra->idle_streak < READAHEAD_IDLE_STREAK;
+}
+
+/* ---------------------------------------------------------------------
+ * Lookups
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Look up the row tup identifies in rel's replica identity index (else
+ * primary key), as the apply will; all_sent: every column of tup carries
+ * its value (an old row, or the new row of an INSERT), else only the
+ * provider's key columns do.
+ */
+static void
+lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
+{
+	Relation	heap = rel->localrel;
+	Oid			idxoid;
+	Relation	idx;
+	int			nkeys;
+	ScanKeyData skey[INDEX_MAX_KEYS];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+
+	if (heap->rd_rel->relkind != RELKIND_RELATION ||
+		tup->ncols != rel->remoterel.natts)
+		return;
+	idxoid = pa_relmap_key_index(heap);
+	if (!OidIsValid(idxoid))
+		return;
+
+	idx = index_open(idxoid, AccessShareLock);
+	nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
+	if (idx->rd_rel->relam != BTREE_AM_OID)
+		nkeys = 0;
+	for (int i = 0; i < nkeys; i++)
+	{
+		AttrNumber	attnum = idx->rd_index->indkey.values[i];
+		int			r = attnum > 0 ? rel->cols[attnum - 1].remote_col : -1;
+		char		kind = r >= 0 ? tup->colkinds[r] : 0;
+		Oid			op;
+
+		if ((kind != PA_DATUM_TEXT && kind != PA_DATUM_BINARY) ||
+			(!all_sent && !bms_is_member(r, rel->remoterel.attkeys)))
+		{
+			nkeys = 0;
+			break;
+		}
+		op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
+								 idx->rd_opcintype[i], BTEqualStrategyNumber);
+		if (!OidIsValid(op))
+		{
+			nkeys = 0;
+			break;
+		}
+		ScanKeyEntryInitialize(&skey[i], 0, i + 1, BTEqualStrategyNumber,
+							   InvalidOid, idx->rd_indcollation[i],
+							   get_opcode(op),
+							   pa_relmap_input(rel, attnum - 1, kind,
+											   &tup->colvalues[r]));
+	}
+
+	if (nkeys > 0)
+	{
+		slot = table_slot_create(heap, NULL);
+		scan = index_beginscan(heap, idx, SnapshotAny, nkeys, 0);
+		index_rescan(scan, skey, nkeys, NULL, 0);
+		(void) index_getnext_slot(scan, ForwardScanDirection, slot);
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	index_close(idx, AccessShareLock);
+}
+
+/* One change; false when reading ahead must stop here. */
+static bool
+read_ahead_change(const char *data, int len)
+{
+	StringInfoData in;
+	PaTupleData oldtup,
+				newtup;
+	PaTupleData *key;
+	char		oldkind = 0;
+	Oid			relid;
+	PaRelMapEntry *rel;
+
+	pa_stringinfo_over(&in, data, len);
+	switch (pa_read_msgtype(&in))
+	{
+		case PA_MSG_INSERT:
+			relid = pa_read_insert(&in, &newtup);
+			key = &newtup;
+			oldkind = PA_TUPLE_OLD; /* every column is the row's */
+			break;
+		case PA_MSG_UPDATE:
+			relid = pa_read_update(&in, &oldkind, &oldtup, &newtup);
+			key = oldkind != 0 ? &oldtup : &newtup;
+			break;
+		case PA_MSG_DELETE:
+			relid = pa_read_delete(&in, &oldkind, &oldtup);
+			key = &oldtup;
+			break;
+		default:
+			return false;		/* RELATION, TRUNCATE: stop here */
+	}
+
+	rel = pa_relmap_lookup(relid);
+	if (rel == NULL || !rel->localrelvalid)
+		return false;
+	rel = pa_relmap_open(relid, AccessShareLock);
+	lookup_row(rel, key, oldkind == PA_TUPLE_OLD);
+	pa_relmap_close(rel, AccessShareLock);
+	return true;
+}
+
+/*
+ * The changes of one transaction, msgs a cursor at its messages; false
+ * when reading ahead must stop.
+ */
+static bool
+read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
+{
+	int64		reads = pgBufferUsage.shared_blks_read;
+	bool		go_on = true;
+	MemoryContext oldcxt = MemoryContextSwitchTo(ra->lookup_cxt);
+	StringInfoData msg;
+
+	while (go_on && pa_q_next_message(msgs, &msg))
+	{
+		go_on = read_ahead_change(msg.data, msg.len);
+		CHECK_FOR_INTERRUPTS();
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(ra->lookup_cxt);
+
+	ra->txns++;
+	if (pgBufferUsage.shared_blks_read != reads)
+		ra->idle_streak = 0;
+	else
+		ra->idle_streak++;
+	return go_on;
+}
+
+bool
+pa_readahead_current_step(PaReadAhead *ra)
+{
+	StringInfoData msgs;
+
+	if (ra->cur_msgs == NULL)
+		return false;
+	/* stopped inside: what follows may depend on it */
+	pa_q_messages(&msgs, ra->cur_msgs, ra->cur_len);
+	ra->cur_msgs = NULL;
+	if (!read_ahead_txn(ra, &msgs))
+		ra->allowed = false;
+	return true;
+}
+
+PaReadAheadResult
+pa_readahead_message(PaReadAhead *ra, const char *data, Size len)
+{
+	PaQTxn		txn;
+	StringInfoData msgs;
+
+	if (len < 1 || pa_q_kind(data, len) != PA_Q_TXN)
+		return PA_READAHEAD_NONE;
+	pa_q_read_txn(data, len, &txn);
+	if (txn.hdr.barrier)
+		return PA_READAHEAD_NONE;
+	pa_q_messages(&msgs, txn.msgs, txn.msgs_len);
+	return read_ahead_txn(ra, &msgs) ? PA_READAHEAD_DONE : PA_READAHEAD_STOP;
+}
