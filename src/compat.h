@@ -50,8 +50,15 @@
 	build_attrmap_by_name_if_req(indesc, outdesc)
 #endif
 
-/* walrcv_connect() gained a must_use_password argument in 16. */
-#if PG_VERSION_NUM >= 160000
+/*
+ * walrcv_connect() gained a must_use_password argument in 16, and in 17 a
+ * replication argument before logical (false: a plain connection, as for
+ * a slot sync worker); ours are always replication connections.
+ */
+#if PG_VERSION_NUM >= 170000
+#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
+	walrcv_connect(conninfo, true, logical, false, appname, err)
+#elif PG_VERSION_NUM >= 160000
 #define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
 	walrcv_connect(conninfo, logical, false, appname, err)
 #else
@@ -112,6 +119,27 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #define PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, behavior, restart_seqs) \
 	ExecuteTruncateGuts(rels, relids, relids_logged, behavior, restart_seqs)
 #define PA_ROOT_TO_CHILD_MAP(rri, estate) ((rri)->ri_RootToPartitionMap)
+#endif
+
+/*
+ * CreateWaitEventSet() takes a resource owner instead of a memory context
+ * in 17.  Ours live as long as the process: with no owner, 17 allocates
+ * the set in TopMemoryContext, as we ask 15 to.
+ */
+#if PG_VERSION_NUM >= 170000
+#define PA_CREATE_WAIT_EVENT_SET(nevents) CreateWaitEventSet(NULL, nevents)
+#else
+#define PA_CREATE_WAIT_EVENT_SET(nevents) \
+	CreateWaitEventSet(TopMemoryContext, nevents)
+#endif
+
+/* index_beginscan() takes an IndexScanInstrumentation in 18 (none here). */
+#if PG_VERSION_NUM >= 180000
+#define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys)
+#else
+#define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, nkeys, norderbys)
 #endif
 
 #endif							/* PA_COMPAT_H */

@@ -59,6 +59,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
 #include "pool.h"
 #include "readahead.h"
 #include "relmap.h"
@@ -249,7 +250,7 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 	if (nkeys > 0)
 	{
 		slot = table_slot_create(heap, NULL);
-		scan = index_beginscan(heap, idx, SnapshotAny, nkeys, 0);
+		scan = PA_INDEX_BEGINSCAN(heap, idx, SnapshotAny, nkeys, 0);
 		index_rescan(scan, skey, nkeys, NULL, 0);
 		(void) index_getnext_slot(scan, ForwardScanDirection, slot);
 		index_endscan(scan);
