@@ -712,7 +712,7 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 
 	idxoid = RelationGetReplicaIndex(trel);
 	if (!OidIsValid(idxoid))
-		idxoid = RelationGetPrimaryKeyIndex(trel);
+		idxoid = PA_RELATION_GET_PRIMARY_KEY_INDEX(trel);
 
 	if (OidIsValid(idxoid))
 	{

@@ -142,4 +142,33 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 	index_beginscan(heap, index, snapshot, nkeys, norderbys)
 #endif
 
+/*
+ * A function that does not return: 18 replaced pg_attribute_noreturn(),
+ * written after the declarator, with pg_noreturn (C11 _Noreturn), written
+ * before the return type.  Put PA_NORETURN before the return type.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PA_NORETURN pg_noreturn
+#else
+#define PA_NORETURN pg_attribute_noreturn()
+#endif
+
+/* replorigin_session_setup() gained an acquired_by argument in 16. */
+#if PG_VERSION_NUM >= 160000
+#define PA_REPLORIGIN_SESSION_SETUP(node) replorigin_session_setup(node, 0)
+#else
+#define PA_REPLORIGIN_SESSION_SETUP(node) replorigin_session_setup(node)
+#endif
+
+/*
+ * RelationGetPrimaryKeyIndex() gained deferrable_ok in 18; earlier releases
+ * never return a deferrable primary key, which cannot identify a row for
+ * replication: false keeps that.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PA_RELATION_GET_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel, false)
+#else
+#define PA_RELATION_GET_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
 #endif							/* PA_COMPAT_H */

@@ -801,12 +801,12 @@ pa_dispatch_message(const char *data, int len)
 								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
 			/* the conversion is looked up in the catalog */
 			{
-				MemoryContext oldcxt = CurrentMemoryContext;
+				MemoryContext msgcxt = CurrentMemoryContext;
 
 				StartTransactionCommand();
 				encoding = pa_check_provider_encoding(startup.encoding);
 				CommitTransactionCommand();
-				MemoryContextSwitchTo(oldcxt);
+				MemoryContextSwitchTo(msgcxt);
 			}
 			if ((startup.flags & PA_STARTUP_BINARY) &&
 				encoding != GetDatabaseEncoding())

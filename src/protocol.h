@@ -25,6 +25,8 @@
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
+
 /* Protocol versions this build can speak. */
 #define PA_PROTO_VERSION_MIN	1
 #define PA_PROTO_VERSION_MAX	2
@@ -193,8 +195,8 @@ typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
 						  void *arg);
 extern void pa_check_proto_version(int proto_version, int min, int max);
-extern void pa_refuse_binary_datum(Oid typid, bool type_safe,
-								   Oid binary_type_limit) pg_attribute_noreturn();
+extern PA_NORETURN void pa_refuse_binary_datum(Oid typid, bool type_safe,
+												Oid binary_type_limit);
 
 /*
  * A binary datum of type typid may come in a session whose STARTUP

@@ -212,7 +212,7 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 		return;
 	idxoid = RelationGetReplicaIndex(heap);
 	if (!OidIsValid(idxoid))
-		idxoid = RelationGetPrimaryKeyIndex(heap);
+		idxoid = PA_RELATION_GET_PRIMARY_KEY_INDEX(heap);
 	if (!OidIsValid(idxoid))
 		return;
 

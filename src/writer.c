@@ -1108,7 +1108,7 @@ pa_writer_main(Datum arg)
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 
-		replorigin_session_setup(originid);
+		PA_REPLORIGIN_SESSION_SETUP(originid);
 		replorigin_session_origin = originid;
 
 		pa_readahead_init(pa_pool_attach((dsm_handle) extra[1], my_index, &seg));
