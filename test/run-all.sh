@@ -20,12 +20,14 @@
 # PA_DEBUG_SWITCHES=1 install"); t/002 checks that it is.
 #
 # PostgreSQL versions (as root): PG_VERSIONS (default "15 17 18") selects
-# them.  15 is this machine's Debian 12 PostgreSQL; 17 and 18 run in Debian
+# them.  15 is this machine's Debian 12 PostgreSQL (PG_CONFIG's); 17 and 18 run in Debian
 # roots made by tools/pg-root.sh (Debian 13's 17, Debian testing's 18;
 # made when missing, under PG_ROOTS, default /opt/roots): the tree is
 # copied into the root and this script runs there, as root in a chroot,
-# for that version alone, the same steps as for 15.  Each version's result
-# is printed at the end; the run fails when one version fails.
+# for that version alone, the same steps as for 15.  With 15 and a newer
+# version selected, test/cross-version.sh then runs 15 and that version as
+# provider and subscriber of each other.  Each result is printed at the
+# end; the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
 # /tmp/parallel_apply_test; in a root, the same path inside it),
@@ -171,7 +173,7 @@ for version in $PG_VERSIONS; do
 	case $version in
 		15)
 			status=0
-			PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config run_here || status=1
+			run_here || status=1
 			;;
 		17 | 18)
 			status=0
@@ -186,6 +188,22 @@ for version in $PG_VERSIONS; do
 		results+=("PostgreSQL $version: passed")
 	else
 		results+=("PostgreSQL $version: FAILED")
+		overall=1
+	fi
+done
+
+# provider and subscriber of different major versions, both ways
+# (not with SKIP_TAP=1 or PROVE_TESTS, which ask for part of the suites)
+case " $PG_VERSIONS " in *" 15 "*) with15=1 ;; *) with15=0 ;; esac
+[ "${SKIP_TAP:-0}" = 1 ] || [ -n "${PROVE_TESTS:-}" ] && with15=0
+for newer in $PG_VERSIONS; do
+	[ $with15 = 1 ] && [ "$newer" != 15 ] || continue
+	say "PostgreSQL 15 <-> $newer (test/cross-version.sh)"
+	if PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
+		bash "$repo/test/cross-version.sh" "$newer"; then
+		results+=("PostgreSQL 15 <-> $newer (cross-version): passed")
+	else
+		results+=("PostgreSQL 15 <-> $newer (cross-version): FAILED")
 		overall=1
 	fi
 done
