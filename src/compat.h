@@ -178,4 +178,17 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #define PA_RELATION_GET_PRIMARY_KEY_INDEX(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/*
+ * The number of replication origins a node tracks at once (one per writer):
+ * max_replication_slots until 17, max_active_replication_origins from 18.
+ * PA_MAX_ORIGINS_GUC names the setting in messages.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PA_MAX_ORIGINS max_active_replication_origins
+#define PA_MAX_ORIGINS_GUC "max_active_replication_origins"
+#else
+#define PA_MAX_ORIGINS max_replication_slots
+#define PA_MAX_ORIGINS_GUC "max_replication_slots"
+#endif
+
 #endif							/* PA_COMPAT_H */
