@@ -12,8 +12,9 @@
 # As root: builds the extension from this tree and installs it into 15
 # (PG15_CONFIG, default /usr/lib/postgresql/15/bin/pg_config) and into the
 # root's NEWER, then runs both servers as TEST_USER (default pa_test) under
-# /tmp/pa_cross_version (the root's /tmp for NEWER).  It stops only the
-# servers it started.  Prints "cross-version 15 <-> NEWER: passed" or fails.
+# /tmp/pa_cross_version (the root's /tmp for NEWER), made afresh, removed
+# when the test passes (kept, with the servers' logs, when it fails).  It
+# stops only the servers it started.  Prints "cross-version 15 <-> NEWER: passed" or fails.
 # test/run-all.sh runs it when PG_VERSIONS names 15 and a newer version.
 set -euo pipefail
 
@@ -47,6 +48,8 @@ copy_tree() {
 
 say "building and installing into 15 ($PG15_CONFIG) and $newer ($root)"
 bash "$repo/tools/pg-root.sh" "$newer" "$root"
+# what a run before left (its servers stopped at its end)
+rm -rf "$work" "$root$work"
 id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"
 copy_tree "$work/src15"
 chown -R "$TEST_USER" "$work"
@@ -177,4 +180,8 @@ if [ $status != 0 ]; then
 fi
 psqlnew -c "SELECT drop_subscription('up')" >/dev/null
 psql15 -c "SELECT drop_subscription('down')" >/dev/null
+cleanup
+started15=0
+startednew=0
+rm -rf "$work" "$root$work"
 echo "cross-version 15 <-> $newer: passed"
