@@ -136,6 +136,11 @@ is($mret, 0, 'missing publications: the subscription is created');
 like($merr,
 	qr/WARNING:  publication\(s\) not found on the provider: nope\nHINT:  Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream\./,
 	'missing publications: a warning with a hint');
+# the receiver makes the slot: without a copy, what commits before the
+# slot is consistent is not streamed, so the row comes once it is
+$pub->poll_query_until('postgres',
+	"SELECT confirmed_flush_lsn IS NOT NULL FROM pg_replication_slots WHERE slot_name LIKE 'pa\\_missingpub\\_%'")
+  or die 'no slot for missingpub';
 $pub->safe_psql('postgres', 'CREATE PUBLICATION nope FOR TABLE t');
 $pub->safe_psql('postgres', "INSERT INTO t VALUES (900, 'once nope exists')");
 $sub->safe_psql('postgres', "SELECT wait_for_catchup('missingpub', '1 min')");
