@@ -136,6 +136,11 @@ is($mret, 0, 'missing publications: the subscription is created');
 like($merr,
 	qr/WARNING:  publication\(s\) not found on the provider: nope\nHINT:  Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream\./,
 	'missing publications: a warning with a hint');
+# the receiver makes the slot: without a copy, what commits before the
+# slot is consistent is not streamed, so the row comes once it is
+$pub->poll_query_until('postgres',
+	"SELECT confirmed_flush_lsn IS NOT NULL FROM pg_replication_slots WHERE slot_name LIKE 'pa\\_missingpub\\_%'")
+  or die 'no slot for missingpub';
 $pub->safe_psql('postgres', 'CREATE PUBLICATION nope FOR TABLE t');
 $pub->safe_psql('postgres', "INSERT INTO t VALUES (900, 'once nope exists')");
 $sub->safe_psql('postgres', "SELECT wait_for_catchup('missingpub', '1 min')");
@@ -294,12 +299,13 @@ is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE
 	'0', '... the subscription is gone');
 
 # --- replication origins: one per writer, max_replication_slots per node --
-my $small = subscriber_node('small', max_writers => 4,
-	extra_conf => 'max_replication_slots = 6');
+# (18: max_active_replication_origins)
+my $small = subscriber_node('small', max_writers => 4, max_origins => 6);
+my $og = origins_guc($small);
 $small->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text)');
 $small->safe_psql('postgres',
 	"SELECT create_subscription('o1', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4, enabled := false)");
-my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply writer keeps a replication origin\. The writers of this database's subscriptions need (\d+) they do not have yet, the node has 0 \(every database, in-core subscriptions included\), and it tracks at most max_replication_slots = 6\.\nHINT:  Raise max_replication_slots to at least (\d+) \(it takes a restart\), or use fewer writers\./;
+my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply writer keeps a replication origin\. The writers of this database's subscriptions need (\d+) they do not have yet, the node has 0 \(every database, in-core subscriptions included\), and it tracks at most $og = 6\.\nHINT:  Raise $og to at least (\d+) \(it takes a restart\), or use fewer writers\./;
 my $err2 = refused($small, "SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4)",
 	$origins, 'origins: a subscription whose writers would not all get one');
 like($err2, qr/parallel_apply subscription "o2" would need.*need 8 they.*at least 8 /s,

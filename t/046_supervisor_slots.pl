@@ -35,13 +35,21 @@ foreach my $db ('e1', 'e2')
 # starts their supervisors first; each has a prepared transaction holding
 # the index by which the extension is looked up by name (a REINDEX locks
 # it; connecting does not need it), so that after a restart their
-# supervisors wait in the check for the extension
+# supervisors wait in the check for the extension.  On PostgreSQL 18
+# connecting needs it too:
+# the first connection to a database after a restart sets up every catalog
+# cache, one of pg_extension by name among them since 18, so it waits for
+# the REINDEX as the supervisor would, and so would the connection that
+# has to roll it back.  No hold there: the supervisors of these databases
+# exit at once.
+my $hold = $sub->pg_version < 18;
 my @plain = ('n1', 'n2', 'n3');
 foreach my $db (@plain)
 {
 	$sub->safe_psql('postgres', "CREATE DATABASE $db");
 	$sub->safe_psql($db,
-		"BEGIN; REINDEX INDEX pg_extension_name_index; PREPARE TRANSACTION 'hold_$db'");
+		"BEGIN; REINDEX INDEX pg_extension_name_index; PREPARE TRANSACTION 'hold_$db'")
+	  if $hold;
 }
 $sub->safe_psql('postgres', 'CREATE DATABASE e1');
 $sub->safe_psql('e1', $ddl . 'CREATE EXTENSION parallel_apply');
@@ -50,17 +58,22 @@ wait_caught_up($sub, 's1', db => 'e1');
 
 $sub->restart;
 my $waiting = join(', ', map { "'$_'" } @plain);
-ok($sub->poll_query_until('postgres', qq{
+SKIP:
+{
+	skip 'PostgreSQL 18: no hold on the lookup of the extension (above)', 1
+	  unless $hold;
+	ok($sub->poll_query_until('postgres', qq{
 SELECT count(*) = 3 FROM pg_stat_activity
  WHERE backend_type = 'parallel_apply supervisor' AND datname IN ($waiting)
    AND wait_event_type = 'Lock'}),
-	'after a restart, the supervisors of the databases without the extension wait to find out');
+		'after a restart, the supervisors of the databases without the extension wait to find out');
+}
 $pub->safe_psql('e1', "INSERT INTO t SELECT g, 'e1 after restart ' || g FROM generate_series(11, 30) g");
 my ($ret, $out, $err) = $sub->psql('e1', "SELECT wait_for_catchup('s1', '1 min')");
 is($ret, 0, 'meanwhile the database with the extension has its supervisor: s1 applies')
   or diag($err);
 rows_equal($pub, $sub, [ [ 't', 'id' ] ], 'e1 after a restart', 'e1');
-foreach my $db (@plain)
+foreach my $db ($hold ? @plain : ())
 {
 	$sub->safe_psql($db, "ROLLBACK PREPARED 'hold_$db'");
 }

@@ -19,10 +19,21 @@
 # PA_DEBUG_SWITCHES names (0, the default: a default build; 1: "make
 # PA_DEBUG_SWITCHES=1 install"); t/002 checks that it is.
 #
+# PostgreSQL versions (as root): PG_VERSIONS (default "15 17 18") selects
+# them.  15 is this machine's Debian 12 PostgreSQL (PG_CONFIG's); 17 and 18 run in Debian
+# roots made by tools/pg-root.sh (Debian 13's 17, Debian testing's 18;
+# made when missing, under PG_ROOTS, default /opt/roots): the tree is
+# copied into the root and this script runs there, as root in a chroot,
+# for that version alone, the same steps as for 15.  With 15 and a newer
+# version selected, test/cross-version.sh then runs 15 and that version as
+# provider and subscriber of each other.  Each result is printed at the
+# end; the run fails when one fails.
+#
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
-# /tmp/parallel_apply_test), PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1,
-# PA_DEBUG_SWITCHES (as another user only, see above), PG_CONFIG (default
-# /usr/lib/postgresql/15/bin/pg_config).
+# /tmp/parallel_apply_test; in a root, the same path inside it),
+# PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1, PA_DEBUG_SWITCHES (as
+# another user only, see above), PG_CONFIG (as another user, or for 15;
+# default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,37 +90,124 @@ if [ "$(id -u)" != 0 ]; then
 	exit $status
 fi
 
-# as root, each step says which build it makes
-unset PA_DEBUG_SWITCHES
+# as root: run_here runs the suites on the PostgreSQL that PG_CONFIG names,
+# installed on this machine (in a root: the root's); a subshell, for its
+# trap
+run_here() (
+	# called in "run_here || status=1", where set -e does not act: each
+	# step that must not fail says so
+	# each step says which build it makes
+	unset PA_DEBUG_SWITCHES
 
-say "copying the tree to $TEST_DIR"
-rm -rf "$TEST_DIR"
-mkdir -p "$TEST_DIR"
-tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-	--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
-	--exclude=./src/build_options.stamp -cf - . | tar -C "$TEST_DIR" -xf -
+	say "copying the tree to $TEST_DIR"
+	rm -rf "$TEST_DIR"
+	mkdir -p "$TEST_DIR"
+	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
+		--exclude=./src/build_options.stamp -cf - . | tar -C "$TEST_DIR" -xf - || exit 1
 
-say "installing what is missing, building, installing (the default build)"
-bash "$repo/tools/setup.sh" "$TEST_DIR" "$TEST_USER"
-chown -R "$TEST_USER" "$TEST_DIR"
+	say "installing what is missing, building, installing (the default build)"
+	bash "$repo/tools/setup.sh" "$TEST_DIR" "$TEST_USER" || exit 1
+	chown -R "$TEST_USER" "$TEST_DIR"
 
-cd "$TEST_DIR"
-export PG_CONFIG
-export -f run_regress run_tap say
-as_user() {
-	runuser -u "$TEST_USER" -- env PG_CONFIG="$PG_CONFIG" bash -c 'cd "$0" && '"$1" "$TEST_DIR"
+	cd "$TEST_DIR"
+	export PG_CONFIG
+	export -f run_regress run_tap say
+	as_user() {
+		runuser -u "$TEST_USER" -- env PG_CONFIG="$PG_CONFIG" bash -c 'cd "$0" && '"$1" "$TEST_DIR"
+	}
+
+	status=0
+	as_user run_regress || status=1
+	[ "${SKIP_TAP:-0}" = 1 ] && exit $status
+	as_user 'run_tap 0 t/002_build_options.pl' || status=1
+
+	say "building with PA_DEBUG_SWITCHES=1 (the benchmark-only switches), installing"
+	# whatever happens, leave the default build installed
+	trap 'say "installing the default build again"; make -s -C "$TEST_DIR" PG_CONFIG="$PG_CONFIG" install >/dev/null' EXIT
+	bash "$repo/tools/setup.sh" --debug-switches "$TEST_DIR" "$TEST_USER" || exit 1
+	chown -R "$TEST_USER" "$TEST_DIR"
+	export PROVE_TESTS=${PROVE_TESTS:-}
+	as_user 'run_tap 1 "$PROVE_TESTS"' || status=1
+	exit $status
+)
+
+# run_in_root VERSION: make (or complete) VERSION's root, copy the tree in,
+# run this script there for that version; /proc is unmounted afterwards
+# when it was not mounted before
+run_in_root() {
+	local version=$1 root src=/tmp/parallel_apply_src status=0 mounted=0
+	case $version in
+		17) root=$PG_ROOTS/trixie ;;
+		18) root=$PG_ROOTS/forky ;;
+	esac
+	mountpoint -q "$root/proc" 2>/dev/null && mounted=1
+	say "PostgreSQL $version: the Debian root $root (tools/pg-root.sh)"
+	bash "$repo/tools/pg-root.sh" "$version" "$root" || return 1
+	rm -rf "$root$src"
+	mkdir -p "$root$src"
+	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
+		--exclude=./src/build_options.stamp -cf - . | tar -C "$root$src" -xf - || return 1
+	chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+		PA_IN_ROOT=1 PG_VERSIONS="$version" \
+		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \
+		TEST_USER="$TEST_USER" TEST_DIR="$TEST_DIR" SKIP_TAP="${SKIP_TAP:-0}" \
+		PROVE_TESTS="${PROVE_TESTS:-}" bash "$src/test/run-all.sh" || status=1
+	[ $mounted = 1 ] || bash "$repo/tools/pg-root.sh" --umount "$version" "$root"
+	return $status
 }
 
-status=0
-as_user run_regress || status=1
-[ "${SKIP_TAP:-0}" = 1 ] && exit $status
-as_user 'run_tap 0 t/002_build_options.pl' || status=1
+# in a root (run_in_root): this root's version alone
+if [ "${PA_IN_ROOT:-0}" = 1 ]; then
+	run_here
+	exit
+fi
 
-say "building with PA_DEBUG_SWITCHES=1 (the benchmark-only switches), installing"
-# whatever happens, leave the default build installed
-trap 'say "installing the default build again"; make -s -C "$TEST_DIR" PG_CONFIG="$PG_CONFIG" install >/dev/null' EXIT
-bash "$repo/tools/setup.sh" --debug-switches "$TEST_DIR" "$TEST_USER"
-chown -R "$TEST_USER" "$TEST_DIR"
-export PROVE_TESTS=${PROVE_TESTS:-}
-as_user 'run_tap 1 "$PROVE_TESTS"' || status=1
-exit $status
+PG_VERSIONS=${PG_VERSIONS:-15 17 18}
+PG_ROOTS=${PG_ROOTS:-/opt/roots}
+results=()
+overall=0
+for version in $PG_VERSIONS; do
+	say "PostgreSQL $version"
+	case $version in
+		15)
+			status=0
+			run_here || status=1
+			;;
+		17 | 18)
+			status=0
+			run_in_root "$version" || status=1
+			;;
+		*)
+			echo "PG_VERSIONS: no way to test PostgreSQL $version (15, 17, 18)" >&2
+			status=1
+			;;
+	esac
+	if [ $status = 0 ]; then
+		results+=("PostgreSQL $version: passed")
+	else
+		results+=("PostgreSQL $version: FAILED")
+		overall=1
+	fi
+done
+
+# provider and subscriber of different major versions, both ways
+# (not with SKIP_TAP=1 or PROVE_TESTS, which ask for part of the suites)
+case " $PG_VERSIONS " in *" 15 "*) with15=1 ;; *) with15=0 ;; esac
+[ "${SKIP_TAP:-0}" = 1 ] || [ -n "${PROVE_TESTS:-}" ] && with15=0
+for newer in $PG_VERSIONS; do
+	[ $with15 = 1 ] && [ "$newer" != 15 ] || continue
+	say "PostgreSQL 15 <-> $newer (test/cross-version.sh)"
+	if PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
+		bash "$repo/test/cross-version.sh" "$newer"; then
+		results+=("PostgreSQL 15 <-> $newer (cross-version): passed")
+	else
+		results+=("PostgreSQL 15 <-> $newer (cross-version): FAILED")
+		overall=1
+	fi
+done
+
+say "results"
+printf '%s\n' "${results[@]}"
+exit $overall

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Make this Debian 12 machine ready to build, test and benchmark
 # parallel_apply, as root: install the missing packages (PostgreSQL 15 from
-# Debian, its server headers, IPC::Run; pglogical too with --pglogical),
+# Debian, its server headers, IPC::Run; pglogical too with --pglogical; the
+# major version is PG_CONFIG's, so in a root of tools/pg-root.sh
+# PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config asks for 18's),
 # build the extension from SRC with no compiler warnings, install it, and
 # create the unprivileged OS user that runs the servers (PostgreSQL refuses
 # to run as root).  --bench adds what the benchmark suite (bench/suite.py)
@@ -36,8 +38,13 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-packages="postgresql-15 postgresql-server-dev-15 postgresql-contrib libipc-run-perl make gcc"
-[ $with_pglogical = 1 ] && packages="$packages postgresql-15-pglogical"
+# the major version PG_CONFIG belongs to (Debian's layout), whose packages
+# are wanted: 15 on Debian 12; 17 and 18 in the roots of tools/pg-root.sh
+major=$(echo "$PG_CONFIG" | sed -n 's|.*/postgresql/\([0-9][0-9]*\)/bin/pg_config$|\1|p')
+major=${major:-15}
+packages="postgresql-$major postgresql-server-dev-$major libipc-run-perl make gcc"
+[ "$major" = 15 ] && packages="$packages postgresql-contrib"
+[ $with_pglogical = 1 ] && packages="$packages postgresql-$major-pglogical"
 [ $with_bench = 1 ] && packages="$packages python3 python3-psycopg2 python3-matplotlib"
 missing=""
 for p in $packages; do

@@ -923,12 +923,12 @@ dispatch_message(StringInfo in)
 								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
 			/* the conversion is looked up in the catalog */
 			{
-				MemoryContext oldcxt = CurrentMemoryContext;
+				MemoryContext msgcxt = CurrentMemoryContext;
 
 				StartTransactionCommand();
 				encoding = pa_check_provider_encoding(startup.encoding);
 				CommitTransactionCommand();
-				MemoryContextSwitchTo(oldcxt);
+				MemoryContextSwitchTo(msgcxt);
 			}
 			if ((startup.flags & PA_STARTUP_BINARY) &&
 				encoding != GetDatabaseEncoding())

@@ -412,7 +412,7 @@ stream_loop(void)
 		/* one wait set for the whole stream: the socket does not change */
 		if (wes == NULL)
 		{
-			wes = CreateWaitEventSet(TopMemoryContext, 3);
+			wes = PA_CREATE_WAIT_EVENT_SET(3);
 			AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 			AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 			AddWaitEventToSet(wes, WL_SOCKET_READABLE, fd, NULL, NULL);

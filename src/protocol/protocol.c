@@ -308,7 +308,7 @@ pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
 			 errdetail(__VA_ARGS__)))
 
 /* A STARTUP that is not the first message of its session. */
-static void pg_attribute_noreturn()
+static PA_NORETURN void
 refuse_second_startup(void)
 {
 	ereport(ERROR,

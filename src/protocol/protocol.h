@@ -25,6 +25,8 @@
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
+
 /* Protocol versions this build can speak. */
 #define PA_PROTO_VERSION_MIN	1
 #define PA_PROTO_VERSION_MAX	2
@@ -178,7 +180,7 @@ extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
 /* The error for a message type the reader does not know. */
-extern void pa_unknown_message(char type) pg_attribute_noreturn();
+extern PA_NORETURN void pa_unknown_message(char type);
 
 extern void pa_read_startup(StringInfo in, PaStartupData *startup);
 extern void pa_read_begin(StringInfo in, PaBeginData *begin);
@@ -198,8 +200,8 @@ typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
 						  void *arg);
 extern void pa_check_proto_version(int proto_version, int min, int max);
-extern void pa_refuse_binary_datum(Oid typid, bool type_safe,
-								   Oid binary_type_limit) pg_attribute_noreturn();
+extern PA_NORETURN void pa_refuse_binary_datum(Oid typid, bool type_safe,
+												Oid binary_type_limit);
 
 /*
  * A binary datum of type typid may come in a session whose STARTUP

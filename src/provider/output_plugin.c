@@ -73,7 +73,7 @@ extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
  * ---------------------------------------------------------------------
  */
 
-static void pg_attribute_noreturn()
+static PA_NORETURN void
 bad_option_value(DefElem *elem)
 {
 	ereport(ERROR,

@@ -237,7 +237,7 @@ load_publications(PaOutputData *data)
 	PublicationsValid = true;
 }
 
-static void pg_attribute_noreturn()
+static PA_NORETURN void
 filter_error(Publication *pub, Oid relid)
 {
 	ereport(ERROR,

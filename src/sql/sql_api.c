@@ -330,7 +330,8 @@ stop_pipeline(PaSubscription *sub)
 
 /*
  * Replication origins.  Each writer keeps one (progress.c), and a node
- * tracks the progress of at most max_replication_slots origins, all
+ * tracks the progress of at most max_replication_slots origins (18:
+ * max_active_replication_origins, compat.h's PA_MAX_ORIGINS), all
  * databases and in-core subscriptions included: a writer beyond that
  * fails with "could not find free replication state slot".  Refuse a
  * configuration that needs more origins than the node can track.
@@ -389,14 +390,14 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 	existing = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
-	if (existing + missing > max_replication_slots)
+	if (existing + missing > PA_MAX_ORIGINS)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("%s would need more replication origins than this node can track", what),
-				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most max_replication_slots = %d.",
-						   missing, (long long) existing, max_replication_slots),
-				 errhint("Raise max_replication_slots to at least %lld (it takes a restart), or use fewer writers.",
-						 (long long) (existing + missing))));
+				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most %s = %d.",
+						   missing, (long long) existing, PA_MAX_ORIGINS_GUC, PA_MAX_ORIGINS),
+				 errhint("Raise %s to at least %lld (it takes a restart), or use fewer writers.",
+						 PA_MAX_ORIGINS_GUC, (long long) (existing + missing))));
 }
 
 /* The publications argument: names, at least one, none null. */

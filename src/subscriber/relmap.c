@@ -331,7 +331,7 @@ pa_relmap_key_index(Relation rel)
 	Oid			idxoid = RelationGetReplicaIndex(rel);
 
 	if (!OidIsValid(idxoid))
-		idxoid = RelationGetPrimaryKeyIndex(rel);
+		idxoid = PA_RELATION_GET_PRIMARY_KEY_INDEX(rel);
 	return idxoid;
 }
 

@@ -56,6 +56,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
 #include "pipeline.h"
 #include "protocol.h"
 #include "queue.h"
@@ -159,7 +160,7 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 	if (nkeys > 0)
 	{
 		slot = table_slot_create(heap, NULL);
-		scan = index_beginscan(heap, idx, SnapshotAny, nkeys, 0);
+		scan = PA_INDEX_BEGINSCAN(heap, idx, SnapshotAny, nkeys, 0);
 		index_rescan(scan, skey, nkeys, NULL, 0);
 		(void) index_getnext_slot(scan, ForwardScanDirection, slot);
 		index_endscan(scan);

@@ -1349,7 +1349,7 @@ pa_writer_main(Datum arg)
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
 
-		replorigin_session_setup(originid);
+		PA_REPLORIGIN_SESSION_SETUP(originid);
 		replorigin_session_origin = originid;
 
 		lookahead_init(pa_pool_attach((dsm_handle) extra[1],

@@ -12,7 +12,7 @@ use Exporter 'import';
 use IPC::Run;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(provider_node subscriber_node both_node table_digest
+our @EXPORT = qw(provider_node subscriber_node both_node origins_guc table_digest
   rows_equal wait_caught_up create_sub poll_until
   pgbench_init pgbench_start pgbench_finish pgbench_tables
   pgbench_tables_equal worker_pids wait_for_writers kill9_postmaster_and_restart
@@ -40,8 +40,20 @@ deadlock_timeout = 200ms
 };
 }
 
+# The setting that caps the replication origins a node tracks, one per
+# writer: max_replication_slots until 17, max_active_replication_origins
+# from 18 (src/compat.h's PA_MAX_ORIGINS_GUC).
+sub origins_guc
+{
+	my ($node) = @_;
+	return $node->pg_version >= 18
+	  ? 'max_active_replication_origins'
+	  : 'max_replication_slots';
+}
+
 # A node: a provider, a subscriber (the extension created in postgres),
 # or both (cascade, bidirectional).
+# max_origins => N: the node tracks at most N replication origins
 sub make_node
 {
 	my ($name, $provider, $subscriber, %opts) = @_;
@@ -49,6 +61,11 @@ sub make_node
 	my $conf = '';
 	$conf .= $provider_conf if $provider;
 	$conf .= subscriber_conf($opts{max_writers} // 8) if $subscriber;
+	# as many origins as max_replication_slots above, on 18 too
+	$conf .= origins_guc($node) . " = 20\n"
+	  if $subscriber && origins_guc($node) ne 'max_replication_slots';
+	$conf .= origins_guc($node) . " = $opts{max_origins}\n"
+	  if defined $opts{max_origins};
 	$node->init($provider ? (allows_streaming => 'logical') : ());
 	$node->append_conf('postgresql.conf', $conf . ($opts{extra_conf} // '') . "\n");
 	$node->start;
