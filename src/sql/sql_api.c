@@ -20,7 +20,9 @@
  * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
  * provider's slot cannot be rolled back, and a subscription created in a
  * transaction that is rolled back would leave its workers' start to a
- * catalog row that never was.
+ * catalog row that never was.  skip_transaction() changes only the
+ * catalog (and restarts the pipeline when the transaction ends), so it
+ * may run in one, as ALTER SUBSCRIPTION ... SKIP may.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and

@@ -1194,9 +1194,13 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		if (!canceled && is_retriable(edata->sqlerrcode, earliest) &&
 			earliest && ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)
 			failed_txn();		/* rethrows */
-		/* an error counts when exact: alone and earliest (header comment) */
+		/*
+		 * An error counts when exact: alone and earliest (header comment).
+		 * A retry (attempt > 0) started after every earlier transaction had
+		 * committed, which also covers an error before its first change.
+		 */
 		if (!canceled && !is_retriable(edata->sqlerrcode, earliest) &&
-			earliest && !grouped)
+			!grouped && (earliest || attempt > 0))
 			failed_txn();		/* rethrows */
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
