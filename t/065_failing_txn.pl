@@ -1,10 +1,12 @@
 # A transaction the subscriber cannot apply (a subscriber-only CHECK
 # constraint rejects one of its rows): subscription_status() shows its
-# commit LSN and remote xid, and backs off while it retries;
-# skip_transaction() refuses any other LSN and skips that one, once and
-# durably (a restart and a kill -9 neither apply it nor fail on it again);
-# disable_on_error disables the subscription at the first error, and
-# enable_subscription() resumes it once the data is fixed.
+# commit LSN and remote xid, and backs off while it retries, another
+# subscription applying meanwhile; skip_transaction() refuses any other LSN
+# and skips that one, once and durably (a restart and a kill -9 neither
+# apply it nor fail on it again); disable_on_error disables the
+# subscription at the first error, a skip set while it is disabled is done
+# once it is enabled, and enable_subscription() resumes it once the data
+# is fixed.
 use strict;
 use warnings;
 
@@ -23,8 +25,13 @@ $sub->safe_psql('postgres', $schema);
 # only the subscriber rejects large values
 $sub->safe_psql('postgres', 'ALTER TABLE t ADD CONSTRAINT v_small CHECK (v < 1000)');
 $pub->safe_psql('postgres', 'CREATE PUBLICATION pub FOR TABLE t');
+# another subscription, of another table, applies meanwhile
+$pub->safe_psql('postgres', 'CREATE TABLE other (id int PRIMARY KEY)');
+$sub->safe_psql('postgres', 'CREATE TABLE other (id int PRIMARY KEY)');
+$pub->safe_psql('postgres', 'CREATE PUBLICATION pub_other FOR TABLE other');
 
 create_sub($sub, $pub, 'fs', num_writers => 2);
+create_sub($sub, $pub, 'other', publications => ['pub_other'], num_writers => 1);
 wait_caught_up($sub, 'fs');
 
 # good transactions: one row each
@@ -90,6 +97,12 @@ ok( poll_until($sub,
 	'state error_backoff with the next retry in the future');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id >= 11'), '0',
 	'nothing from the failing transaction on is applied');
+$pub->safe_psql('postgres', 'INSERT INTO other SELECT generate_series(1, 50)');
+wait_caught_up($sub, 'other');
+rows_equal($pub, $sub, ['other'], 'another subscription applies meanwhile');
+is($sub->safe_psql('postgres',
+		"SELECT state FROM subscription_status() WHERE subscription_name = 'other'"),
+	'streaming', 'the other subscription is not backing off');
 
 # --- skip_transaction refuses another LSN --------------------------------
 my ($ret, $out, $err) = $sub->psql('postgres', "SELECT skip_transaction('fs', '0/1')");
@@ -158,13 +171,27 @@ is(status('next_retry IS NULL'), 't', 'no retry scheduled while disabled');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM t WHERE id >= 31'), '0',
 	'nothing applied from the failing transaction on');
 
-# fix the data (allow the value), enable: it resumes, everything equal
+# a skip may be set while it is disabled, and is done once it is enabled
+my $lsn2 = status('error_commit_lsn');
+$sub->safe_psql('postgres', "SELECT skip_transaction('fs', '$lsn2')");
+is(status("enabled || ' ' || skip_lsn"), "false $lsn2", 'skip recorded while disabled');
+$sub->safe_psql('postgres', "SELECT enable_subscription('fs')");
+wait_caught_up($sub, 'fs');
+equal_but('skipped after enabling: its rows absent, the later ones applied', 11, 12, 31, 32);
+
+# the next error disables it again; fix the data (allow the value),
+# enable: it resumes, everything equal
+my ($xid3) = bad(41, 8000);
+good(43, 50);
+ok( poll_until($sub,
+		"SELECT NOT enabled AND error_remote_xid = '$xid3' FROM subscription_status() WHERE subscription_name = 'fs'"),
+	'the next error disables it again');
 $sub->safe_psql('postgres', 'ALTER TABLE t DROP CONSTRAINT v_small');
 $sub->safe_psql('postgres', "SELECT enable_subscription('fs')");
 wait_caught_up($sub, 'fs');
-equal_but('after enabling: every transaction since applied', 11, 12);
+equal_but('after enabling: every transaction since applied', 11, 12, 31, 32);
 is( status("(error_commit_lsn IS NULL) || ' ' || (last_error IS NULL) || ' ' || state || ' ' || skipped_transactions"),
-	'true true streaming 0',
-	'after enabling: nothing failing, nothing skipped (counted since the server started)');
+	'true true streaming 1',
+	'after enabling: nothing failing, one skipped since the server started');
 
 done_testing();
