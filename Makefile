@@ -48,7 +48,8 @@ OBJS += \
 	src/sql/sql_api.o
 
 EXTENSION = parallel_apply
-DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.0--1.1.sql
+DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \
+	parallel_apply--1.0--1.1.sql parallel_apply--1.1--1.2.sql
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 
 REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \

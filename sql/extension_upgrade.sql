@@ -1,7 +1,8 @@
--- Version 1.0 of the extension updates to 1.1: subscriptions keep their
--- settings and gain origin 'any', run_as_owner false and an owner (the
--- bootstrap superuser), and table_sync false (their tables are not
--- recorded); the functions take and show the new settings.
+-- Version 1.0 of the extension updates to 1.1 and on to 1.2: subscriptions
+-- keep their settings and gain origin 'any', run_as_owner false and an
+-- owner (the bootstrap superuser), table_sync false (their tables are not
+-- recorded), disable_on_error false and no skip_lsn; the functions take
+-- and show the new settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -10,11 +11,12 @@ INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_
 ALTER EXTENSION parallel_apply UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 SELECT sub_name, enabled, sync_state, origin, sub_owner = 10 AS bootstrap_owner, run_as_owner,
-       table_sync
+       table_sync, disable_on_error, skip_lsn
   FROM parallel_apply.subscription;
 SELECT pg_get_function_identity_arguments('create_subscription'::regproc);
 SELECT pg_get_function_identity_arguments('alter_subscription_config'::regproc);
 SELECT 'refresh_subscription'::regproc, 'parallel_apply.subscription_rel'::regclass;
+SELECT pg_get_function_identity_arguments('skip_transaction'::regproc);
 SELECT proargnames[17:] FROM pg_proc WHERE oid = 'subscription_status'::regproc;
 -- the owner must be given from now on
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -22,7 +24,7 @@ INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_
   VALUES (2, 'new', 'default', 'dbname=x', '{p}', 'pa_new', false, true, 'off');
 -- origin is 'any' or 'none'
 UPDATE parallel_apply.subscription SET origin = 'local';
--- a fresh 1.1 has the same catalog
+-- a fresh install has the same catalog
 CREATE TEMP TABLE updated AS
   SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
   FROM pg_attribute
@@ -36,3 +38,35 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
+-- 1.1 updates to 1.2 alone, and ends with the catalog and functions of a
+-- fresh 1.2
+CREATE TEMP TABLE fresh AS
+  SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull,
+         pg_get_expr(d.adbin, d.adrelid) AS def
+  FROM pg_attribute LEFT JOIN pg_attrdef d ON d.adrelid = attrelid AND d.adnum = attnum
+  WHERE attrelid IN ('parallel_apply.subscription'::regclass, 'parallel_apply.subscription_rel'::regclass)
+    AND attnum > 0
+  UNION ALL
+  SELECT 'function', p.oid::regprocedure::text, pg_get_function_result(p.oid), p.proisstrict,
+         array_to_string(p.proconfig, ',')
+  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.1';
+ALTER EXTENSION parallel_apply UPDATE TO '1.2';
+SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
+CREATE TEMP TABLE upgraded AS
+  SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull,
+         pg_get_expr(d.adbin, d.adrelid) AS def
+  FROM pg_attribute LEFT JOIN pg_attrdef d ON d.adrelid = attrelid AND d.adnum = attnum
+  WHERE attrelid IN ('parallel_apply.subscription'::regclass, 'parallel_apply.subscription_rel'::regclass)
+    AND attnum > 0
+  UNION ALL
+  SELECT 'function', p.oid::regprocedure::text, pg_get_function_result(p.oid), p.proisstrict,
+         array_to_string(p.proconfig, ',')
+  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
+-- the difference both ways: none
+(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+SELECT count(*) AS functions FROM fresh WHERE attrelid = 'function';
+DROP TABLE fresh, upgraded;

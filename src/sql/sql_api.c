@@ -20,7 +20,9 @@
  * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
  * provider's slot cannot be rolled back, and a subscription created in a
  * transaction that is rolled back would leave its workers' start to a
- * catalog row that never was.
+ * catalog row that never was.  skip_transaction() changes only the
+ * catalog (and restarts the pipeline when the transaction ends), so it
+ * may run in one, as ALTER SUBSCRIPTION ... SKIP may.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and
@@ -71,6 +73,7 @@ PG_FUNCTION_INFO_V1(pa_enable_subscription);
 PG_FUNCTION_INFO_V1(pa_disable_subscription);
 PG_FUNCTION_INFO_V1(pa_alter_subscription_config);
 PG_FUNCTION_INFO_V1(pa_alter_group_config);
+PG_FUNCTION_INFO_V1(pa_skip_transaction);
 PG_FUNCTION_INFO_V1(pa_wait_for_catchup);
 PG_FUNCTION_INFO_V1(pa_subscription_status);
 PG_FUNCTION_INFO_V1(pa_writer_status);
@@ -454,11 +457,13 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
 	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
 	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
+	bool		disable_on_error = PG_NARGS() > 10 && !PG_ARGISNULL(10) &&
+		PG_GETARG_BOOL(10);
 	WalReceiverConn *conn;
-	Oid			types[13] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
-		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID};
-	Datum		values[13];
-	char		nulls[13] = "             ";
+	Oid			types[14] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID};
+	Datum		values[14];
+	char		nulls[14] = "              ";
 	Oid			subid;
 	bool		isnull;
 
@@ -518,13 +523,15 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[10] = ObjectIdGetDatum(GetUserId());
 	values[11] = BoolGetDatum(run_as_owner);
 	values[12] = ObjectIdGetDatum(subid);
+	values[13] = BoolGetDatum(disable_on_error);
 
 	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
 						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
 						   "  slot_name, enabled, synchronize_data, num_writers,"
-						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner)"
-						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12)",
-						   13, types, values, nulls, SPI_OK_INSERT);
+						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner,"
+						   "  disable_on_error)"
+						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12, $14)",
+						   14, types, values, nulls, SPI_OK_INSERT);
 
 	nudge_supervisor();
 	PG_RETURN_OID(subid);
@@ -657,10 +664,74 @@ pa_disable_subscription(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * skip_transaction(name, lsn): as ALTER SUBSCRIPTION ... SKIP (lsn = ...),
+ * for the transaction that fails only (subscription_status() shows its
+ * commit LSN; see "Failing transactions" in writer.c).  It records lsn in
+ * the catalog and restarts the pipeline when this transaction ends; the
+ * writer given that transaction commits it with none of its changes and
+ * clears the record in the same local transaction.  It changes nothing on
+ * the provider, so it may run in a transaction block: a ROLLBACK undoes
+ * it.  A disabled subscription keeps it until enabled.
+ */
+Datum
+pa_skip_transaction(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	XLogRecPtr	lsn = PG_GETARG_LSN(1);
+	PaSubscription *sub;
+	PaSubSlot  *slot;
+	XLogRecPtr	failing = InvalidXLogRecPtr;
+	TransactionId xid = InvalidTransactionId;
+	Oid			types[2] = {OIDOID, LSNOID};
+	Datum		values[2];
+
+	require_superuser("skip a transaction of");
+	sub = get_sub(name, false);
+	pa_check_shared();
+	slot = pa_subslot_find(MyDatabaseId, sub->subid);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		failing = slot->error_commit_lsn;
+		xid = slot->error_xid;
+		SpinLockRelease(&slot->mutex);
+	}
+	if (failing == InvalidXLogRecPtr)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no transaction of parallel_apply subscription \"%s\" is failing", name),
+				 errdetail("Only the transaction whose apply fails can be skipped; subscription_status().error_commit_lsn is null."),
+				 errhint("After a server restart the failing transaction is known again once it has failed again.")));
+	if (lsn != failing)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("remote transaction at %X/%X is not the failing transaction of parallel_apply subscription \"%s\"",
+						LSN_FORMAT_ARGS(lsn), name),
+				 errdetail("The failing transaction is remote transaction %u, committed at %X/%X.",
+						   xid, LSN_FORMAT_ARGS(failing)),
+				 errhint("Pass subscription_status().error_commit_lsn.")));
+
+	values[0] = ObjectIdGetDatum(sub->subid);
+	values[1] = LSNGetDatum(lsn);
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET skip_lsn = $2 WHERE sub_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE);
+	/* the writers read it when they start: restart now, not after backoff */
+	if (sub->enabled)
+		stop_pipeline(sub);
+	nudge_supervisor();
+	ereport(NOTICE,
+			(errmsg("remote transaction %u committed at %X/%X will be skipped",
+					xid, LSN_FORMAT_ARGS(lsn))));
+	PG_RETURN_VOID();
+}
+
 static void alter_dsn(PaSubscription *sub, char *dsn);
 static void alter_publications(PaSubscription *sub, List *pubs, bool copy_data);
 static void alter_name(PaSubscription *sub, char *name);
 static void alter_owner(PaSubscription *sub, const char *role);
+static void update_column(PaSubscription *sub, const char *column, Oid type,
+						  Datum value);
 
 Datum
 pa_alter_subscription_config(PG_FUNCTION_ARGS)
@@ -711,6 +782,10 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		alter_name(sub, text_to_cstring(PG_GETARG_TEXT_PP(6)));
 	if (!PG_ARGISNULL(7))
 		alter_owner(sub, NameStr(*PG_GETARG_NAME(7)));
+	/* the writers read it when they start */
+	if (PG_NARGS() > 8 && !PG_ARGISNULL(8) &&
+		PG_GETARG_BOOL(8) != sub->disable_on_error)
+		update_column(sub, "disable_on_error", BOOLOID, PG_GETARG_DATUM(8));
 	nudge_supervisor();
 	PG_RETURN_VOID();
 }
@@ -923,6 +998,8 @@ sub_state_name(PaSubState s)
 			return "streaming";
 		case PA_SUB_DISABLED:
 			return "disabled";
+		case PA_SUB_ERROR_BACKOFF:
+			return "error_backoff";
 		default:
 			return "down";
 	}
@@ -979,7 +1056,7 @@ init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
 				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
 }
 
-#define SUBSCRIPTION_STATUS_COLS 22
+#define SUBSCRIPTION_STATUS_COLS 28
 
 Datum
 pa_subscription_status(PG_FUNCTION_ARGS)
@@ -1002,6 +1079,7 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 					commw = 0,
 					retries = 0;
 		bool		running = false;
+		bool		backoff;
 
 		memset(nulls, 0, sizeof(nulls));
 		memset(&snap, 0, sizeof(snap));
@@ -1023,8 +1101,11 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 		values[0] = CStringGetTextDatum(sub->name);
 		values[1] = CStringGetTextDatum(sub->group_name);
 		values[2] = BoolGetDatum(sub->enabled);
+		/* waiting to start again after a failure: error_backoff */
+		backoff = sub->enabled && !running && snap.next_start != 0;
 		values[3] = CStringGetTextDatum(!sub->enabled ? "disabled" :
-										running ? sub_state_name(snap.state) : "down");
+										running ? sub_state_name(snap.state) :
+										backoff ? "error_backoff" : "down");
 		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
 		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
 		values[6] = lsn_or_null(snap.received_lsn, &nulls[6]);
@@ -1066,6 +1147,14 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 			nulls[20] = owner == NULL;
 		}
 		values[21] = BoolGetDatum(sub->run_as_owner);
+		values[22] = BoolGetDatum(sub->disable_on_error);
+		values[23] = lsn_or_null(snap.error_commit_lsn, &nulls[23]);
+		values[24] = TransactionIdGetDatum(snap.error_xid);
+		nulls[24] = nulls[23];
+		values[25] = lsn_or_null(sub->skip_lsn, &nulls[25]);
+		values[26] = Int64GetDatum((int64) snap.skipped);
+		values[27] = TimestampTzGetDatum(snap.next_start);
+		nulls[27] = !backoff;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
@@ -34,7 +35,8 @@
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
-	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync"
+	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
+	"disable_on_error, skip_lsn"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -80,6 +82,10 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->owner = DatumGetObjectId(getdatum(tup, desc, 13, &isnull));
 	sub->run_as_owner = DatumGetBool(getdatum(tup, desc, 14, &isnull));
 	sub->table_sync = DatumGetBool(getdatum(tup, desc, 15, &isnull));
+	sub->disable_on_error = DatumGetBool(getdatum(tup, desc, 16, &isnull));
+	sub->skip_lsn = DatumGetLSN(getdatum(tup, desc, 17, &isnull));
+	if (isnull)
+		sub->skip_lsn = InvalidXLogRecPtr;
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

@@ -10,6 +10,7 @@
 #ifndef PA_CATALOG_H
 #define PA_CATALOG_H
 
+#include "access/xlogdefs.h"
 #include "nodes/pg_list.h"
 
 #define PA_SYNC_INIT	'i'
@@ -32,6 +33,9 @@ typedef struct PaSubscription
 	Oid			owner;			/* the role that created it */
 	bool		run_as_owner;	/* apply as owner, not as each table's owner */
 	bool		table_sync;		/* tables recorded, copied when they join */
+	bool		disable_on_error;	/* an apply error disables it (1.2) */
+	XLogRecPtr	skip_lsn;		/* skip the remote transaction committed
+								 * here, once; Invalid: none (1.2) */
 } PaSubscription;
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */

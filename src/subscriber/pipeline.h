@@ -63,7 +63,8 @@ typedef enum PaSubState
 	PA_SUB_INITIALIZING,
 	PA_SUB_CATCHING_UP,
 	PA_SUB_STREAMING,
-	PA_SUB_DISABLED
+	PA_SUB_DISABLED,
+	PA_SUB_ERROR_BACKOFF		/* the pipeline failed; restarts at next_start */
 } PaSubState;
 
 /* Writer states shown by writer_status(). */
@@ -136,6 +137,14 @@ typedef struct PaSubSlot
 									 * above it */
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
+
+	/*
+	 * The remote transaction whose apply failed (writer.c), until a commit
+	 * at or past it clears them: what skip_transaction() accepts.
+	 */
+	XLogRecPtr	error_commit_lsn;
+	TransactionId error_xid;
+	uint64		skipped;		/* transactions skip_transaction() skipped */
 
 	/* commit order, written by the writer whose turn it is */
 	pg_atomic_uint64 committed_seq;

@@ -26,8 +26,13 @@
  * a leader for each enabled subscription that has none, stops the leaders
  * of disabled and dropped subscriptions, and restarts leaders that exited.
  * Restarts back off: 1 s after the first failure, doubling up to 60 s, and
- * back to 1 s once a leader has run for a minute; the error that stopped
- * the pipeline stays in subscription_status() meanwhile.  A backend that
+ * back to 1 s once the transaction that failed has committed (writer.c)
+ * or, when the failure was not a transaction's (an unreachable provider),
+ * once a leader has run for a minute; the error that stopped the pipeline
+ * stays in subscription_status() meanwhile, with the state error_backoff
+ * and the time of the next start (next_retry).  This is the one retry
+ * mechanism for a failing transaction: its writer exits with the error,
+ * its leader with it, and the next leader applies it again.  A backend that
  * is disabling or dropping a subscription marks it paused until its
  * transaction ends and wakes the supervisor, which stops the leader and
  * does not start it again meanwhile.
@@ -344,13 +349,15 @@ schedule_restart(PaSubSlot *slot)
 	long		delay;
 
 	SpinLockAcquire(&slot->mutex);
-	if (TimestampDifferenceExceeds(slot->leader_started, now, HEALTHY_RUN_MS))
+	/* a transaction still failing keeps backing off however long it ran */
+	if (TimestampDifferenceExceeds(slot->leader_started, now, HEALTHY_RUN_MS) &&
+		slot->error_commit_lsn == InvalidXLogRecPtr)
 		slot->restarts = 0;
 	delay = BACKOFF_MIN_MS << Min(slot->restarts, 6);
 	delay = Min(delay, BACKOFF_MAX_MS);
 	slot->restarts++;
 	slot->next_start = TimestampTzPlusMilliseconds(now, delay);
-	slot->state = PA_SUB_DOWN;
+	slot->state = PA_SUB_ERROR_BACKOFF;
 	SpinLockRelease(&slot->mutex);
 }
 

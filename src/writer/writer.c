@@ -82,6 +82,27 @@
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
  *
+ * Failing transactions.  An error that is not a transient conflict counts
+ * only when it is exact: met by the earliest transaction in flight,
+ * applied alone.  Any other error (in a group, or with earlier
+ * transactions in flight, which might be its cause) rolls back and is
+ * retried as above, alone and as the earliest.  Then the writer records
+ * the transaction's commit LSN and remote xid in the subscription's slot
+ * (subscription_status().error_commit_lsn, error_remote_xid) and exits
+ * with the error; its leader exits with it, and the supervisor starts the
+ * pipeline again with backoff (supervisor.c), which applies the
+ * transaction again.  A commit at or past that LSN clears the record, the
+ * last error and the backoff.  With disable_on_error the writer instead
+ * sets the subscription's enabled to false in the catalog before it
+ * exits, so the supervisor does not start it again.  skip_transaction()
+ * (sql_api.c) accepts only the recorded LSN and stores it in the catalog
+ * (skip_lsn); each writer reads it when it starts, and the writer given
+ * that transaction applies none of its changes (its RELATION messages
+ * still update the relation map) and commits it in its commit turn like
+ * any other, with its origin at the transaction's end and the catalog's
+ * skip_lsn cleared in the same local transaction: once skipped, a crash
+ * neither applies it nor skips it again.
+ *
  * The message formats of the queue are queue.c's.  The process's state is
  * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
@@ -99,7 +120,9 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_type.h"
 #include "executor/instrument.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -114,6 +137,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 #include "utils/snapmgr.h"
@@ -201,6 +225,13 @@ typedef struct PaWriter
 	BufFile    *spill;			/* a streamed transaction */
 	ResourceOwner spill_owner;	/* see create_spill_file() */
 	bool		applying_kept;	/* applying what coalesce.c kept */
+
+	/* failing transactions, see "Failing transactions" above */
+	bool		disable_on_error;	/* the subscription's setting */
+	XLogRecPtr	skip_lsn;		/* skip_transaction()'s, Invalid: none */
+	bool		skipping;		/* cur is the transaction to skip */
+	bool		skip_in_txn;	/* the local transaction passed skip_lsn */
+	GroupTxn   *skipped;		/* the one skipped in it, or NULL */
 
 	Lookahead	queue;			/* the queue, and what was taken from it */
 	PaReadAhead ahead;			/* reading ahead, see readahead.c */
@@ -785,6 +816,10 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	type = pa_read_msgtype(&in);
 	if (type == PA_MSG_RELATION)
 		apply_relation(&in);
+	else if (MyWriter->skipping && !MyWriter->applying_kept)
+	{
+		/* skip_transaction(): none of its changes */
+	}
 	else
 	{
 		/* each pa_apply_* call takes its snapshot and ends with a CCI */
@@ -843,6 +878,19 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	GroupTxn   *last = &MyWriter->group[first + n - 1];
 
 	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
+	if (MyWriter->skip_in_txn)
+	{
+		if (MyWriter->skipped != NULL)
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\" skipped remote transaction %u committed at %X/%X",
+							pa_relmap_subscription_name,
+							MyWriter->skipped->hdr.xid,
+							LSN_FORMAT_ARGS(MyWriter->skipped->hdr.commit_lsn)),
+					 errdetail("skip_transaction() was called for it; none of its changes were applied.")));
+		MyWriter->skip_lsn = InvalidXLogRecPtr;
+		MyWriter->skipping = false;
+		MyWriter->skip_in_txn = false;
+	}
 	/* the count first: a leader woken by the seq sees the room too */
 	pg_atomic_fetch_add_u64(&MyWriter->me->committed, n);
 	pg_atomic_write_u64(&MyWriter->me->blocks_read,
@@ -851,6 +899,17 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	ConditionVariableBroadcast(&slot->progress_cv);
 
 	SpinLockAcquire(&slot->mutex);
+	if (MyWriter->skipped != NULL)
+		slot->skipped++;
+	/* the failing transaction is past: clear it, the error, the backoff */
+	if (slot->error_commit_lsn != InvalidXLogRecPtr &&
+		last->hdr.commit_lsn >= slot->error_commit_lsn)
+	{
+		slot->error_commit_lsn = InvalidXLogRecPtr;
+		slot->error_xid = InvalidTransactionId;
+		slot->last_error[0] = '\0';
+		slot->restarts = 0;
+	}
 	MyWriter->me->applied += n;
 	MyWriter->me->commits++;
 	MyWriter->me->read_ahead = MyWriter->ahead.txns;
@@ -876,6 +935,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 											   last->hdr.seq))
 			;
 	}
+	MyWriter->skipped = NULL;
 	pa_wake_leader(slot, last->hdr.seq);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
@@ -888,6 +948,14 @@ set_current(int i)
 
 	MyWriter->cur = &MyWriter->group[i];
 	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
+	/* at or past the transaction to skip: clear skip_lsn when committing */
+	MyWriter->skipping = MyWriter->skip_lsn != InvalidXLogRecPtr &&
+		MyWriter->cur->hdr.commit_lsn == MyWriter->skip_lsn;
+	if (MyWriter->skipping)
+		MyWriter->skipped = MyWriter->cur;
+	if (MyWriter->skip_lsn != InvalidXLogRecPtr &&
+		MyWriter->cur->hdr.commit_lsn >= MyWriter->skip_lsn)
+		MyWriter->skip_in_txn = true;
 	SpinLockAcquire(&slot->mutex);
 	MyWriter->me->remote_xid = MyWriter->cur->hdr.xid;
 	MyWriter->me->commit_lsn = MyWriter->cur->hdr.commit_lsn;
@@ -974,6 +1042,52 @@ take_next(void)
 }
 
 /*
+ * skip_lsn is done with: the transaction at it is skipped in this local
+ * transaction (or, having applied, is past).  Clear it in the catalog in
+ * the same transaction, so that a crash keeps both or neither.
+ */
+static void
+clear_skip_lsn(void)
+{
+	Oid			types[2] = {OIDOID, LSNOID};
+	Datum		values[2];
+	uint64		n;
+
+	values[0] = ObjectIdGetDatum(MyWriter->subid);
+	values[1] = LSNGetDatum(MyWriter->skip_lsn);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	n = pa_catalog_exec("UPDATE parallel_apply.subscription SET skip_lsn = NULL"
+						" WHERE sub_id = $1 AND skip_lsn = $2",
+						2, types, values, NULL, SPI_OK_UPDATE);
+	PopActiveSnapshot();
+	if (n > 0 && MyWriter->skipped == NULL)
+		ereport(WARNING,
+				(errmsg("parallel_apply subscription \"%s\": skip LSN %X/%X cleared without skipping",
+						pa_relmap_subscription_name,
+						LSN_FORMAT_ARGS(MyWriter->skip_lsn)),
+				 errdetail("No remote transaction committed at %X/%X; it had been applied before.",
+						   LSN_FORMAT_ARGS(MyWriter->skip_lsn))));
+}
+
+/*
+ * The transaction being applied failed with an error that is not a
+ * transient conflict: record it as the failing one and rethrow.
+ */
+static void failed_txn(void) pg_attribute_noreturn();
+
+static void
+failed_txn(void)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+
+	SpinLockAcquire(&slot->mutex);
+	slot->error_commit_lsn = MyWriter->cur->hdr.commit_lsn;
+	slot->error_xid = MyWriter->cur->hdr.xid;
+	SpinLockRelease(&slot->mutex);
+	PG_RE_THROW();
+}
+
+/*
  * Apply group[first] in one local transaction, and, when extend is set,
  * the transactions take_next() adds after it.  Returns false after a
  * retriable error, rolled back; rethrows any other.
@@ -996,6 +1110,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	retry_requested = false;
 	applying = true;
 	MyWriter->committed_before_change = 0;
+	MyWriter->skip_in_txn = false;
+	MyWriter->skipped = NULL;
 	MyWriter->first_seq = g->hdr.seq;
 	SpinLockAcquire(&slot->mutex);
 	me->seq = MyWriter->first_seq;
@@ -1049,6 +1165,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 		pa_readahead_allow(&MyWriter->ahead, false);
+		if (MyWriter->skip_in_txn)
+			clear_skip_lsn();
 		replorigin_session_origin_lsn = MyWriter->group[last].hdr.end_lsn;
 		replorigin_session_origin_timestamp =
 			MyWriter->group[last].hdr.commit_time;
@@ -1061,6 +1179,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	{
 		ErrorData  *edata;
 		bool		earliest = earliest_at_change();
+		bool		grouped = MyWriter->cur != g;
 		bool		canceled;
 
 		applying = false;
@@ -1072,11 +1191,17 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		/* an administrator's cancel: roll back, say so, apply again */
 		canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			!retry_requested;
-		if (!canceled &&
-			(!is_retriable(edata->sqlerrcode, earliest) ||
-			 (earliest &&
-			  ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)))
-			PG_RE_THROW();
+		if (!canceled && is_retriable(edata->sqlerrcode, earliest) &&
+			earliest && ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)
+			failed_txn();		/* rethrows */
+		/*
+		 * An error counts when exact: alone and earliest (header comment).
+		 * A retry (attempt > 0) started after every earlier transaction had
+		 * committed, which also covers an error before its first change.
+		 */
+		if (!canceled && !is_retriable(edata->sqlerrcode, earliest) &&
+			!grouped && (earliest || attempt > 0))
+			failed_txn();		/* rethrows */
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		if (canceled)
@@ -1268,6 +1393,58 @@ handle_queue_message(const char *data, Size len)
 		pop_message();
 }
 
+/*
+ * disable_on_error: report the error, then disable the subscription in
+ * the catalog (as PostgreSQL's apply worker does) and exit.  The leader
+ * sees the writer gone and exits, keeping the error in
+ * subscription_status(); the supervisor, reading the catalog, does not
+ * start it again until enable_subscription().
+ */
+static void
+disable_and_exit(void)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+	XLogRecPtr	lsn;
+	TransactionId xid;
+
+	HOLD_INTERRUPTS();
+	EmitErrorReport();
+	AbortOutOfAnyTransaction();
+	FlushErrorState();
+	RESUME_INTERRUPTS();
+
+	/* not a remote transaction's commit: no origin progress */
+	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	replorigin_session_origin_timestamp = 0;
+	values[0] = ObjectIdGetDatum(MyWriter->subid);
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = false WHERE sub_id = $1",
+						   1, types, values, NULL, SPI_OK_UPDATE);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	SpinLockAcquire(&slot->mutex);
+	lsn = slot->error_commit_lsn;
+	xid = slot->error_xid;
+	SpinLockRelease(&slot->mutex);
+	if (lsn != InvalidXLogRecPtr)
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" has been disabled because of an error",
+						slot->name),
+				 errdetail("Remote transaction %u committed at %X/%X failed.",
+						   xid, LSN_FORMAT_ARGS(lsn)),
+				 errhint("Fix the data and call enable_subscription(), or skip the transaction with skip_transaction('%s', '%X/%X') first.",
+						 slot->name, LSN_FORMAT_ARGS(lsn))));
+	else
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" has been disabled because of an error",
+						slot->name)));
+	proc_exit(0);
+}
+
 void
 pa_writer_main(Datum arg)
 {
@@ -1348,6 +1525,8 @@ pa_writer_main(Datum arg)
 		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+		MyWriter->disable_on_error = sub->disable_on_error;
+		MyWriter->skip_lsn = sub->skip_lsn;
 
 		PA_REPLORIGIN_SESSION_SETUP(originid);
 		replorigin_session_origin = originid;
@@ -1383,6 +1562,8 @@ pa_writer_main(Datum arg)
 	PG_CATCH();
 	{
 		pa_error_to_slot(MyWriter->slot, MyWriter->me);
+		if (MyWriter->disable_on_error)
+			disable_and_exit();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
