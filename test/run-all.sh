@@ -43,9 +43,15 @@ PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
 say() { printf '\n=== %s\n' "$*"; }
 
-# build [PA_DEBUG_SWITCHES]: build, failing on a compiler warning
+# build [PA_DEBUG_SWITCHES]: build, failing on a compiler warning, or on a
+# version difference outside src/compat.h (PG_VERSION_NUM, or the
+# noreturn spelling that PostgreSQL 18 changed: use PA_NORETURN)
 build() {
 	local log
+	if grep -rnE 'PG_VERSION_NUM|pg_attribute_noreturn' src --include='*.[ch]' | grep -v '^src/compat.h:'; then
+		echo "version differences belong in src/compat.h (above)" >&2
+		return 1
+	fi
 	log=$(mktemp)
 	make -s PG_CONFIG="$PG_CONFIG" PA_DEBUG_SWITCHES="$1" 2>&1 | tee "$log"
 	if grep -q 'warning:' "$log"; then
