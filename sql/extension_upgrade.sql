@@ -40,33 +40,32 @@ EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
 -- 1.1 updates to 1.2 alone, and ends with the catalog and functions of a
 -- fresh 1.2
-CREATE TEMP TABLE fresh AS
+-- the extension's catalog columns (with defaults) and functions, as they
+-- are when this is called (found by name, so that a dropped and recreated
+-- extension is seen)
+CREATE FUNCTION pg_temp.extension_shape()
+  RETURNS TABLE (obj text, name text, type text, notnull boolean, def text)
+  LANGUAGE sql AS $$
   SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull,
          pg_get_expr(d.adbin, d.adrelid) AS def
   FROM pg_attribute LEFT JOIN pg_attrdef d ON d.adrelid = attrelid AND d.adnum = attnum
-  WHERE attrelid IN ('parallel_apply.subscription'::regclass, 'parallel_apply.subscription_rel'::regclass)
+  WHERE attrelid IN (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                     WHERE n.nspname = 'parallel_apply'
+                       AND c.relname IN ('subscription', 'subscription_rel'))
     AND attnum > 0
   UNION ALL
   SELECT 'function', p.oid::regprocedure::text, pg_get_function_result(p.oid), p.proisstrict,
          array_to_string(p.proconfig, ',')
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
+$$;
+CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
 DROP EXTENSION parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.1';
 ALTER EXTENSION parallel_apply UPDATE TO '1.2';
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
-CREATE TEMP TABLE upgraded AS
-  SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull,
-         pg_get_expr(d.adbin, d.adrelid) AS def
-  FROM pg_attribute LEFT JOIN pg_attrdef d ON d.adrelid = attrelid AND d.adnum = attnum
-  WHERE attrelid IN ('parallel_apply.subscription'::regclass, 'parallel_apply.subscription_rel'::regclass)
-    AND attnum > 0
-  UNION ALL
-  SELECT 'function', p.oid::regprocedure::text, pg_get_function_result(p.oid), p.proisstrict,
-         array_to_string(p.proconfig, ',')
-  FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
-  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
+CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 -- the difference both ways: none
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
-SELECT count(*) AS functions FROM fresh WHERE attrelid = 'function';
+SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
