@@ -36,6 +36,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -906,6 +907,53 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32((int32) n);
 }
 
+static XLogRecPtr
+provider_lsn(WalReceiverConn *conn, const char *sql)
+{
+	char	   *v = pa_provider_value(conn, sql);
+
+	return DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
+}
+
+/*
+ * A provider position that every transaction committed there so far lies
+ * before.  The write position (pg_current_wal_lsn()) is not one: an
+ * asynchronous commit, such as a cascading node's apply of the
+ * transactions it receives, is inserted into WAL before it is written,
+ * and a target taken from the write position could pass it.  The insert
+ * position is one, but what lies after the last commit there may not be
+ * written for a long time (a page prune, say), and nothing unwritten is
+ * decoded.  So: the insert position, once the write position has reached
+ * it; the WAL writer writes asynchronous commits within three times its
+ * wal_writer_delay.  When the write position has not reached it by then,
+ * what lies between holds no commit: the write position then.
+ */
+static XLogRecPtr
+provider_committed_lsn(WalReceiverConn *conn)
+{
+	XLogRecPtr	insert = provider_lsn(conn, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text");
+	int			delay = atoi(pa_provider_value(conn,
+											   "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'wal_writer_delay'"));
+	TimestampTz give_up = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													  3 * Max(delay, 1) + 100);
+	XLogRecPtr	written;
+
+	for (;;)
+	{
+		written = provider_lsn(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
+		if (written >= insert || GetCurrentTimestamp() >= give_up)
+			break;
+		/* at a page's start the insert position is past its header */
+		if (written % XLOG_BLCKSZ == 0 && insert - written <= SizeOfXLogLongPHD)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return Min(insert, written);
+}
+
 Datum
 pa_wait_for_catchup(PG_FUNCTION_ARGS)
 {
@@ -916,7 +964,6 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 	WalReceiverConn *conn;
 	XLogRecPtr	target;
 	TimestampTz deadline;
-	char	   *v;
 	bool		seen = false;	/* its workers' shared state, once */
 
 	if (!sub->enabled)
@@ -924,14 +971,12 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
 
-	conn = pa_provider_connect(sub->dsn, name, NULL, false);
-	v = pa_provider_value(conn, "SELECT pg_catalog.pg_current_wal_lsn()::text");
-	walrcv_disconnect(conn);
-	target = DatumGetLSN(DirectFunctionCall1(pg_lsn_in, CStringGetDatum(v)));
-
 	deadline = GetCurrentTimestamp() +
 		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
 					   (int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
+	conn = pa_provider_connect(sub->dsn, name, NULL, false);
+	target = provider_committed_lsn(conn);
+	walrcv_disconnect(conn);
 	for (;;)
 	{
 		XLogRecPtr	applied = InvalidXLogRecPtr;
