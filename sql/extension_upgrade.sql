@@ -1,8 +1,9 @@
--- Version 1.0 of the extension updates to 1.1 and on to 1.2: subscriptions
--- keep their settings and gain origin 'any', run_as_owner false and an
--- owner (the bootstrap superuser), table_sync false (their tables are not
--- recorded), disable_on_error false and no skip_lsn; the functions take
--- and show the new settings.
+-- Version 1.0 of the extension updates to 1.1, 1.2 and on to 1.3:
+-- subscriptions keep their settings and gain origin 'any', run_as_owner
+-- false and an owner (the bootstrap superuser), table_sync false (their
+-- tables are not recorded), disable_on_error false and no skip_lsn,
+-- two_phase and failover false; the functions take and show the new
+-- settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -11,7 +12,7 @@ INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_
 ALTER EXTENSION parallel_apply UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 SELECT sub_name, enabled, sync_state, origin, sub_owner = 10 AS bootstrap_owner, run_as_owner,
-       table_sync, disable_on_error, skip_lsn
+       table_sync, disable_on_error, skip_lsn, two_phase, failover
   FROM parallel_apply.subscription;
 SELECT pg_get_function_identity_arguments('create_subscription'::regproc);
 SELECT pg_get_function_identity_arguments('alter_subscription_config'::regproc);
@@ -38,8 +39,8 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
--- 1.1 updates to 1.2 alone, and ends with the catalog and functions of a
--- fresh 1.2
+-- 1.2 updates to 1.3 alone, and ends with the catalog and functions of a
+-- fresh 1.3
 -- the extension's catalog columns (with defaults) and functions, as they
 -- are when this is called (found by name, so that a dropped and recreated
 -- extension is seen)
@@ -61,8 +62,8 @@ CREATE FUNCTION pg_temp.extension_shape()
 $$;
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
 DROP EXTENSION parallel_apply;
-CREATE EXTENSION parallel_apply VERSION '1.1';
-ALTER EXTENSION parallel_apply UPDATE TO '1.2';
+CREATE EXTENSION parallel_apply VERSION '1.2';
+ALTER EXTENSION parallel_apply UPDATE TO '1.3';
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 -- the difference both ways: none

@@ -458,13 +458,15 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
 	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
 	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
-	bool		disable_on_error = PG_NARGS() > 10 && !PG_ARGISNULL(10) &&
-		PG_GETARG_BOOL(10);
+	bool		disable_on_error = !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
+	bool		two_phase = !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
+	bool		failover = !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
 	WalReceiverConn *conn;
-	Oid			types[14] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
-		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID};
-	Datum		values[14];
-	char		nulls[14] = "              ";
+	Oid			types[16] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID,
+	BOOLOID, BOOLOID};
+	Datum		values[16];
+	char		nulls[16] = "                ";
 	Oid			subid;
 	bool		isnull;
 
@@ -489,6 +491,11 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for origin: \"%s\"", origin),
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
+	/* TODO(issue 19, issue 15): two_phase and failover are being built */
+	if (two_phase || failover)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s is not supported yet", two_phase ? "two_phase" : "failover")));
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -525,14 +532,17 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[11] = BoolGetDatum(run_as_owner);
 	values[12] = ObjectIdGetDatum(subid);
 	values[13] = BoolGetDatum(disable_on_error);
+	values[14] = BoolGetDatum(two_phase);
+	values[15] = BoolGetDatum(failover);
 
 	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
 						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
 						   "  slot_name, enabled, synchronize_data, num_writers,"
 						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner,"
-						   "  disable_on_error)"
-						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12, $14)",
-						   14, types, values, nulls, SPI_OK_INSERT);
+						   "  disable_on_error, two_phase, failover)"
+						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
+						   "  $14, $15, $16)",
+						   16, types, values, nulls, SPI_OK_INSERT);
 
 	nudge_supervisor();
 	PG_RETURN_OID(subid);
@@ -784,9 +794,13 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(7))
 		alter_owner(sub, NameStr(*PG_GETARG_NAME(7)));
 	/* the writers read it when they start */
-	if (PG_NARGS() > 8 && !PG_ARGISNULL(8) &&
-		PG_GETARG_BOOL(8) != sub->disable_on_error)
+	if (!PG_ARGISNULL(8) && PG_GETARG_BOOL(8) != sub->disable_on_error)
 		update_column(sub, "disable_on_error", BOOLOID, PG_GETARG_DATUM(8));
+	/* TODO(issue 15): failover is being built */
+	if (!PG_ARGISNULL(9) && PG_GETARG_BOOL(9) != sub->failover)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("failover is not supported yet")));
 	nudge_supervisor();
 	PG_RETURN_VOID();
 }
@@ -1101,7 +1115,7 @@ init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
 				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
 }
 
-#define SUBSCRIPTION_STATUS_COLS 28
+#define SUBSCRIPTION_STATUS_COLS (30 + PA_CONFLICT_TYPES)
 
 Datum
 pa_subscription_status(PG_FUNCTION_ARGS)
@@ -1200,6 +1214,10 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 		values[26] = Int64GetDatum((int64) snap.skipped);
 		values[27] = TimestampTzGetDatum(snap.next_start);
 		nulls[27] = !backoff;
+		values[28] = BoolGetDatum(sub->two_phase);
+		values[29] = BoolGetDatum(sub->failover);
+		for (int c = 0; c < PA_CONFLICT_TYPES; c++)
+			values[30 + c] = Int64GetDatum((int64) snap.conflicts[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

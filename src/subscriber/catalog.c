@@ -36,7 +36,7 @@
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
-	"disable_on_error, skip_lsn"
+	"disable_on_error, skip_lsn, two_phase, failover"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -86,6 +86,8 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->skip_lsn = DatumGetLSN(getdatum(tup, desc, 17, &isnull));
 	if (isnull)
 		sub->skip_lsn = InvalidXLogRecPtr;
+	sub->two_phase = DatumGetBool(getdatum(tup, desc, 18, &isnull));
+	sub->failover = DatumGetBool(getdatum(tup, desc, 19, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

@@ -36,6 +36,8 @@ typedef struct PaSubscription
 	bool		disable_on_error;	/* an apply error disables it (1.2) */
 	XLogRecPtr	skip_lsn;		/* skip the remote transaction committed
 								 * here, once; Invalid: none (1.2) */
+	bool		two_phase;		/* prepared transactions prepared here (1.3) */
+	bool		failover;		/* the provider's slot has FAILOVER (1.3) */
 } PaSubscription;
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */

@@ -105,6 +105,23 @@ typedef struct PaWriterSlot
 	bool		copy_failed;
 } PaWriterSlot;
 
+/*
+ * Conflicts counted by type, as PostgreSQL 18's pg_stat_subscription_stats
+ * counts them (subscription_status()'s confl_* columns, in this order).
+ */
+typedef enum PaConflictType
+{
+	PA_CONFLICT_INSERT_EXISTS,
+	PA_CONFLICT_UPDATE_EXISTS,
+	PA_CONFLICT_UPDATE_MISSING,
+	PA_CONFLICT_DELETE_MISSING,
+	PA_CONFLICT_UPDATE_ORIGIN_DIFFERS,
+	PA_CONFLICT_DELETE_ORIGIN_DIFFERS,
+	PA_CONFLICT_MULTIPLE_UNIQUE,
+} PaConflictType;
+
+#define PA_CONFLICT_TYPES (PA_CONFLICT_MULTIPLE_UNIQUE + 1)
+
 typedef struct PaSubSlot
 {
 	slock_t		mutex;			/* protects the non-atomic fields */
@@ -145,6 +162,7 @@ typedef struct PaSubSlot
 	XLogRecPtr	error_commit_lsn;
 	TransactionId error_xid;
 	uint64		skipped;		/* transactions skip_transaction() skipped */
+	uint64		conflicts[PA_CONFLICT_TYPES];	/* counted by type */
 
 	/* commit order, written by the writer whose turn it is */
 	pg_atomic_uint64 committed_seq;
