@@ -45,7 +45,8 @@ OBJS += \
 	src/writer/apply.o
 # the SQL API
 OBJS += \
-	src/sql/sql_api.o
+	src/sql/sql_api.o \
+	src/sql/sequences.o
 
 EXTENSION = parallel_apply
 DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \

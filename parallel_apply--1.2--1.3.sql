@@ -6,7 +6,8 @@
 -- 1.3: two_phase (prepared transactions prepared here at their place in
 -- commit order) and failover (the provider's slot survives a switchover to
 -- a standby that syncs slots, PostgreSQL 17 and later) for new
--- subscriptions; conflicts counted by type in subscription_status().
+-- subscriptions; conflicts counted by type in subscription_status();
+-- sync_sequences() for a cut-over.
 -- Existing subscriptions keep neither option.
 ALTER TABLE parallel_apply.subscription
     ADD COLUMN two_phase boolean NOT NULL DEFAULT false,
@@ -67,3 +68,11 @@ CREATE FUNCTION subscription_status(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_subscription_status'
 LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+-- for a cut-over: the sequences owned by the published tables (and those
+-- named) set here to the provider's values
+CREATE FUNCTION sync_sequences(subscription_name text, sequences text[] DEFAULT NULL)
+RETURNS TABLE (sequence_name text, last_value bigint, is_called boolean)
+AS 'MODULE_PATHNAME', 'pa_sync_sequences'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE ALL ON FUNCTION sync_sequences(text, text[]) FROM PUBLIC;

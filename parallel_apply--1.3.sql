@@ -206,3 +206,11 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'pa_skip_transaction'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION skip_transaction(text, pg_lsn) FROM PUBLIC;
+
+-- for a cut-over: the sequences owned by the published tables (and those
+-- named) set here to the provider's values
+CREATE FUNCTION sync_sequences(subscription_name text, sequences text[] DEFAULT NULL)
+RETURNS TABLE (sequence_name text, last_value bigint, is_called boolean)
+AS 'MODULE_PATHNAME', 'pa_sync_sequences'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE ALL ON FUNCTION sync_sequences(text, text[]) FROM PUBLIC;
