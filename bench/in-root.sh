@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+#
+# bench/in-root.sh VERSION SCRIPT [ARGS...]
+#
+# Run a benchmark of bench/ against PostgreSQL VERSION (17 or 18), which
+# this machine's Debian 12 does not ship: in the Debian root that
+# tools/pg-root.sh makes for it (Debian 13's 17, Debian testing's 18, with
+# that version's pglogical), on this same machine and kernel.  The tree is
+# copied into the root, parallel_apply is built there without warnings and
+# installed into the root's PostgreSQL (the default build, or with
+# PA_DEBUG_SWITCHES=1 when that is set), and SCRIPT (e.g.
+# bench/catchup_bench.sh) runs there as root with PGBIN set to VERSION's
+# binaries; it starts its clusters as its own unprivileged user, as on 15.
+# Every environment variable of the benchmark passes through (NXACTS,
+# WRITERS, SYSTEMS, RUNS, ...); WORKDIR, when given, is a path inside the
+# root.  The report and CSV are printed and kept under the root's WORKDIR.
+#
+#   sudo-less, as root:
+#   NXACTS=30000 RUNS=3 bash bench/in-root.sh 18 bench/catchup_bench.sh
+#
+# Environment: PG_ROOTS (default /opt/roots), the benchmark's variables.
+set -euo pipefail
+
+usage="usage: bench/in-root.sh VERSION SCRIPT [ARGS...]"
+version=${1:?$usage}
+script=${2:?$usage}
+shift 2
+(( EUID == 0 )) || { echo "bench/in-root.sh: run as root (it uses chroot)" >&2; exit 1; }
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_ROOTS=${PG_ROOTS:-/opt/roots}
+case $version in
+	17) root=$PG_ROOTS/trixie ;;
+	18) root=$PG_ROOTS/forky ;;
+	*) echo "bench/in-root.sh: no Debian root for PostgreSQL $version (17, 18)" >&2; exit 2 ;;
+esac
+bash "$repo/tools/pg-root.sh" "$version" "$root"
+
+# the revision measured, named as the benchmark would name it here
+rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+src=/tmp/parallel_apply_bench_src
+rm -rf "$root$src"
+mkdir -p "$root$src"
+tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+	--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
+	--exclude=./src/build_options.stamp -cf - . | tar -C "$root$src" -xf -
+
+# the benchmark's variables, passed through env -i
+pass=()
+while IFS='=' read -r name _; do
+	case $name in
+		NXACTS|SCALE|CLIENTS|JOBS|RUNS|WRITERS|SYSTEMS|ROUTE_WRITERS|SYNC|WORKLOAD| \
+		INSERT_COLUMNS|HISTORY_PK|PORT|CATCHUP_TIMEOUT|SETUP_TIMEOUT|WORKDIR| \
+		BENCH_USER|KEEP_DATA|PA_REV|DURATION|MODES|SUB_SYNC|SECONDS_PER_MODE)
+			pass+=("$name=${!name}") ;;
+	esac
+done < <(env)
+
+pgconfig=/usr/lib/postgresql/$version/bin/pg_config
+chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+	PA_REV="${PA_REV:-$rev}" "${pass[@]}" bash -c '
+	set -euo pipefail
+	cd "$1"
+	log=$(mktemp)
+	make -s PG_CONFIG="$2" PA_DEBUG_SWITCHES="${3:-0}" 2>&1 | tee "$log"
+	if grep -q "warning:" "$log"; then echo "the build printed compiler warnings" >&2; exit 1; fi
+	make -s PG_CONFIG="$2" PA_DEBUG_SWITCHES="${3:-0}" install >/dev/null
+	script=$4
+	shift 4
+	PGBIN=$(dirname "$2") exec bash "$script" "$@"' \
+	in-root "$src" "$pgconfig" "${PA_DEBUG_SWITCHES:-0}" "$script" "$@"
