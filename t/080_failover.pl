@@ -134,7 +134,7 @@ SELECT pg_create_physical_replication_slot('standby_slot');
 $primary->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'backup', has_streaming => 1);
-my $primary_connstr = $primary->connstr('postgres');
+(my $primary_connstr = $primary->connstr('postgres')) =~ s/'/''/g;
 $standby->append_conf('postgresql.conf', qq{
 primary_conninfo = '$primary_connstr'
 primary_slot_name = 'standby_slot'
@@ -168,7 +168,32 @@ all_there($primary, 'created with failover');
 is(status_failover('sub'), 't', 'subscription_status() shows failover');
 is(slot_failover($primary, $slot), 'true', "the provider's slot has failover");
 
-# failover off and on again: the slot follows, the position is kept
+# Whether the standby has a synchronized copy of the slot, kept (not
+# temporary) and with failover, waiting (bounded) until it has ($want 1)
+# or has not ($want 0).  The copy moves with the primary's running
+# transactions records: log one now and then, as PostgreSQL's own
+# failover tests do.
+sub wait_synced
+{
+	my ($want) = @_;
+	my $have;
+	for (my $i = 0; $i < 600; $i++)
+	{
+		$primary->safe_psql('postgres', 'SELECT pg_log_standby_snapshot()') if $i % 10 == 0;
+		$have = $standby->safe_psql('postgres',
+			"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot' AND synced AND NOT temporary AND failover");
+		return 1 if $have eq $want;
+		usleep(200_000);
+	}
+	diag($standby->safe_psql('postgres', 'SELECT * FROM pg_replication_slots'));
+	return 0;
+}
+
+ok(wait_synced(1), 'the standby has synchronized the slot')
+  or die 'the standby has no copy of the slot: the subscription could not continue from it';
+
+# failover off and on again: the provider's slot follows, the standby drops
+# its copy and synchronizes it again, the subscription's position is kept
 ($ret, $out, $err) = $sub->psql('postgres',
 	"BEGIN; SELECT alter_subscription_config('sub', failover := false); COMMIT");
 like($err,
@@ -177,6 +202,7 @@ like($err,
 $sub->safe_psql('postgres', "SELECT alter_subscription_config('sub', failover := false)");
 is(status_failover('sub'), 'f', 'failover off in subscription_status()');
 is(slot_failover($primary, $slot), 'false', "... and on the provider's slot");
+ok(wait_synced(0), '... and the standby drops its copy');
 batch($primary);
 wait_caught_up($sub, 'sub');
 all_there($primary, 'failover off');
@@ -186,33 +212,26 @@ is(slot_failover($primary, $slot), 'true', "... and on the provider's slot");
 batch($primary);
 wait_caught_up($sub, 'sub');
 all_there($primary, 'failover on again');
+ok(wait_synced(1), 'the standby has synchronized the slot again')
+  or die 'the standby has no copy of the slot: the subscription could not continue from it';
 
-# The standby has the slot, synchronized and kept (not temporary).  Its
-# position moves with the primary's running transactions records: log
-# one now and then, as PostgreSQL's own failover tests do.
-my $synced = 0;
-for (my $i = 0; $i < 600 && !$synced; $i++)
-{
-	$primary->safe_psql('postgres', 'SELECT pg_log_standby_snapshot()') if $i % 10 == 0;
-	$synced = $standby->safe_psql('postgres',
-		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot' AND synced AND NOT temporary AND failover"
-	) eq '1';
-	usleep(200_000) unless $synced;
-}
-ok($synced, 'the standby has synchronized the slot')
-  or diag($standby->safe_psql('postgres', 'SELECT * FROM pg_replication_slots'));
-die 'the standby has no copy of the slot: the subscription could not continue from it'
-  unless $synced;
-
-# More on the primary: one batch applied, one maybe not, when it stops
+# More on the primary: one batch applied, and one that the subscriber has
+# not received when the primary stops (disabled meanwhile), which only the
+# standby's copy of the slot can send it.
 batch($primary);
 wait_caught_up($sub, 'sub');
+$sub->safe_psql('postgres', "SELECT disable_subscription('sub')");
 batch($primary);
+is($sub->safe_psql('postgres', "SELECT count(*) FROM log WHERE batch = $batches"),
+	'0', 'the last batch on the primary is not applied before it stops');
 $primary->stop('fast');
 $standby->promote;
 ok($standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
 	'the standby is promoted');
 
+# enabled while the old primary is down (the receiver fails and backs
+# off), then pointed at the new primary
+$sub->safe_psql('postgres', "SELECT enable_subscription('sub')");
 $sub->safe_psql('postgres',
 	"SELECT alter_subscription_config('sub', provider_dsn := \$d\$"
 	  . $standby->connstr('postgres') . "\$d\$)");
