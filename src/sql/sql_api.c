@@ -13,9 +13,10 @@
  * does not convert to this one's all end in an error that leaves nothing
  * behind; so does failover asked of a provider older than PostgreSQL 17,
  * which cannot keep a slot that its standbys synchronize.  Stopping
- * workers (disable, drop, a changed synchronous_commit) marks the subscription paused by
- * this backend until its transaction ends, so that the supervisor does not
- * restart what it just stopped from a catalog that has not changed yet.
+ * workers (disable, drop, a changed synchronous_commit) marks the
+ * subscription paused by this backend until its transaction ends, so that
+ * the supervisor does not restart what it just stopped from a catalog that
+ * has not changed yet.
  *
  * create_subscription() and drop_subscription() refuse to run inside a
  * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
@@ -25,7 +26,7 @@
  * catalog (and restarts the pipeline when the transaction ends), so it
  * may run in one, as ALTER SUBSCRIPTION ... SKIP may.
  * alter_subscription_config() with publications (copied through a slot on
- * the provider) or failover (the slot there altered) refuses to.
+ * the provider) or failover (the slot there altered) refuses to run in one.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and
