@@ -11,10 +11,12 @@
  * provider, a provider that does not allow the
  * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
  * does not convert to this one's all end in an error that leaves nothing
- * behind.  Stopping workers (disable,
- * drop, a changed synchronous_commit) marks the subscription paused by
- * this backend until its transaction ends, so that the supervisor does not
- * restart what it just stopped from a catalog that has not changed yet.
+ * behind; so does failover asked of a provider older than PostgreSQL 17,
+ * which cannot keep a slot that its standbys synchronize.  Stopping
+ * workers (disable, drop, a changed synchronous_commit) marks the
+ * subscription paused by this backend until its transaction ends, so that
+ * the supervisor does not restart what it just stopped from a catalog that
+ * has not changed yet.
  *
  * create_subscription() and drop_subscription() refuse to run inside a
  * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
@@ -23,6 +25,8 @@
  * catalog row that never was.  skip_transaction() changes only the
  * catalog (and restarts the pipeline when the transaction ends), so it
  * may run in one, as ALTER SUBSCRIPTION ... SKIP may.
+ * alter_subscription_config() with publications (copied through a slot on
+ * the provider) or failover (the slot there altered) refuses to run in one.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
  * writer_status() are for everyone; they run as the extension's owner and
@@ -149,12 +153,58 @@ list_has(const char *csv, const char *item)
 	return false;
 }
 
+/*
+ * failover: the subscription's slot has FAILOVER, so that the provider's
+ * physical standbys that sync slots (sync_replication_slots) keep a copy of
+ * it, and the subscription can continue from one promoted.  PostgreSQL 17
+ * brought it; an older provider cannot make or keep such a slot.  The
+ * provider's version decides, whatever this node's.
+ */
+#define PA_FAILOVER_PROVIDER_VERSION 170000
+
+/*
+ * The provider on conn can hold the subscription's slot with FAILOVER;
+ * when made_here, a slot is made or changed there now, which a standby
+ * refuses.
+ */
 static void
-check_provider(WalReceiverConn *conn, List *pubs)
+check_failover_provider(WalReceiverConn *conn, bool made_here)
+{
+	int			version = walrcv_server_version(conn);
+	char	   *v;
+
+	if (version < PA_FAILOVER_PROVIDER_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("failover is not supported by the provider, which runs PostgreSQL %d.%d",
+						version / 10000, version % 10000),
+				 errdetail("A replication slot that physical standbys synchronize (FAILOVER) needs PostgreSQL 17 or later on the provider."),
+				 errhint("Leave failover off for this provider, or upgrade it to PostgreSQL 17 or later.")));
+	if (!made_here)
+		return;
+	v = pa_provider_value(conn, "SELECT pg_catalog.pg_is_in_recovery()::text");
+	if (v != NULL && strcmp(v, "true") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("failover is not supported by a provider that is a standby"),
+				 errdetail("A replication slot made or changed on a standby cannot have FAILOVER: standbys synchronize slots from their primary only."),
+				 errhint("Subscribe to the primary with failover, or leave failover off.")));
+}
+
+/*
+ * The provider on conn is reachable, configured for us, has the
+ * publications (a warning when not) and, with failover, can keep a
+ * FAILOVER slot (made_here: check_failover_provider's).
+ */
+static void
+check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 {
 	char	   *v;
 	StringInfoData sql;
 	ListCell   *lc;
+
+	if (failover)
+		check_failover_provider(conn, made_here);
 
 	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
 	if (v == NULL || strcmp(v, "logical") != 0)
@@ -491,11 +541,11 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for origin: \"%s\"", origin),
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
-	/* TODO(issue 19, issue 15): two_phase and failover are being built */
-	if (two_phase || failover)
+	/* TODO(issue 19): two_phase is being built */
+	if (two_phase)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s is not supported yet", two_phase ? "two_phase" : "failover")));
+				 errmsg("two_phase is not supported yet")));
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -507,7 +557,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 
 	/* the provider: reachable, configured, with the publications */
 	conn = pa_provider_connect(dsn, name, NULL, false);
-	check_provider(conn, pubs);
+	check_provider(conn, pubs, failover, true);
 	walrcv_disconnect(conn);
 
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
@@ -737,10 +787,11 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-static void alter_dsn(PaSubscription *sub, char *dsn);
+static void alter_dsn(PaSubscription *sub, char *dsn, bool failover);
 static void alter_publications(PaSubscription *sub, List *pubs, bool copy_data);
 static void alter_name(PaSubscription *sub, char *name);
 static void alter_owner(PaSubscription *sub, const char *role);
+static void alter_failover(PaSubscription *sub, bool failover);
 static void update_column(PaSubscription *sub, const char *column, Oid type,
 						  Datum value);
 
@@ -760,6 +811,9 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	/* a new publication list copies tables: a slot on the provider */
 	if (!PG_ARGISNULL(3))
 		PreventInTransactionBlock(true, "alter_subscription_config(publications)");
+	/* it changes the slot on the provider, which a ROLLBACK would not undo */
+	if (!PG_ARGISNULL(9))
+		PreventInTransactionBlock(true, "alter_subscription_config(failover)");
 	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	values[0] = ObjectIdGetDatum(sub->subid);
 
@@ -785,7 +839,8 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 			stop_pipeline(sub);
 	}
 	if (!PG_ARGISNULL(5))
-		alter_dsn(sub, text_to_cstring(PG_GETARG_TEXT_PP(5)));
+		alter_dsn(sub, text_to_cstring(PG_GETARG_TEXT_PP(5)),
+				  PG_ARGISNULL(9) ? sub->failover : PG_GETARG_BOOL(9));
 	if (!PG_ARGISNULL(3))
 		alter_publications(sub, publication_list(PG_GETARG_ARRAYTYPE_P(3)),
 						   PG_ARGISNULL(4) ? true : PG_GETARG_BOOL(4));
@@ -796,11 +851,8 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	/* the writers read it when they start */
 	if (!PG_ARGISNULL(8) && PG_GETARG_BOOL(8) != sub->disable_on_error)
 		update_column(sub, "disable_on_error", BOOLOID, PG_GETARG_DATUM(8));
-	/* TODO(issue 15): failover is being built */
 	if (!PG_ARGISNULL(9) && PG_GETARG_BOOL(9) != sub->failover)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("failover is not supported yet")));
+		alter_failover(sub, PG_GETARG_BOOL(9));
 	nudge_supervisor();
 	PG_RETURN_VOID();
 }
@@ -823,13 +875,17 @@ update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
 		stop_pipeline(sub);
 }
 
-/* CONNECTION: checked as create_subscription checks it */
+/*
+ * CONNECTION: checked as create_subscription checks it, with the failover
+ * the subscription will have.  The slot is not made there: after a
+ * promotion it is the one the standby synchronized.
+ */
 static void
-alter_dsn(PaSubscription *sub, char *dsn)
+alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 {
 	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false);
 
-	check_provider(conn, sub->publications);
+	check_provider(conn, sub->publications, failover, false);
 	walrcv_disconnect(conn);
 	update_column(sub, "provider_dsn", TEXTOID, CStringGetTextDatum(dsn));
 	sub->dsn = dsn;
@@ -846,7 +902,7 @@ alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 	ArrayBuildState *astate = NULL;
 	ListCell   *lc;
 
-	check_provider(conn, pubs);
+	check_provider(conn, pubs, false, false);
 	walrcv_disconnect(conn);
 	foreach(lc, pubs)
 		astate = accumArrayResult(astate, CStringGetTextDatum(lfirst(lc)),
@@ -885,6 +941,39 @@ alter_owner(PaSubscription *sub, const char *role)
 				 errhint("The owner of a subscription must be a superuser.")));
 	update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(roleid));
 	sub->owner = roleid;
+}
+
+/*
+ * failover (as ALTER SUBSCRIPTION ... SET (failover = ...), 17): the slot
+ * on the provider gets or loses FAILOVER (ALTER_REPLICATION_SLOT, 17).
+ * The catalog first: that stops the workers, and the provider alters a
+ * slot only once its walsender has let it go (it waits for that).  An
+ * error there rolls the catalog back.  A slot not made yet is made with
+ * the catalog's value; a provider older than 17 has no FAILOVER to take
+ * away, so turning failover off there changes the catalog only.
+ */
+static void
+alter_failover(PaSubscription *sub, bool failover)
+{
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	bool		slot_exists;
+
+	if (failover)
+		check_failover_provider(conn, true);
+	slot_exists = walrcv_server_version(conn) >= PA_FAILOVER_PROVIDER_VERSION &&
+		pa_provider_value(conn,
+						  psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+								   quote_literal_cstr(sub->slot_name))) != NULL;
+	update_column(sub, "failover", BOOLOID, BoolGetDatum(failover));
+	sub->failover = failover;
+	if (slot_exists)
+		walrcv_clear_result(pa_provider_exec(conn,
+											 psprintf("ALTER_REPLICATION_SLOT %s (FAILOVER %s)",
+													  quote_identifier(sub->slot_name),
+													  failover ? "true" : "false"),
+											 0, NULL, WALRCV_OK_COMMAND,
+											 "change the failover of the replication slot"));
+	walrcv_disconnect(conn);
 }
 
 Datum

@@ -18,7 +18,10 @@
  * PostgreSQL's own table synchronization.  When every table is copied the
  * leader marks the subscription ready and streams from the slot's
  * consistent point: the copy saw exactly the transactions committed before
- * that point, and streaming sends exactly those after it.
+ * that point, and streaming sends exactly those after it.  With failover
+ * (PostgreSQL 17 or later on the provider), the slot is made with
+ * FAILOVER, so that a physical standby of the provider that syncs slots
+ * has it after a promotion.
  *
  * An attempt that fails half-way leaves the slot and the record of the
  * tables it copied.  The next one keeps both, and copies only the tables
@@ -27,6 +30,7 @@
  * writers then apply a table's changes committed from its recorded point
  * on (relmap.c, pa_relmap_skip); earlier ones are in its copy.  So nothing
  * is copied twice, and nothing is lost or applied twice at the boundary.
+ * A temporary slot never has FAILOVER: it lives only as long as its copy.
  *
  * The provider's parallel_apply tables (its own subscriptions, when it is
  * a subscriber too) are left out of the list, whatever the publication
@@ -288,21 +292,35 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 /*
  * CREATE_REPLICATION_SLOT on conn: sets *consistent to the slot's
  * consistent point and, with export, *snapshot to the snapshot exported.
+ * With failover, the slot has FAILOVER: a provider of PostgreSQL 17 or
+ * later synchronizes it to its physical standbys that sync slots.  Only
+ * 17's option list has FAILOVER, so that syntax is used then (the SQL API
+ * refused failover for an older provider); otherwise the legacy keywords,
+ * which every provider version takes.  The provider's version decides, not
+ * this node's.
  */
 static void
 create_slot(WalReceiverConn *conn, const char *name, bool temporary,
-			bool export, char **snapshot, XLogRecPtr *consistent)
+			bool export, bool failover, char **snapshot,
+			XLogRecPtr *consistent)
 {
 	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	WalRcvExecResult *res;
 	TupleTableSlot *tslot;
 	bool		isnull;
+	char	   *cmd;
 
-	res = pa_provider_exec(conn,
-						psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
-								 quote_identifier(name), temporary ? " TEMPORARY" : "",
-								 export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT"),
-						4, types, WALRCV_OK_TUPLES, "create a replication slot");
+	Assert(!(failover && temporary));
+	if (failover)
+		cmd = psprintf("CREATE_REPLICATION_SLOT %s LOGICAL parallel_apply"
+					   " (SNAPSHOT '%s', FAILOVER true)",
+					   quote_identifier(name), export ? "export" : "nothing");
+	else
+		cmd = psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
+					   quote_identifier(name), temporary ? " TEMPORARY" : "",
+					   export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
+	res = pa_provider_exec(conn, cmd, 4, types, WALRCV_OK_TUPLES,
+						   "create a replication slot");
 	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
 	if (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
 	{
@@ -335,7 +353,7 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 
 	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
 	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
-				snapshot, consistent);
+				false, snapshot, consistent);
 	if (export && *snapshot == NULL)
 		ereport(ERROR,
 				(errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
@@ -372,7 +390,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	if (!slot_exists)
 	{
 		create_slot(conn, sub->slot_name, false, sub->sync_data,
-					&snapshot, &snap_lsn);
+					sub->failover, &snapshot, &snap_lsn);
 		stream_start = snap_lsn;
 	}
 
