@@ -209,4 +209,23 @@ wait_caught_up($sub, 'nc', timeout => '1 min');
 is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM nocopy"),
 	'11:newer', 'without synchronize_data a joining table is not copied; its changes apply from then on');
 
+# without synchronize_data, what the provider commits once create_subscription()
+# returned is applied, even before the subscription is enabled: the slot is
+# made by the call, not when the leader starts
+$pub->safe_psql('postgres', q{
+CREATE TABLE later (id int PRIMARY KEY, v text);
+INSERT INTO later VALUES (1, 'before the subscription');
+CREATE PUBLICATION plater FOR TABLE later;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE later (id int PRIMARY KEY, v text)');
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('later', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['plater'], synchronize_data := false, enabled := false, num_writers := 2)");
+$pub->safe_psql('postgres',
+	"INSERT INTO later VALUES (2, 'after the subscription'); UPDATE later SET v = v || ', updated'");
+$sub->safe_psql('postgres', "SELECT enable_subscription('later')");
+wait_caught_up($sub, 'later', timeout => '1 min');
+is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM later"),
+	'2:after the subscription, updated',
+	'without synchronize_data, what the provider committed after create_subscription() returned is applied');
+
 done_testing();

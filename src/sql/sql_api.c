@@ -558,7 +558,6 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	/* the provider: reachable, configured, with the publications */
 	conn = pa_provider_connect(dsn, name, NULL, false);
 	check_provider(conn, pubs, failover, true);
-	walrcv_disconnect(conn);
 
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
 					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
@@ -593,6 +592,17 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
 						   "  $14, $15, $16)",
 						   16, types, values, nulls, SPI_OK_INSERT);
+
+	/*
+	 * Without the copy, the subscription applies what the provider commits
+	 * from now on, as CREATE SUBSCRIPTION's does: so its slot is made now,
+	 * not when the leader starts.  (With the copy the leader makes it, with
+	 * the snapshot the copy reads at.)  Like CREATE SUBSCRIPTION's, a slot
+	 * made here stays if this transaction then fails.
+	 */
+	if (!sync_data)
+		pa_sync_create_slot(conn, slot_name_for(name, subid), failover);
+	walrcv_disconnect(conn);
 
 	nudge_supervisor();
 	PG_RETURN_OID(subid);

@@ -21,7 +21,10 @@
  * that point, and streaming sends exactly those after it.  With failover
  * (PostgreSQL 17 or later on the provider), the slot is made with
  * FAILOVER, so that a physical standby of the provider that syncs slots
- * has it after a promotion.
+ * has it after a promotion.  Without synchronize_data there is no copy:
+ * create_subscription() makes the slot (pa_sync_create_slot), so that
+ * every transaction committed after it returned is applied, and the leader
+ * streams from the slot's position.
  *
  * An attempt that fails half-way leaves the slot and the record of the
  * tables it copied.  The next one keeps both, and copies only the tables
@@ -336,6 +339,17 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 	}
 	ExecDropSingleTupleTableSlot(tslot);
 	walrcv_clear_result(res);
+}
+
+void
+pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
+					bool failover)
+{
+	char	   *snapshot = NULL;
+	XLogRecPtr	consistent = InvalidXLogRecPtr;
+
+	create_slot(conn, slot_name, false, false, failover, &snapshot,
+				&consistent);
 }
 
 /*

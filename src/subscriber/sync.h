@@ -16,7 +16,14 @@
 #include "conn.h"
 #include "pipeline.h"
 
-/* Leader: create the slot, copy the tables (if asked), mark ready. */
+/*
+ * create_subscription() without synchronize_data: make the slot now, so
+ * that every transaction committed after the call is applied.
+ */
+extern void pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
+								bool failover);
+
+/* Leader: create the slot (unless made), copy the tables (if asked), mark ready. */
 extern void pa_sync_run(WalReceiverConn *conn, PaSubscription *sub,
 						PaSubSlot *slot);
 
