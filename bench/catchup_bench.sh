@@ -360,9 +360,13 @@ apply_cpu() {
 		[[ -n $v ]] || continue
 		APPLY_CPU=$(awk -v a="$APPLY_CPU" -v b="$v" 'BEGIN { printf "%.3f", a + b }')
 		[[ $kind != "parallel_apply receiver"* ]] || LEADER_CPU=$v
+	# in-core's apply worker: "logical replication worker" up to 16, "logical
+	# replication apply worker" from 17, and 16's parallel apply workers
 	done < <(q "$s" "$SDB" -c "SELECT pid || '|' || backend_type FROM pg_stat_activity
 		WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
-			OR backend_type = 'logical replication worker' OR backend_type LIKE 'pglogical apply%'" 2>/dev/null || true)
+			OR backend_type IN ('logical replication worker', 'logical replication apply worker',
+				'logical replication parallel worker')
+			OR backend_type LIKE 'pglogical apply%'" 2>/dev/null || true)
 	pid=$(qp "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" 2>/dev/null || true)
 	[[ -z $pid ]] || WALSENDER_CPU=$(proc_cpu_secs "$pid")
 	[[ -n $WALSENDER_CPU ]] || WALSENDER_CPU=NA

@@ -160,6 +160,16 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #define PA_NORETURN pg_attribute_noreturn()
 #endif
 
+/*
+ * stringToQualifiedNameList() gained an escontext argument in 16 (NULL:
+ * errors are thrown, as before).
+ */
+#if PG_VERSION_NUM >= 160000
+#define PA_STRING_TO_QUALIFIED_NAME_LIST(s) stringToQualifiedNameList(s, NULL)
+#else
+#define PA_STRING_TO_QUALIFIED_NAME_LIST(s) stringToQualifiedNameList(s)
+#endif
+
 /* replorigin_session_setup() gained an acquired_by argument in 16. */
 #if PG_VERSION_NUM >= 160000
 #define PA_REPLORIGIN_SESSION_SETUP(node) replorigin_session_setup(node, 0)
