@@ -984,10 +984,11 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	GroupTxn   *last = &MyWriter->group[first + n - 1];
 	ListCell   *lc;
 
-	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
+	/* counted before anyone can see the commit */
 	foreach(lc, MyWriter->conflicts)
 		report_conflict((Conflict *) lfirst(lc));
 	reset_conflicts();
+	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
 	if (MyWriter->skip_in_txn)
 	{
 		if (MyWriter->skipped != NULL)
