@@ -786,8 +786,8 @@ insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 	{
 		ItemPointerData none;
 
-		/* the INSERT of an UPDATE that moves the row to another partition */
 		ItemPointerSetInvalid(&none);
+		/* update_exists: the row an UPDATE moves to another partition */
 		pa_conflict_check_exists(state->estate, rri, slot, &none,
 								 state->operation == CMD_UPDATE ?
 								 PA_CONFLICT_UPDATE_EXISTS :
