@@ -42,7 +42,8 @@ OBJS += \
 	src/writer/writer.o \
 	src/writer/readahead.o \
 	src/writer/coalesce.o \
-	src/writer/apply.o
+	src/writer/apply.o \
+	src/writer/conflict.o
 # the SQL API
 OBJS += \
 	src/sql/sql_api.o \

@@ -150,6 +150,20 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * ExecCheckIndexConstraints() takes, in 18, the TID of a row the check
+ * ignores (the old version of a row being updated).  Before 18 it ignores
+ * none: the caller must skip a conflict with that row itself (conflict.c).
+ * tupleid must not be NULL; an invalid TID ignores nothing.
+ */
+#if PG_VERSION_NUM >= 180000
+#define PA_EXEC_CHECK_INDEX_CONSTRAINTS(rri, slot, estate, conflict_tid, tupleid, arbiters) \
+	ExecCheckIndexConstraints(rri, slot, estate, conflict_tid, tupleid, arbiters)
+#else
+#define PA_EXEC_CHECK_INDEX_CONSTRAINTS(rri, slot, estate, conflict_tid, tupleid, arbiters) \
+	((void) (tupleid), ExecCheckIndexConstraints(rri, slot, estate, conflict_tid, arbiters))
+#endif
+
+/*
  * A function that does not return: 18 replaced pg_attribute_noreturn(),
  * written after the declarator, with pg_noreturn (C11 _Noreturn), written
  * before the return type.  Put PA_NORETURN before the return type.

@@ -158,10 +158,10 @@ INSERT INTO pk VALUES (5000, 'after the missing rows');
 });
 wait_caught_up($sub, 'core');
 ok($sub->wait_for_log(
-		qr/row to update in "public.full_pk" not found, change skipped/, $offset),
+		qr/conflict detected on relation "public.full_pk": conflict=update_missing/, $offset),
 	'an update of a row missing here is logged');
 ok($sub->wait_for_log(
-		qr/row to delete in "public.full_pk" not found, change skipped/, $offset),
+		qr/conflict detected on relation "public.full_pk": conflict=delete_missing/, $offset),
 	'a delete of a row missing here is logged');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM full_pk'), '0',
 	'nothing made up for the missing rows');

@@ -36,7 +36,14 @@
  *	- otherwise the change cannot be applied, which is an error.
  *
  * The row found is locked (LockTupleExclusive).  Not finding it is not an
- * error here: the functions return false and the caller decides.
+ * error: it is a conflict (update_missing, delete_missing), reported to
+ * conflict.c, and the change is skipped.  A row found is checked for
+ * having been changed by another origin (update_origin_differs,
+ * delete_origin_differs: conflict.c, only with track_commit_timestamp),
+ * and changed anyway.  While the writer applies a transaction that failed
+ * on a unique violation, each INSERT and UPDATE first probes the unique
+ * indexes for the conflicting rows (insert_exists, update_exists,
+ * multiple_unique_conflicts: conflict.c); nothing is probed otherwise.
  *
  * UPDATE starts from the local row and replaces the columns the provider
  * sent; an unchanged TOAST value ('u') keeps the local value, as do
@@ -100,6 +107,7 @@
 
 #include "apply.h"
 #include "compat.h"
+#include "conflict.h"
 
 /* The executor state of one change. */
 typedef struct ApplyState
@@ -113,6 +121,8 @@ typedef struct ApplyState
 	ModifyTableState *mtstate;	/* tuple routing, partitioned tables */
 	PartitionTupleRouting *proute;
 	int			column;			/* local attno being converted, or -1 */
+	Oid			search_index;	/* the index find_row searched, or
+								 * InvalidOid: a sequential scan */
 	ErrorContextCallback errcallback;
 	MemoryContext oldcxt;
 	PaUserSwitch user;			/* the user before apply_begin */
@@ -718,9 +728,12 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 	{
 		notsent = index_column_not_sent(state, target, idxoid, src, srckind);
 		if (notsent == NULL)
+		{
+			state->search_index = idxoid;
 			return RelationFindReplTupleByIndex(trel, idxoid,
 												LockTupleExclusive,
 												searchslot, *localslot);
+		}
 	}
 
 	if (srckind == PA_TUPLE_OLD)
@@ -769,6 +782,17 @@ insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 {
 	check_privileges(rri->ri_RelationDesc, ACL_INSERT);
 	open_indexes(state, rri);
+	if (pa_conflict_probe_unique)
+	{
+		ItemPointerData none;
+
+		ItemPointerSetInvalid(&none);
+		/* update_exists: the row an UPDATE moves to another partition */
+		pa_conflict_check_exists(state->estate, rri, slot, &none,
+								 state->operation == CMD_UPDATE ?
+								 PA_CONFLICT_UPDATE_EXISTS :
+								 PA_CONFLICT_INSERT_EXISTS);
+	}
 	ExecSimpleRelationInsert(rri, state->estate, slot);
 }
 
@@ -780,6 +804,10 @@ update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
 
 	check_privileges(rri->ri_RelationDesc, ACL_UPDATE);
 	open_indexes(state, rri);
+	if (pa_conflict_probe_unique)
+		pa_conflict_check_exists(state->estate, rri, newslot,
+								 &localslot->tts_tid,
+								 PA_CONFLICT_UPDATE_EXISTS);
 	PA_EVAL_PLAN_QUAL_INIT(&epqstate, state->estate);
 	EvalPlanQualSetSlot(&epqstate, newslot);
 	ExecSimpleRelationUpdate(rri, state->estate, &epqstate, localslot,
@@ -820,17 +848,19 @@ local_slot(ApplyState *state, PaTupleData *tup)
 /*
  * Route the row tup (an old row or key, of kind oldkind) identifies into
  * *target and find it there: false when it is missing, else the row in
- * *localslot.
+ * *localslot.  *searchslot: what it was searched with, in the target's
+ * row type.
  */
 static bool
 find_local_row(ApplyState *state, ApplyTarget *target, PaTupleData *tup,
-			   char oldkind, TupleTableSlot **localslot)
+			   char oldkind, TupleTableSlot **localslot,
+			   TupleTableSlot **searchslot)
 {
-	TupleTableSlot *searchslot = local_slot(state, tup);
+	TupleTableSlot *rootslot = local_slot(state, tup);
 
-	route_tuple(state, searchslot, target);
-	return find_row(state, target, root_to_target(state, target, searchslot),
-					tup, oldkind, localslot);
+	route_tuple(state, rootslot, target);
+	*searchslot = root_to_target(state, target, rootslot);
+	return find_row(state, target, *searchslot, tup, oldkind, localslot);
 }
 
 void
@@ -863,6 +893,7 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	PaTupleData *src;
 	TupleDesc	desc;
 	TupleTableSlot *localslot;
+	TupleTableSlot *searchslot;
 	TupleTableSlot *newslot;
 	Bitmapset  *updated = NULL;
 	bool		found;
@@ -895,12 +926,23 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	}
 	pa_exec_set_updated_cols(state.estate, updated);
 
-	found = find_local_row(&state, &target, src, oldkind, &localslot);
-	if (found)
+	found = find_local_row(&state, &target, src, oldkind, &localslot,
+						   &searchslot);
+	if (!found)
+		pa_conflict_missing(state.estate, target.rri->ri_RelationDesc,
+							PA_CONFLICT_UPDATE_MISSING,
+							root_to_target(&state, &target,
+										   local_slot(&state, newtup)),
+							searchslot, state.search_index);
+	else
 	{
 		newslot = local_slot(&state, NULL);
 		modify_tuple(&state, newslot,
 					 target_to_root(&state, &target, localslot), newtup);
+		pa_conflict_check_origin(state.estate, target.rri->ri_RelationDesc,
+								 PA_CONFLICT_UPDATE_ORIGIN_DIFFERS, localslot,
+								 root_to_target(&state, &target, newslot),
+								 searchslot, state.search_index);
 
 		if (target.rri == state.rootinfo)
 			update_row(&state, target.rri, localslot, newslot);
@@ -935,6 +977,7 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 	ApplyState	state;
 	ApplyTarget target;
 	TupleTableSlot *localslot;
+	TupleTableSlot *searchslot;
 	bool		found;
 
 	if (pa_relmap_skip(rel))
@@ -945,9 +988,19 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 
 	apply_begin(&state, rel, CMD_DELETE, "DELETE");
 
-	found = find_local_row(&state, &target, oldtup, oldkind, &localslot);
-	if (found)
+	found = find_local_row(&state, &target, oldtup, oldkind, &localslot,
+						   &searchslot);
+	if (!found)
+		pa_conflict_missing(state.estate, target.rri->ri_RelationDesc,
+							PA_CONFLICT_DELETE_MISSING, NULL, searchslot,
+							state.search_index);
+	else
+	{
+		pa_conflict_check_origin(state.estate, target.rri->ri_RelationDesc,
+								 PA_CONFLICT_DELETE_ORIGIN_DIFFERS, localslot,
+								 NULL, searchslot, state.search_index);
 		delete_row(&state, target.rri, localslot);
+	}
 
 	apply_end(&state);
 	return found;

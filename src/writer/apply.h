@@ -51,12 +51,16 @@ extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);
  * UPDATE the row identified by oldtup (oldkind PA_TUPLE_KEY or
  * PA_TUPLE_OLD) or, when oldkind is 0, by the key columns of newtup.
  * Columns sent as unchanged TOAST keep their local value.  Returns false
- * when no such row exists (nothing is changed then).
+ * when no such row exists: nothing is changed then, and the conflict
+ * (update_missing) has been reported to the writer (conflict.h).
  */
 extern bool pa_apply_update(PaRelMapEntry *rel, char oldkind,
 							PaTupleData *oldtup, PaTupleData *newtup);
 
-/* DELETE the row identified by oldtup; false when no such row exists. */
+/*
+ * DELETE the row identified by oldtup; false when no such row exists (a
+ * conflict, delete_missing, reported as for an UPDATE).
+ */
 extern bool pa_apply_delete(PaRelMapEntry *rel, char oldkind,
 							PaTupleData *oldtup);
 

@@ -39,7 +39,7 @@
  * itself hits a unique or exclusion violation, the conflict is with local
  * data: that is an error, reported, and retried by restarting the
  * pipeline with backoff; a row to update or delete that is missing then is
- * logged and skipped, as PostgreSQL's own apply does.
+ * a conflict, logged and skipped, as PostgreSQL's own apply does (below).
  *
  * Signals.  A retry request interrupts a later writer with SIGUSR2, not
  * SIGINT: its handler raises the query-cancel interrupt, which is what
@@ -103,6 +103,36 @@
  * skip_lsn cleared in the same local transaction: once skipped, a crash
  * neither applies it nor skips it again.
  *
+ * Conflicts.  The conflicts PostgreSQL 18 counts by type (conflict.c
+ * detects and describes them) are counted in the subscription's slot
+ * (subscription_status()'s confl_* columns; shared memory, so they start
+ * from zero when the server starts) and logged, one LOG line each as
+ * PostgreSQL 18 words it, once per occurrence, never per retry:
+ *
+ *	- a missing row to update or delete counts only when met by the
+ *	  earliest transaction in flight; before that it may be a row an
+ *	  earlier transaction still in flight inserts, and is a retriable
+ *	  error, counted in retries and not as a conflict.  The change is
+ *	  skipped;
+ *	- a row last changed by another origin is updated or deleted anyway;
+ *	- both are kept with the local transaction (conflict_cxt) and counted
+ *	  and logged when it commits: a transaction rolled back for a retry
+ *	  meets them again, and a transient conflict (a deadlock, a lock or
+ *	  serialization failure, a retry request) is never one of these;
+ *	- a unique conflict (insert_exists, update_exists,
+ *	  multiple_unique_conflicts) is an error.  It counts only when exact:
+ *	  a unique violation of the earliest transaction applied alone, the
+ *	  error that stops the pipeline.  The executor's violation does not
+ *	  say which rows conflict (conflict.c), so that transaction is rolled
+ *	  back and applied once more (counted in retries) with
+ *	  pa_conflict_probe_unique, which probes the unique indexes before
+ *	  each change; the conflict the probes find for the failing change is
+ *	  counted and logged just before the pipeline stops with the
+ *	  executor's error.  Each restart of the pipeline (with backoff) that
+ *	  fails on it again counts it again, as PostgreSQL 18's apply worker
+ *	  counts the error each time it applies the transaction again; after
+ *	  skip_transaction() or a fix of the local data it counts no more.
+ *
  * The message formats of the queue are queue.c's.  The process's state is
  * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
@@ -136,6 +166,7 @@
 #include "storage/s_lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/resowner.h"
@@ -145,6 +176,7 @@
 #include "apply.h"
 #include "catalog.h"
 #include "coalesce.h"
+#include "conflict.h"
 #include "pool.h"
 #include "progress.h"
 #include "queue.h"
@@ -156,6 +188,17 @@
 #define SPIN_BEFORE_SLEEP	2000
 #define GROUP_MAX_BYTES		(8 * 1024 * 1024)
 #define LOOKAHEAD_MAX_BYTES	(8 * 1024 * 1024)
+
+/*
+ * A conflict met by the local transaction being applied (conflict.c), to
+ * count and log: see "Conflicts" in the header comment.
+ */
+typedef struct Conflict
+{
+	PaConflictType type;
+	char	   *relname;		/* schema.name */
+	char	   *detail;
+} Conflict;
 
 /* a transaction taken from the queue, kept until it commits */
 typedef struct GroupTxn
@@ -232,6 +275,13 @@ typedef struct PaWriter
 	bool		skipping;		/* cur is the transaction to skip */
 	bool		skip_in_txn;	/* the local transaction passed skip_lsn */
 	GroupTxn   *skipped;		/* the one skipped in it, or NULL */
+
+	/* conflicts, see "Conflicts" above */
+	MemoryContext conflict_cxt; /* reset with each local transaction */
+	List	   *conflicts;		/* met, counted and logged at commit */
+	Conflict   *exists;			/* a unique conflict of the current change */
+	uint64		probe_seq;		/* the transaction applied with unique
+								 * probes (pa_conflict_probe_unique) */
 
 	Lookahead	queue;			/* the queue, and what was taken from it */
 	PaReadAhead ahead;			/* reading ahead, see readahead.c */
@@ -598,21 +648,78 @@ earliest_at_change(void)
 	return MyWriter->committed_before_change + 1 >= MyWriter->first_seq;
 }
 
-static void
-row_not_found(PaRelMapEntry *rel, const char *what)
+/* ---------------------------------------------------------------------
+ * Conflicts
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+is_exists_type(PaConflictType type)
 {
-	if (!earliest_at_change())
+	return type == PA_CONFLICT_INSERT_EXISTS ||
+		type == PA_CONFLICT_UPDATE_EXISTS ||
+		type == PA_CONFLICT_MULTIPLE_UNIQUE;
+}
+
+/*
+ * A conflict met by the change being applied (conflict.c): see
+ * "Conflicts" in the header comment.
+ */
+void
+pa_writer_conflict(PaConflictType type, Relation rel, const char *detail)
+{
+	MemoryContext oldcxt;
+	Conflict   *c;
+
+	/* a row not there yet: an earlier transaction in flight may add it */
+	if ((type == PA_CONFLICT_UPDATE_MISSING ||
+		 type == PA_CONFLICT_DELETE_MISSING) && !earliest_at_change())
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("row to %s in \"%s.%s\" not found while earlier transactions are in flight",
-						what, rel->remoterel.nspname, rel->remoterel.relname)));
+						type == PA_CONFLICT_UPDATE_MISSING ? "update" : "delete",
+						get_namespace_name(RelationGetNamespace(rel)),
+						RelationGetRelationName(rel))));
+
+	oldcxt = MemoryContextSwitchTo(MyWriter->conflict_cxt);
+	c = palloc(sizeof(Conflict));
+	c->type = type;
+	c->relname = psprintf("%s.%s",
+						  get_namespace_name(RelationGetNamespace(rel)),
+						  RelationGetRelationName(rel));
+	c->detail = psprintf("%s\nRemote transaction %u of parallel_apply subscription \"%s\", committed at %X/%X.",
+						 detail, MyWriter->cur->hdr.xid,
+						 pa_relmap_subscription_name,
+						 LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn));
+	if (is_exists_type(type))
+		MyWriter->exists = c;	/* counted if the change fails on it */
+	else
+		MyWriter->conflicts = lappend(MyWriter->conflicts, c);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Log a conflict as PostgreSQL 18 does, and count it (under the mutex). */
+static void
+report_conflict(Conflict *c)
+{
 	ereport(LOG,
-			(errmsg("parallel_apply subscription \"%s\": row to %s in \"%s.%s\" not found, change skipped",
-					pa_relmap_subscription_name, what,
-					rel->remoterel.nspname, rel->remoterel.relname),
-			 errdetail("Remote transaction %u committed at %X/%X.",
-					   MyWriter->cur->hdr.xid,
-					   LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn))));
+			(errcode(is_exists_type(c->type) ? ERRCODE_UNIQUE_VIOLATION :
+					 ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("conflict detected on relation \"%s\": conflict=%s",
+					c->relname, pa_conflict_type_name(c->type)),
+			 errdetail_internal("%s", c->detail)));
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->slot->conflicts[c->type]++;
+	SpinLockRelease(&MyWriter->slot->mutex);
+}
+
+/* A local transaction starts: no conflicts yet. */
+static void
+reset_conflicts(void)
+{
+	MemoryContextReset(MyWriter->conflict_cxt);
+	MyWriter->conflicts = NIL;
+	MyWriter->exists = NULL;
 }
 
 /*
@@ -765,15 +872,13 @@ apply_row_change(StringInfo in, char type, const char *data, int len)
 		}
 	}
 	rel = before_change(rel);
+	/* a missing row is a conflict apply.c has reported: nothing to do */
 	if (type == PA_MSG_INSERT)
 		pa_apply_insert(rel, &newtup);
 	else if (type == PA_MSG_UPDATE)
-	{
-		if (!pa_apply_update(rel, oldkind, &oldtup, &newtup))
-			row_not_found(rel, "update");
-	}
-	else if (!pa_apply_delete(rel, oldkind, &oldtup))
-		row_not_found(rel, "delete");
+		(void) pa_apply_update(rel, oldkind, &oldtup, &newtup);
+	else
+		(void) pa_apply_delete(rel, oldkind, &oldtup);
 	pa_relmap_close(rel, NoLock);
 }
 
@@ -824,6 +929,7 @@ apply_in(const char *data, int len, MemoryContext cxt)
 	{
 		/* each pa_apply_* call takes its snapshot and ends with a CCI */
 		MyWriter->committed_before_change = committed_seq();
+		MyWriter->exists = NULL;
 		if (type == PA_MSG_TRUNCATE)
 			apply_truncate(&in);
 		else
@@ -876,7 +982,12 @@ after_commit(int first, int n, XLogRecPtr local_end)
 {
 	PaSubSlot  *slot = MyWriter->slot;
 	GroupTxn   *last = &MyWriter->group[first + n - 1];
+	ListCell   *lc;
 
+	/* counted before anyone can see the commit */
+	foreach(lc, MyWriter->conflicts)
+		report_conflict((Conflict *) lfirst(lc));
+	reset_conflicts();
 	pa_progress_committed(slot, last->hdr.end_lsn, local_end);
 	if (MyWriter->skip_in_txn)
 	{
@@ -948,6 +1059,7 @@ set_current(int i)
 
 	MyWriter->cur = &MyWriter->group[i];
 	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
+	pa_conflict_probe_unique = MyWriter->cur->hdr.seq == MyWriter->probe_seq;
 	/* at or past the transaction to skip: clear skip_lsn when committing */
 	MyWriter->skipping = MyWriter->skip_lsn != InvalidXLogRecPtr &&
 		MyWriter->cur->hdr.commit_lsn == MyWriter->skip_lsn;
@@ -1112,6 +1224,7 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 	MyWriter->committed_before_change = 0;
 	MyWriter->skip_in_txn = false;
 	MyWriter->skipped = NULL;
+	reset_conflicts();
 	MyWriter->first_seq = g->hdr.seq;
 	SpinLockAcquire(&slot->mutex);
 	me->seq = MyWriter->first_seq;
@@ -1201,7 +1314,22 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		 */
 		if (!canceled && !is_retriable(edata->sqlerrcode, earliest) &&
 			!grouped && (earliest || attempt > 0))
-			failed_txn();		/* rethrows */
+		{
+			/*
+			 * A unique violation is a conflict to count and log: apply the
+			 * transaction once more, probing its unique indexes, to say
+			 * which it is (see "Conflicts" in the header comment).
+			 */
+			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+				failed_txn();	/* rethrows */
+			if (pa_conflict_probe_unique)
+			{
+				if (MyWriter->exists != NULL)
+					report_conflict(MyWriter->exists);
+				failed_txn();	/* rethrows */
+			}
+			MyWriter->probe_seq = MyWriter->cur->hdr.seq;
+		}
 		FlushErrorState();
 		AbortOutOfAnyTransaction();
 		if (canceled)
@@ -1486,6 +1614,9 @@ pa_writer_main(Datum arg)
 	MyWriter->kept_cxt = AllocSetContextCreate(TopMemoryContext,
 											   "parallel_apply kept change",
 											   ALLOCSET_DEFAULT_SIZES);
+	MyWriter->conflict_cxt = AllocSetContextCreate(TopMemoryContext,
+												   "parallel_apply conflicts",
+												   ALLOCSET_SMALL_SIZES);
 	pa_coalesce_init(&MyWriter->kept);
 
 	PG_TRY();
