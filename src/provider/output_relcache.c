@@ -16,7 +16,8 @@
  * pg_publication_rel or pg_publication_namespace.  A second, smaller set
  * remembers which published relations had their RELATION message sent in
  * this session; a relcache invalidation of a relation removes it, so its
- * next change sends RELATION again.  The set is keyed by the published
+ * next change sends RELATION again, and so does a change of a publication
+ * (its column list decides which columns RELATION describes).  The set is keyed by the published
  * relation, so partitions published as their root send it once.  RELATION
  * also carries the name of the relation's schema, which ALTER SCHEMA ...
  * RENAME changes without invalidating the relations in it: a syscache
@@ -156,6 +157,8 @@ publication_inval_cb(Datum arg, int cacheid, uint32 hashvalue)
 	if (cacheid == PUBLICATIONOID)
 		PublicationsValid = false;
 	invalidate_all_entries();
+	/* a column list may have changed what RELATION describes */
+	forget_sent_relations(0);
 }
 
 /* A schema was renamed (or changed): send RELATION of its tables again. */
