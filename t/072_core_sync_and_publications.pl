@@ -5,8 +5,8 @@
 # missing on the provider (007), publications dropped from and added back
 # to a subscription (024), FOR TABLES IN SCHEMA publications and tables
 # moving in and out of their schemas (025), TRUNCATE through publications
-# of several kinds (010), and row filters or column lists refused (028,
-# 031).  The extension is on both nodes; 4 writers for the main
+# of several kinds (010).  Row filters and column lists (028, 031) are
+# t/086's.  The extension is on both nodes; 4 writers for the main
 # subscription.  See docs/core-subscription-tests.md.
 use strict;
 use warnings;
@@ -331,20 +331,5 @@ is($sub->safe_psql('postgres', 'SELECT count(*) FROM t5'), '0', 'and each trunca
 is($sub->safe_psql('postgres', "SELECT deadlocks FROM pg_stat_database WHERE datname = 'postgres'"),
 	'0', 'no deadlock');
 $sub->safe_psql('postgres', "SELECT drop_subscription('$_')") foreach qw(tr1 tr34 tr5a tr5b);
-
-# --- 028, 031: row filters and column lists are refused -------------------
-$pub->safe_psql('postgres', q{
-CREATE TABLE filtered (a int PRIMARY KEY, b int, c int);
-CREATE PUBLICATION p_rows FOR TABLE filtered WHERE (a > 10);
-CREATE PUBLICATION p_cols FOR TABLE filtered (a, b);
-});
-$sub->safe_psql('postgres', 'CREATE TABLE filtered (a int PRIMARY KEY, b int, c int)');
-foreach my $p ('p_rows', 'p_cols')
-{
-	create_sub($sub, $pub, "f_$p", publications => [$p], num_writers => 4);
-	last_error_like("f_$p", 'publication "' . $p . '" uses a row filter or column list for table "filtered"',
-		"$p: the subscription stops with the refusal in last_error");
-	$sub->safe_psql('postgres', "SELECT drop_subscription('f_$p')");
-}
 
 done_testing();

@@ -26,6 +26,10 @@
  * relation in a session and is sent again after the relation's cache entry
  * was invalidated (see output_relcache.c).
  *
+ * The publications' row filters decide whether a change is sent, and may
+ * send an UPDATE as an INSERT or a DELETE; their column lists, which
+ * columns (row_filter.c).
+ *
  * Every change is formatted in a memory context that is reset after it, so
  * the plugin's memory does not grow with the size of a transaction.
  *
@@ -240,9 +244,8 @@ parse_options(PaOutputData *data, List *options)
 }
 
 /*
- * Check now, with the current catalogs, that every publication exists and
- * filters nothing, so that a typo or an unsupported publication ends the
- * stream at once rather than at the first change.
+ * Check now, with the current catalogs, that every publication exists, so
+ * that a typo ends the stream at once rather than at the first change.
  */
 static void
 check_publications(List *names)
@@ -264,7 +267,6 @@ check_publications(List *names)
 					 errmsg("publication \"%s\" does not exist", name),
 					 errdetail("The client asked the parallel_apply output plugin to decode it."),
 					 errhint("Create it on the provider with CREATE PUBLICATION, or remove it from the client's publication_names.")));
-		pa_reject_filtered_publication(pub);
 	}
 	if (own_xact)
 		CommitTransactionCommand();
@@ -574,6 +576,7 @@ pa_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	bool	   *oldnulls = NULL,
 			   *newnulls = NULL;
 	Oid			relid;
+	ReorderBufferChangeType action = change->action;
 
 	if (!is_publishable_relation(rel))
 		return;
@@ -606,17 +609,21 @@ pa_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			elog(ERROR, "unexpected change action %d", (int) change->action);
 	}
 
-	ensure_begin(ctx, txn);
-	send_relation(ctx, entry);
-
 	if (oldtuple != NULL)
 		deform_published(entry, rel, oldtuple, &oldvals, &oldnulls);
 	if (newtuple != NULL)
 		deform_published(entry, rel, newtuple, &newvals, &newnulls);
 
+	/* the row filters: not sent, or sent as another action (row_filter.c) */
+	if (!pa_row_filter(entry, &action, oldvals, oldnulls, &newvals, newnulls))
+		goto done;
+
+	ensure_begin(ctx, txn);
+	send_relation(ctx, entry);
+
 	relid = entry->publish_as_relid;
 	out = msg_start(ctx, true);
-	switch (change->action)
+	switch (action)
 	{
 		case REORDER_BUFFER_CHANGE_INSERT:
 			pa_write_insert(out, relid, entry->desc, entry->cols,

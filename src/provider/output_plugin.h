@@ -13,7 +13,10 @@
 
 #include "access/attmap.h"
 #include "catalog/pg_publication.h"
+#include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
+#include "replication/reorderbuffer.h"
 
 #include "protocol.h"
 
@@ -34,10 +37,21 @@ typedef struct PaOutputData
 	int			batch_n;
 } PaOutputData;
 
+/* The actions a row filter is kept for (row_filter.c). */
+typedef enum PaFilterAction
+{
+	PA_FILTER_INSERT,
+	PA_FILTER_UPDATE,
+	PA_FILTER_DELETE
+} PaFilterAction;
+
+#define PA_NUM_FILTER_ACTIONS (PA_FILTER_DELETE + 1)
+
 /*
  * What we know of one relation that changes were decoded for: whether and
- * as what it is published, and how its columns are sent.  Built on first
- * use, rebuilt after a relcache or publication invalidation.
+ * as what it is published, which rows (row filters) and which of its
+ * columns (column lists, cols[].skip) are sent.  Built on first use,
+ * rebuilt after a relcache or publication invalidation.
  */
 typedef struct PaRelSyncEntry
 {
@@ -48,14 +62,25 @@ typedef struct PaRelSyncEntry
 	AttrMap    *attrmap;		/* root attno -> leaf attno, or NULL */
 	TupleDesc	desc;			/* descriptor of publish_as_relid */
 	PaColumnOutput *cols;		/* per attribute of desc */
-	MemoryContext entry_cxt;	/* holds desc, cols and attrmap */
+	/* row filters, per action, over desc's columns; NULL: every row */
+	ExprState  *row_filter[PA_NUM_FILTER_ACTIONS];
+	EState	   *filter_estate;	/* they are evaluated in */
+	TupleTableSlot *filter_slot;	/* a virtual slot of desc */
+	MemoryContext entry_cxt;	/* holds all of the above */
 } PaRelSyncEntry;
 
 extern void pa_relcache_startup(PaOutputData *data);
 extern void pa_relcache_shutdown(void);
 extern PaRelSyncEntry *pa_relcache_get(PaOutputData *data, Relation rel);
-extern void pa_reject_filtered_publication(Publication *pub);
 extern bool pa_relcache_relation_sent(Oid publish_as_relid);
 extern void pa_relcache_set_relation_sent(Oid publish_as_relid, Oid nspid);
+
+/* row_filter.c */
+extern void pa_publication_filters_build(PaRelSyncEntry *entry, List *pubs,
+										 Relation pubrel);
+extern bool pa_row_filter(PaRelSyncEntry *entry,
+						  ReorderBufferChangeType *action,
+						  Datum *oldvals, bool *oldnulls,
+						  Datum **newvals, bool *newnulls);
 
 #endif							/* PA_OUTPUT_PLUGIN_H */

@@ -16,7 +16,8 @@
  * pg_publication_rel or pg_publication_namespace.  A second, smaller set
  * remembers which published relations had their RELATION message sent in
  * this session; a relcache invalidation of a relation removes it, so its
- * next change sends RELATION again.  The set is keyed by the published
+ * next change sends RELATION again, and so does a change of a publication
+ * (its column list decides which columns RELATION describes).  The set is keyed by the published
  * relation, so partitions published as their root send it once.  RELATION
  * also carries the name of the relation's schema, which ALTER SCHEMA ...
  * RENAME changes without invalidating the relations in it: a syscache
@@ -48,10 +49,11 @@
  * catalog to the next node and overwrite that node's subscriptions.  They
  * are recognised by extension membership in pg_depend, not by name.
  *
- * Row filters and column lists (PostgreSQL 15) are not supported: a
- * publication that uses one for a decoded relation ends the stream with an
- * error instead of silently replicating rows or columns the publication
- * was meant to hold back.
+ * Row filters and column lists (PostgreSQL 15) are read with the rest of
+ * the entry, from the publications that publish the relation as the
+ * relation it is sent as (those naming the top-most ancestor, when a
+ * partition is published as one), and kept in the entry's context:
+ * row_filter.c.
  *
  * src/provider/output_relcache.c
  *
@@ -61,7 +63,6 @@
 
 #include "access/htup_details.h"
 #include "catalog/partition.h"
-#include "catalog/pg_publication_rel.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -156,6 +157,8 @@ publication_inval_cb(Datum arg, int cacheid, uint32 hashvalue)
 	if (cacheid == PUBLICATIONOID)
 		PublicationsValid = false;
 	invalidate_all_entries();
+	/* a column list may have changed what RELATION describes */
+	forget_sent_relations(0);
 }
 
 /* A schema was renamed (or changed): send RELATION of its tables again. */
@@ -237,49 +240,6 @@ load_publications(PaOutputData *data)
 	PublicationsValid = true;
 }
 
-static PA_NORETURN void
-filter_error(Publication *pub, Oid relid)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("publication \"%s\" uses a row filter or column list for table \"%s\"",
-					pub->name, get_rel_name(relid)),
-			 errdetail("The parallel_apply output plugin replicates whole rows of every published table."),
-			 errhint("Remove the WHERE clause and column list with ALTER PUBLICATION ... SET TABLE. Changes written while the publication had them still cannot be decoded through it.")));
-}
-
-static bool
-has_filter(Publication *pub, Oid listed_relid)
-{
-	HeapTuple	tup;
-	bool		result;
-
-	tup = SearchSysCache2(PUBLICATIONRELMAP, ObjectIdGetDatum(listed_relid),
-						  ObjectIdGetDatum(pub->oid));
-	if (!HeapTupleIsValid(tup))
-		return false;
-	result = !heap_attisnull(tup, Anum_pg_publication_rel_prqual, NULL) ||
-		!heap_attisnull(tup, Anum_pg_publication_rel_prattrs, NULL);
-	ReleaseSysCache(tup);
-	return result;
-}
-
-/*
- * At startup, with the current catalogs: error out if the publication
- * filters the rows or columns of any table it lists.
- */
-void
-pa_reject_filtered_publication(Publication *pub)
-{
-	List	   *relids = GetPublicationRelations(pub->oid, PUBLICATION_PART_ROOT);
-	ListCell   *lc;
-
-	foreach(lc, relids)
-		if (has_filter(pub, lfirst_oid(lc)))
-			filter_error(pub, lfirst_oid(lc));
-	list_free(relids);
-}
-
 /* Binary transfer is safe for catalog-defined types with a send function. */
 static bool
 type_sends_binary(Oid typid, Oid *sendfunc)
@@ -336,6 +296,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	Oid			publish_as_relid = relid;
 	int			publish_level = 0;
 	List	   *pubs;
+	List	   *as_pubs = NIL;	/* those publishing it as publish_as_relid */
 	ListCell   *lc;
 
 	/* from here on, an invalidation may make what is read stale */
@@ -354,6 +315,9 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	entry->attrmap = NULL;
 	entry->desc = NULL;
 	entry->cols = NULL;
+	memset(entry->row_filter, 0, sizeof(entry->row_filter));
+	entry->filter_estate = NULL;
+	entry->filter_slot = NULL;
 	if (entry->entry_cxt != NULL)
 		MemoryContextDelete(entry->entry_cxt);
 	entry->entry_cxt = AllocSetContextCreate(RelSyncContext,
@@ -372,7 +336,6 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	{
 		Publication *pub = lfirst(lc);
 		Oid			pub_relid = relid;
-		Oid			listed_relid = InvalidOid;	/* its pg_publication_rel */
 		int			level = 0;
 		bool		publish = false;
 
@@ -387,12 +350,8 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 		}
 		else
 		{
-			if (list_member_oid(pubids, pub->oid))
-			{
-				publish = true;
-				listed_relid = relid;
-			}
-			else if (list_member_oid(schemapubids, pub->oid))
+			if (list_member_oid(pubids, pub->oid) ||
+				list_member_oid(schemapubids, pub->oid))
 				publish = true;
 
 			if (am_partition)
@@ -405,8 +364,6 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 				if (OidIsValid(ancestor))
 				{
 					publish = true;
-					if (!OidIsValid(listed_relid))
-						listed_relid = ancestor;
 					if (pub->pubviaroot)
 					{
 						pub_relid = ancestor;
@@ -424,21 +381,24 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 			(relkind == RELKIND_PARTITIONED_TABLE && !pub->pubviaroot))
 			continue;
 
-		/* as the publication was at this point of the WAL */
-		if (OidIsValid(listed_relid) && has_filter(pub, listed_relid))
-			filter_error(pub, listed_relid);
-
 		entry->pubactions.pubinsert |= pub->pubactions.pubinsert;
 		entry->pubactions.pubupdate |= pub->pubactions.pubupdate;
 		entry->pubactions.pubdelete |= pub->pubactions.pubdelete;
 		entry->pubactions.pubtruncate |= pub->pubactions.pubtruncate;
 
-		/* publish as the top-most ancestor any publication names */
+		/*
+		 * Publish as the top-most ancestor any publication names; the row
+		 * filters and column lists are those of the publications that
+		 * publish it as that ancestor (as pgoutput).
+		 */
 		if (level > publish_level)
 		{
 			publish_as_relid = pub_relid;
 			publish_level = level;
+			as_pubs = NIL;
 		}
+		if (level == publish_level)
+			as_pubs = lappend(as_pubs, pub);
 	}
 	entry->publish_as_relid = publish_as_relid;
 
@@ -458,6 +418,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 															 RelationGetDescr(pubrel));
 		}
 		build_columns(data, entry, pubrel);
+		pa_publication_filters_build(entry, as_pubs, pubrel);
 		if (pubrel != rel)
 			RelationClose(pubrel);
 		MemoryContextSwitchTo(oldcxt);

@@ -35,6 +35,16 @@
  * is copied twice, and nothing is lost or applied twice at the boundary.
  * A temporary slot never has FAILOVER: it lives only as long as its copy.
  *
+ * A table is copied as the subscription's publications publish it: only
+ * the columns of their column list, only the rows that match one of their
+ * row filters (COPY (SELECT columns FROM t WHERE (f1) OR (f2)) TO STDOUT),
+ * read from the provider's pg_publication_tables under the copy's
+ * snapshot.  As in PostgreSQL's table synchronization, a publication that
+ * publishes the table without a filter (FOR ALL TABLES, TABLES IN SCHEMA,
+ * or FOR TABLE without WHERE) copies every row, and publications that give
+ * the table different column lists are an error, as the output plugin's.
+ * The local columns not copied get their defaults.
+ *
  * The provider's parallel_apply tables (its own subscriptions, when it is
  * a subscriber too) are left out of the list, whatever the publication
  * says, as the output plugin leaves them out of the stream; a writer also
@@ -506,9 +516,96 @@ copy_read_data(void *outbuf, int minread, int maxread)
 	return bytesread;
 }
 
-static List *
-remote_columns(const char *qualified)
+/*
+ * How the subscription's publications publish the provider's table: the
+ * row filters to copy with (*quals, text; NIL: every row) and a
+ * publication whose column list (pg_publication_tables.attnames: every
+ * column when it has none) to copy (*listpub).  Publications that give it
+ * different column lists are an error, as in the output plugin.
+ */
+static void
+remote_publication_filters(const char *nspname, const char *relname,
+						   List *publications, List **quals, char **listpub)
 {
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	StringInfoData sql;
+	WalRcvExecResult *res;
+	TupleTableSlot *tslot;
+	ListCell   *lc;
+	bool		unfiltered = false;
+	bool		first = true;
+	char	   *collist = NULL;
+
+	*quals = NIL;
+	*listpub = NULL;
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT t.pubname::text, t.rowfilter, t.attnames::text"
+					 " FROM pg_catalog.pg_publication_tables t"
+					 " WHERE t.schemaname = %s AND t.tablename = %s AND t.pubname IN (",
+					 quote_literal_cstr(nspname), quote_literal_cstr(relname));
+	foreach(lc, publications)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfoString(&sql, ") ORDER BY 1");
+	res = pa_provider_exec(copy_conn, sql.data, 3, types, WALRCV_OK_TUPLES,
+						   "read the row filters and column lists of a published table");
+
+	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+	{
+		bool		isnull;
+		Datum		d;
+		char	   *cols = NULL;
+
+		d = slot_getattr(tslot, 2, &isnull);
+		if (isnull)
+			unfiltered = true;
+		else
+		{
+			char	   *qual = TextDatumGetCString(d);
+			ListCell   *q;
+			bool		seen = false;
+
+			foreach(q, *quals)
+				seen |= strcmp(lfirst(q), qual) == 0;
+			if (!seen)
+				*quals = lappend(*quals, qual);
+		}
+
+		d = slot_getattr(tslot, 3, &isnull);
+		if (!isnull)
+			cols = TextDatumGetCString(d);
+		if (first)
+		{
+			if (cols != NULL)
+				*listpub = TextDatumGetCString(slot_getattr(tslot, 1, &isnull));
+			collist = cols;
+			first = false;
+		}
+		else if ((collist == NULL) != (cols == NULL) ||
+				 (cols != NULL && strcmp(collist, cols) != 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot use different column lists for table \"%s.%s\" in different publications",
+							nspname, relname),
+					 errhint("Give the table the same column list in every publication of the subscription, or none in all.")));
+		ExecClearTuple(tslot);
+	}
+	ExecDropSingleTupleTableSlot(tslot);
+	walrcv_clear_result(res);
+	if (unfiltered)
+		*quals = NIL;
+}
+
+/*
+ * The columns to copy, in the provider's order: those of the column list
+ * publication listpub gives the table (nspname.relname), or all.
+ */
+static List *
+remote_columns(const char *nspname, const char *relname, const char *listpub)
+{
+	char	   *qualified = quote_qualified_identifier(nspname, relname);
 	Oid			types[1] = {TEXTOID};
 	char	   *sql;
 	WalRcvExecResult *res;
@@ -519,8 +616,14 @@ remote_columns(const char *qualified)
 	sql = psprintf("SELECT a.attname FROM pg_catalog.pg_attribute a"
 				   " WHERE a.attrelid = %s::pg_catalog.regclass AND a.attnum > 0"
 				   " AND NOT a.attisdropped AND a.attgenerated = ''"
-				   " ORDER BY a.attnum",
-				   quote_literal_cstr(qualified));
+				   "%s ORDER BY a.attnum",
+				   quote_literal_cstr(qualified),
+				   listpub == NULL ? "" :
+				   psprintf(" AND a.attname = ANY (SELECT pg_catalog.unnest(t.attnames)"
+							" FROM pg_catalog.pg_publication_tables t"
+							" WHERE t.pubname = %s AND t.schemaname = %s AND t.tablename = %s)",
+							quote_literal_cstr(listpub), quote_literal_cstr(nspname),
+							quote_literal_cstr(relname)));
 	res = pa_provider_exec(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
 						"read the columns of a published table");
 	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
@@ -538,10 +641,13 @@ remote_columns(const char *qualified)
  * Copy the provider's rows of a table into the local one (relid, locked),
  * adding to what is there, as the user pa_apply_switch_user() picks for it:
  * the table's triggers, defaults and index expressions run with that
- * user's rights.  The provider's COPY runs under the imported snapshot.
+ * user's rights.  The provider's COPY runs under the imported snapshot;
+ * it copies the columns cols, and only the rows that match one of quals
+ * (row filters, NIL: every row).
  */
 static void
-copy_into(Oid relid, char relkind, const char *qualified, List *cols)
+copy_into(Oid relid, char relkind, const char *qualified, List *cols,
+		  List *quals)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -556,9 +662,13 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols)
 	foreach(lc, cols)
 		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
 						 quote_identifier(strVal(lfirst(lc))));
-	appendStringInfo(&sql, " FROM %s%s) TO STDOUT",
+	appendStringInfo(&sql, " FROM %s%s",
 					 relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
 					 qualified);
+	foreach(lc, quals)
+		appendStringInfo(&sql, "%s(%s)", foreach_current_index(lc) > 0 ? " OR " : " WHERE ",
+						 (char *) lfirst(lc));
+	appendStringInfoString(&sql, ") TO STDOUT");
 	res = pa_provider_exec(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
 						"start copying a table");
 	walrcv_clear_result(res);
@@ -647,37 +757,56 @@ record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn)
 
 /*
  * Copy one table at the snapshot, in a local transaction of its own that
- * also records it as copied at snap_lsn.  relkind '\0': look it up.
+ * also records it as copied at snap_lsn.  relkind '\0': look it up.  As
+ * the subscription's publications publish it (NIL: read them from its
+ * record).
  */
-static void copy_table_here(Oid subid, const char *nspname,
-							const char *relname, char relkind,
-							const char *snapshot, XLogRecPtr snap_lsn,
-							const char *dsn);
+static void copy_table_here(Oid subid, List *publications,
+							const char *nspname, const char *relname,
+							char relkind, const char *snapshot,
+							XLogRecPtr snap_lsn, const char *dsn);
 
 static void
-copy_table(Oid subid, const char *nspname, const char *relname, char relkind,
-		   const char *snapshot, XLogRecPtr snap_lsn, const char *dsn)
+copy_table(Oid subid, List *publications, const char *nspname,
+		   const char *relname, char relkind, const char *snapshot,
+		   XLogRecPtr snap_lsn, const char *dsn)
 {
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	copy_table_here(subid, nspname, relname, relkind, snapshot, snap_lsn, dsn);
+	if (publications == NIL)
+	{
+		PaSubscription *sub = pa_catalog_get(subid);
+
+		if (sub == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("parallel_apply subscription %u was dropped during its initial copy",
+							subid)));
+		publications = sub->publications;
+	}
+	copy_table_here(subid, publications, nspname, relname, relkind,
+					snapshot, snap_lsn, dsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }
 
 /* copy_table, in the current transaction (with a snapshot pushed) */
 static void
-copy_table_here(Oid subid, const char *nspname, const char *relname,
-				char relkind, const char *snapshot, XLogRecPtr snap_lsn,
-				const char *dsn)
+copy_table_here(Oid subid, List *publications, const char *nspname,
+				const char *relname, char relkind, const char *snapshot,
+				XLogRecPtr snap_lsn, const char *dsn)
 {
 	char	   *qualified = quote_qualified_identifier(nspname, relname);
 	List	   *cols;
+	List	   *quals;
+	char	   *listpub;
 	Oid			relid;
 
 	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
 	begin_snapshot(copy_conn, snapshot);
-	cols = remote_columns(qualified);
+	remote_publication_filters(nspname, relname, publications, &quals,
+							   &listpub);
+	cols = remote_columns(nspname, relname, listpub);
 	if (relkind == '\0')
 		relkind = remote_relkind(qualified);
 
@@ -699,7 +828,7 @@ copy_table_here(Oid subid, const char *nspname, const char *relname,
 	}
 	else
 	{
-		copy_into(relid, relkind, qualified, cols);
+		copy_into(relid, relkind, qualified, cols, quals);
 		record_relid(subid, relid, snap_lsn);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
@@ -721,8 +850,8 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 
 	PG_TRY();
 	{
-		copy_table(pa_relmap_subid, task.nspname, task.relname, task.relkind,
-				   task.snapshot, task.snap_lsn, task.dsn);
+		copy_table(pa_relmap_subid, NIL, task.nspname, task.relname,
+				   task.relkind, task.snapshot, task.snap_lsn, task.dsn);
 	}
 	PG_CATCH();
 	{
@@ -790,8 +919,8 @@ pa_sync_relation(const char *nspname, const char *relname,
 		snapconn = temporary_snapshot(stream_sub, true, &snapshot, &snap_lsn);
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(oldcxt);
-		copy_table(stream_sub->subid, nspname, relname, '\0', snapshot, snap_lsn,
-				   stream_sub->dsn);
+		copy_table(stream_sub->subid, stream_sub->publications, nspname,
+				   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
 		walrcv_disconnect(snapconn);
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",
@@ -838,7 +967,8 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 		CopyTask   *t = lfirst(lc);
 
 		if (copy_data)
-			copy_table_here(sub->subid, t->nspname, t->relname, t->relkind,
+			copy_table_here(sub->subid, sub->publications, t->nspname,
+							t->relname, t->relkind,
 							snapshot, snap_lsn, sub->dsn);
 		else
 			record_synced(sub->subid, t->nspname, t->relname, snap_lsn);

@@ -47,8 +47,10 @@
  *
  * UPDATE starts from the local row and replaces the columns the provider
  * sent; an unchanged TOAST value ('u') keeps the local value, as do
- * columns only the subscriber has.  INSERT fills columns the provider
- * does not send with their local defaults.
+ * columns only the subscriber has (or the provider's column list leaves
+ * out).  INSERT fills columns the provider does not send with their local
+ * defaults; an INSERT with an unchanged TOAST value (an UPDATE that
+ * entered a row filter, see row_filter.c) is refused.
  *
  * A partitioned local table is a routing target: slots are built in its
  * row type, a row is routed to its leaf partition with the executor's
@@ -314,6 +316,29 @@ check_tuple(PaRelMapEntry *rel, PaTupleData *tup, bool allow_unchanged)
 				 errmsg("malformed parallel_apply protocol message"),
 				 errdetail("An unchanged TOAST value appears outside the new tuple of an UPDATE of relation \"%s.%s\".",
 						   rel->remoterel.nspname, rel->remoterel.relname)));
+}
+
+/*
+ * The new row of an INSERT is whole, except for one that a row filter
+ * made of an UPDATE (the row entered the filter) whose unchanged TOASTed
+ * value the provider could not read (row_filter.c): refused, rather than
+ * inserted with NULL there.
+ */
+static void
+check_insert_tuple(PaRelMapEntry *rel, PaTupleData *tup)
+{
+	char	   *u;
+
+	check_tuple(rel, tup, true);
+	u = memchr(tup->colkinds, PA_DATUM_UNCHANGED, tup->ncols);
+	if (u != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider sent a new row of relation \"%s.%s\" without the value of column \"%s\"",
+						rel->remoterel.nspname, rel->remoterel.relname,
+						rel->remoterel.attnames[u - tup->colkinds]),
+				 errdetail("An UPDATE that left this TOASTed value unchanged made the row match a row filter of the publication, and the provider's old row did not hold the value."),
+				 errhint("Give the provider's table REPLICA IDENTITY FULL so that such updates carry the whole old row; get past this transaction with skip_transaction() and copy the row by hand.")));
 }
 
 /* One remote datum into the slot's values; NULL and 'u' leave it NULL. */
@@ -872,7 +897,7 @@ pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 
 	if (pa_relmap_skip(rel))
 		return;
-	check_tuple(rel, newtup, false);
+	check_insert_tuple(rel, newtup);
 	apply_begin(&state, rel, CMD_INSERT, "INSERT");
 
 	slot = local_slot(&state, newtup);
