@@ -22,8 +22,35 @@
  * position as flushed only once the local WAL is flushed past the commit
  * that applied it, as PostgreSQL's apply worker does with its lsn_mapping.
  * When the ring is full its newest entry is replaced by the newer pair:
- * that only delays what is reported.  With nothing in flight, everything
- * received has been applied and flushed.
+ * that only delays what is reported.  Once the ring is empty and nothing
+ * is in flight, everything received has been applied and flushed.
+ *
+ * Group flush.  A provider whose synchronous_standby_names names the
+ * subscription and commits at synchronous_commit = on waits until the
+ * subscriber reports its commit flushed.  With asynchronous local commits
+ * that would happen only when something else flushed the WAL (the WAL
+ * writer, every wal_writer_delay): hundreds of milliseconds per provider
+ * commit.  The subscriber cannot tell whether the provider waits, but it
+ * can only be waiting for what was received: so when the leader has
+ * applied everything it received (nothing in flight) and the ring is not
+ * empty, it flushes the WAL itself, once, up to the newest applied commit
+ * (XLogFlush needs no transaction), and reports the new position at once;
+ * one flush covers every commit applied since the last one, however many
+ * writers made them.  It does the same when the provider asks for a reply
+ * (a keepalive with the reply flag, sent by a walsender that has waited
+ * long for one).  Under steady load the leader is never out of work, does
+ * no flush of its own and reports whatever the WAL writer and other
+ * backends have flushed each time it looks (every loop, every 100 ms at
+ * most): no fsync per transaction.  With a trickle of transactions each
+ * idle moment costs the leader one flush, as a provider commit at
+ * synchronous_commit = on costs one there; with durable apply (the
+ * subscription's synchronous_commit not off) the writers have flushed
+ * already and the leader's flush finds nothing to do.
+ *
+ * What is reported flushed is never ahead of the local WAL that holds it:
+ * t/085 stops the subscriber with an immediate shutdown right after each
+ * acknowledged synchronous commit, with its WAL writer slowed down so that
+ * only this flush can have written the commit, and finds every row.
  *
  * src/leader/progress.c
  *
@@ -127,9 +154,14 @@ pa_progress_provider_end(XLogRecPtr lsn)
 	pa_progress_received(lsn);
 }
 
-/* Sample the writers' commits; publish applied and flushed positions. */
+/*
+ * Sample the writers' commits; publish applied and flushed positions.
+ * idle: nothing is in flight, everything received was applied.  flush:
+ * first make every applied commit durable here, with one XLogFlush (the
+ * group flush, see the header comment).
+ */
 void
-pa_progress_update(bool idle)
+pa_progress_update(bool idle, bool flush)
 {
 	PaLeader   *L = MyPaLeader;
 	XLogRecPtr	remote,
@@ -158,6 +190,17 @@ pa_progress_update(bool idle)
 	}
 
 	flushptr = GetFlushRecPtr(NULL);
+	if (flush && L->ring_count > 0)
+	{
+		XLogRecPtr	newest = L->ring[(L->ring_head + L->ring_count - 1) %
+									 PA_FLUSH_RING_SIZE].local;
+
+		if (newest > flushptr)
+		{
+			XLogFlush(newest);
+			flushptr = GetFlushRecPtr(NULL);
+		}
+	}
 	while (L->ring_count > 0 && L->ring[L->ring_head].local <= flushptr)
 	{
 		if (L->ring[L->ring_head].remote > L->flushed)

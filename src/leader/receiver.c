@@ -8,8 +8,9 @@
  *
  *	1. connects to the provider over a replication connection (PostgreSQL's
  *	   libpqwalreceiver, the same client the in-core apply worker uses),
- *	   with the subscription's name as application_name, so the provider's
- *	   synchronous_standby_names can name it;
+ *	   with the subscription's name as application_name (libpq's
+ *	   fallback_application_name, as core's subscriptions: one given in the
+ *	   DSN wins), so the provider's synchronous_standby_names can name it;
  *	2. starts its writers (pool.c) and, for a new subscription, creates the
  *	   slot and copies the initial data (sync.c);
  *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
@@ -33,9 +34,15 @@
  *
  * Keepalives are answered; status updates carry the received position,
  * the flushed one (only what is durable here, see progress.c) and the
- * applied one.  A wait_for_catchup() in progress makes the leader ask the
- * provider for keepalives, so that an idle provider's end of WAL is known
- * promptly.
+ * applied one, and go out as soon as one of them moves.  Whenever the
+ * loop finds everything it received applied (housekeeping with the
+ * dispatcher idle), and when a keepalive asks for a reply, progress.c
+ * first flushes the WAL up to the last applied commit, once for all
+ * commits since the last flush: a provider waiting for this subscriber
+ * as its synchronous standby (synchronous_commit = on) hears "flushed"
+ * without waiting for the WAL writer.  A wait_for_catchup() in progress
+ * makes the leader ask the provider for keepalives, so that an idle
+ * provider's end of WAL is known promptly.
  *
  * Deadlock freedom.  The leader waits for writers (for a commit, for room
  * in a queue); writers wait for each other (commit order, dependencies,
@@ -194,7 +201,7 @@ wait_for_dispatcher(PaDispatchWait *wait)
 	pa_pool_check();
 	if (!L->streaming)
 		return;					/* replaying: not in COPY mode yet */
-	pa_progress_update(false);
+	pa_progress_update(false, false);
 	pa_progress_feedback(false, false);
 }
 
@@ -261,7 +268,8 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 		pa_progress_provider_end(end);
 		if (reply)
 		{
-			pa_progress_update(pa_dispatch_idle());
+			/* the provider waits for us: flush what was applied, tell it */
+			pa_progress_update(pa_dispatch_idle(), true);
 			pa_progress_feedback(true, false);
 		}
 	}
@@ -323,7 +331,8 @@ housekeeping(TimestampTz *last_xact)
 
 	pa_pool_check();
 	L->reported_seq = pa_leader_done_seq(L->durable);
-	pa_progress_update(idle);
+	/* all received is applied: flush it now, a provider may wait for it */
+	pa_progress_update(idle, idle);
 
 	SpinLockAcquire(&slot->mutex);
 	target = slot->catchup_target;
