@@ -30,22 +30,31 @@
  * subscriber reports its commit flushed.  With asynchronous local commits
  * that would happen only when something else flushed the WAL (the WAL
  * writer, every wal_writer_delay): hundreds of milliseconds per provider
- * commit.  The subscriber cannot tell whether the provider waits, but it
- * can only be waiting for what was received: so when the leader has
- * applied everything it received (nothing in flight) and the ring is not
- * empty, it flushes the WAL itself, once, up to the newest applied commit
- * (XLogFlush needs no transaction), and reports the new position at once;
- * one flush covers every commit applied since the last one, however many
- * writers made them.  It does the same when the provider asks for a reply
- * (a keepalive with the reply flag, sent by a walsender that has waited
- * long for one).  Under steady load the leader is never out of work, does
- * no flush of its own and reports whatever the WAL writer and other
- * backends have flushed each time it looks (every loop, every 100 ms at
- * most): no fsync per transaction.  With a trickle of transactions each
- * idle moment costs the leader one flush, as a provider commit at
- * synchronous_commit = on costs one there; with durable apply (the
- * subscription's synchronous_commit not off) the writers have flushed
- * already and the leader's flush finds nothing to do.
+ * commit.  The subscriber cannot tell whether the provider waits (nothing
+ * in the protocol says so), but a provider can only be waiting for what
+ * it sent.  So when the leader has read everything the provider sent so
+ * far and applied all of it (nothing in flight), and applied commits are
+ * not flushed yet, it first reports the applied position (remote_apply
+ * need not wait for the flush), then flushes the WAL itself, once, up to
+ * the newest applied commit (pa_progress_flush(); XLogFlush needs no
+ * transaction), and reports the new flushed position at once.  One flush
+ * covers every commit applied since the last one, however many writers
+ * made them.  It does the same when a keepalive asks for a reply.
+ *
+ * What it costs.  Under steady load the leader is never out of work, does
+ * no flush of its own, and reports whatever the WAL writer and others have
+ * flushed each time it looks (every loop, every 100 ms at most): no fsync
+ * per transaction.  With a provider committing faster than the
+ * subscriber's idle moments come, a flush covers many transactions; with
+ * a trickle, each idle moment costs the leader one flush, as each commit
+ * at synchronous_commit = on costs one on the provider.  That is less
+ * often than a physical standby's walreceiver, which flushes whenever it
+ * has read all there is.  Flushing at every such moment, writers still
+ * applying, was tried: no measurable difference to a waiting provider on
+ * this project's shared 2-CPU machine, and a flush per burst received
+ * under any load the subscriber keeps up with.  With durable apply (the subscription's
+ * synchronous_commit not off) the writers have flushed already and
+ * pa_progress_flush() finds nothing to do.
  *
  * What is reported flushed is never ahead of the local WAL that holds it:
  * t/085 stops the subscriber with an immediate shutdown right after each
@@ -155,13 +164,31 @@ pa_progress_provider_end(XLogRecPtr lsn)
 }
 
 /*
+ * The group flush (see the header comment): make every commit sampled so
+ * far durable here, with one XLogFlush.  True when it flushed: then
+ * pa_progress_update() has a new flushed position to publish.
+ */
+bool
+pa_progress_flush(void)
+{
+	PaLeader   *L = MyPaLeader;
+	XLogRecPtr	newest;
+
+	if (L->ring_count == 0)
+		return false;
+	newest = L->ring[(L->ring_head + L->ring_count - 1) % PA_FLUSH_RING_SIZE].local;
+	if (newest <= GetFlushRecPtr(NULL))
+		return false;
+	XLogFlush(newest);
+	return true;
+}
+
+/*
  * Sample the writers' commits; publish applied and flushed positions.
- * idle: nothing is in flight, everything received was applied.  flush:
- * first make every applied commit durable here, with one XLogFlush (the
- * group flush, see the header comment).
+ * idle: nothing is in flight, everything received was applied.
  */
 void
-pa_progress_update(bool idle, bool flush)
+pa_progress_update(bool idle)
 {
 	PaLeader   *L = MyPaLeader;
 	XLogRecPtr	remote,
@@ -190,17 +217,6 @@ pa_progress_update(bool idle, bool flush)
 	}
 
 	flushptr = GetFlushRecPtr(NULL);
-	if (flush && L->ring_count > 0)
-	{
-		XLogRecPtr	newest = L->ring[(L->ring_head + L->ring_count - 1) %
-									 PA_FLUSH_RING_SIZE].local;
-
-		if (newest > flushptr)
-		{
-			XLogFlush(newest);
-			flushptr = GetFlushRecPtr(NULL);
-		}
-	}
 	while (L->ring_count > 0 && L->ring[L->ring_head].local <= flushptr)
 	{
 		if (L->ring[L->ring_head].remote > L->flushed)

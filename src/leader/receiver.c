@@ -201,7 +201,7 @@ wait_for_dispatcher(PaDispatchWait *wait)
 	pa_pool_check();
 	if (!L->streaming)
 		return;					/* replaying: not in COPY mode yet */
-	pa_progress_update(false, false);
+	pa_progress_update(false);
 	pa_progress_feedback(false, false);
 }
 
@@ -268,8 +268,12 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 		pa_progress_provider_end(end);
 		if (reply)
 		{
+			bool		idle = pa_dispatch_idle();
+
 			/* the provider waits for us: flush what was applied, tell it */
-			pa_progress_update(pa_dispatch_idle(), true);
+			pa_progress_update(idle);
+			if (pa_progress_flush())
+				pa_progress_update(idle);
 			pa_progress_feedback(true, false);
 		}
 	}
@@ -319,9 +323,12 @@ maybe_resize(void)
 					L->sub->name, want)));
 }
 
-/* Everything that is not reading: status, feedback, resizing. */
+/*
+ * Everything that is not reading: status, feedback, resizing.  drained:
+ * the loop has read everything the provider sent so far.
+ */
 static void
-housekeeping(TimestampTz *last_xact)
+housekeeping(TimestampTz *last_xact, bool drained)
 {
 	PaLeader   *L = MyPaLeader;
 	PaSubSlot  *slot = L->slot;
@@ -331,8 +338,7 @@ housekeeping(TimestampTz *last_xact)
 
 	pa_pool_check();
 	L->reported_seq = pa_leader_done_seq(L->durable);
-	/* all received is applied: flush it now, a provider may wait for it */
-	pa_progress_update(idle, idle);
+	pa_progress_update(idle);
 
 	SpinLockAcquire(&slot->mutex);
 	target = slot->catchup_target;
@@ -345,6 +351,17 @@ housekeeping(TimestampTz *last_xact)
 
 	/* a waiter wants the provider's current end: ask for a keepalive */
 	pa_progress_feedback(false, idle && target != InvalidXLogRecPtr);
+
+	/*
+	 * Everything the provider sent is applied, and the applied position
+	 * has gone out just above: flush it now and say so, a provider may
+	 * wait for it (progress.c, "Group flush").
+	 */
+	if (idle && drained && pa_progress_flush())
+	{
+		pa_progress_update(idle);
+		pa_progress_feedback(false, false);
+	}
 
 	if (ConfigReloadPending)
 	{
@@ -406,7 +423,7 @@ stream_loop(void)
 			if (++n % 1000 == 0)
 			{
 				CHECK_FOR_INTERRUPTS();
-				housekeeping(&last_xact);
+				housekeeping(&last_xact, false);
 			}
 			len = walrcv_receive(L->conn, &buf, &fd);
 		}
@@ -416,7 +433,7 @@ stream_loop(void)
 			continue;
 		}
 
-		housekeeping(&last_xact);
+		housekeeping(&last_xact, true);
 
 		/* one wait set for the whole stream: the socket does not change */
 		if (wes == NULL)
