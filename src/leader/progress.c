@@ -176,7 +176,8 @@ pa_progress_flush(void)
 
 	if (L->ring_count == 0)
 		return false;
-	newest = L->ring[(L->ring_head + L->ring_count - 1) % PA_FLUSH_RING_SIZE].local;
+	newest = L->ring[(L->ring_head + L->ring_count - 1) %
+					 PA_FLUSH_RING_SIZE].local;
 	if (newest <= GetFlushRecPtr(NULL))
 		return false;
 	XLogFlush(newest);
