@@ -2,7 +2,7 @@
 # The main job, one command on a fresh Debian 12 machine, as root: install
 # what is missing (PostgreSQL 15, pglogical for the comparison, Python's
 # psycopg2 and matplotlib), build and install parallel_apply, then run a
-# short default of the benchmark suite (bench/suite.py, about 8 minutes on
+# short default of the benchmark suite (bench/suite.py, about 10 minutes on
 # this project's 2-CPU machine):
 #
 #   - catch-up of a 10,000-transaction pgbench backlog by parallel_apply with
@@ -11,7 +11,8 @@
 #     system applying: provider TPS, catch-up after the load, sustained TPS
 #     and the largest replay lag (physical streaming as the reference),
 #   - synchronous replication: remote_write, on, remote_apply, 4 s each,
-#     against a standalone provider,
+#     against a standalone provider, each logical system with its apply at
+#     synchronous_commit off and at on, side by side (--sync-sub-sync),
 #
 # checking after every run that the subscriber's tables are identical to
 # the provider's.  It prints the machine, the command and the results table
@@ -49,5 +50,5 @@ SUITE_INVOKED_BY="bench/run.sh" exec "$py" "$here/suite.py" \
 	--scale 10 \
 	--backlog 10000 --catchup-runs 1 \
 	--clients 2,8 --duration 8 \
-	--sync-clients 4 --sync-duration 4 \
+	--sync-clients 4 --sync-duration 4 --sync-sub-sync off,on \
 	"$@"

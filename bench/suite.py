@@ -22,7 +22,9 @@ system under test and measures five things (each selectable):
   syncrep    synchronous replication cost: the provider's
              synchronous_standby_names names the system's walsender and
              pgbench runs with synchronous_commit = remote_write, on,
-             remote_apply; TPS and latency against a standalone provider.
+             remote_apply, once per subscriber apply setting
+             (--sync-sub-sync, default off and on); TPS and latency against
+             a standalone provider.
   memory     a memory-constrained subscriber: pgbench scale >= 100, the
              subscriber's page cache capped (a memory cgroup when run as
              root, else its files evicted from the page cache before each
@@ -105,7 +107,7 @@ LAG_TICK = 0.1         # lag sample interval (s)
 CHUNK = 100000         # rows per chunk of the ordered checksum
 
 CSV_FIELDS = ["experiment", "run", "system", "writers", "workload", "scale", "clients",
-              "duration_s", "sync_mode", "xacts", "provider_tps", "latency_ms", "catchup_s",
+              "duration_s", "sync_mode", "sub_sync", "xacts", "provider_tps", "latency_ms", "catchup_s",
               "sustained_tps", "apply_tps", "max_lag_bytes", "max_sample_gap_ms", "wal_mb",
               "cpu_pct", "identical", "notes"]
 
@@ -422,6 +424,7 @@ class System:
         self.db = PDB if kind == "physical" else SDB
         self.slot = self.origin = None
         self.appname = self.sub       # the walsender's application_name (checked in syncrep)
+        self.sub_sync = None          # the apply's synchronous_commit (set_sub_sync)
         self.broken = None            # why it is left out of the remaining runs
         self.enabled = False
 
@@ -466,7 +469,7 @@ class System:
         r = d.suite.runner
         r.run([r.bin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.dsn(SDB), "-f", d.schema_file])
         dsn = prov.dsn(PDB)
-        sync = a.sub_sync
+        sync = self.sub_sync = a.sub_sync
         if self.kind == "pa":
             self.q("CREATE EXTENSION parallel_apply")
             self.q("SELECT create_subscription(%s, %s, ARRAY['p'], synchronize_data := true, "
@@ -497,6 +500,22 @@ class System:
                                          "WHERE s.subname = %s", (ntab, self.sub)),
                          a.setup_timeout, f"in-core subscription {self.sub} to finish its initial copy")
         self.enabled = True
+
+    # -- the apply's synchronous_commit (logical systems), as the syncrep
+    # experiment sets it: parallel_apply and in-core by their own command,
+    # pglogical by its GUC, which takes a restart of the subscriber cluster
+    def set_sub_sync(self, value):
+        if self.kind == "physical" or self.sub_sync == value:
+            return
+        if self.kind == "pa":
+            self.q("SELECT alter_subscription_config(%s, synchronous_commit := %s)", (self.sub, value))
+        elif self.kind == "incore":
+            self.q(f"ALTER SUBSCRIPTION {self.sub} SET (synchronous_commit = '{value}')")
+        else:
+            self.q(f"ALTER SYSTEM SET pglogical.synchronous_commit = {value}")
+            self.cluster.stop()
+            self.cluster.start(self.dep.cgroups.get(self.key))
+        self.sub_sync = value
 
     # -- apply on / off
     def enable(self):
@@ -1037,7 +1056,7 @@ class Suite:
         if row is None:
             return
         self.rows.append(row)
-        keys = ["experiment", "system", "writers", "clients", "sync_mode", "provider_tps", "latency_ms",
+        keys = ["experiment", "system", "writers", "clients", "sync_mode", "sub_sync", "provider_tps", "latency_ms",
                 "catchup_s", "sustained_tps", "apply_tps", "max_lag_bytes", "identical"]
         log("result: " + " ".join(f"{k}={row[k]}" for k in keys if row[k] != ""))
 
@@ -1061,7 +1080,8 @@ class Suite:
         if {"sustained", "lag"} & set(a.experiments):
             p.plan(a.runs * nsys * len(a.clients) * (a.duration * 1.3 + 8))
         if "syncrep" in a.experiments:
-            p.plan(a.runs * (a.sync_duration + 5 + nsys * (10 + len(a.sync_modes) * (a.sync_duration + 3))))
+            p.plan(a.runs * (a.sync_duration + 5 + nsys * len(a.sync_sub_sync)
+                             * (10 + len(a.sync_modes) * (a.sync_duration + 3))))
         if "memory" in a.experiments:
             m = len(self.systems_spec(a.memory_systems, a.memory_writers))
             p.plan(30 + 4 * a.memory_scale + m * (15 + a.memory_scale)
@@ -1165,6 +1185,10 @@ class Suite:
 
     # -- experiment 4: synchronous replication
     def exp_syncrep(self, dep):
+        """The standalone provider, then each system as the provider's
+        synchronous standby, with every --sync-modes value, once per
+        --sync-sub-sync value of the apply's own synchronous_commit (the
+        physical standby has none: once)."""
         a, p = self.args, dep.prov
         c = a.sync_clients
         for run in range(1, a.runs + 1):
@@ -1175,42 +1199,19 @@ class Suite:
             dep.prov.q(PDB, "CHECKPOINT")
             n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode="on")
             self.add(dep.row("syncrep", run, None, system="standalone", writers="", clients=c,
-                             duration_s=a.sync_duration, sync_mode="on (no standby)", xacts=n,
+                             duration_s=a.sync_duration, sync_mode="on (no standby)", sub_sync="-", xacts=n,
                              provider_tps=round(tps), latency_ms=round(lat, 2), identical="-"))
             for x in dep.systems:
                 if x.broken:
                     continue
-                self.progress.step(f"syncrep run {run}/{a.runs}: {x.title}: naming it in synchronous_standby_names", 10)
                 x.enable()
-                if not dep.settle(x, "syncrep"):
-                    continue
-                p.q(PDB, "ALTER SYSTEM SET synchronous_standby_names = %s", (f'FIRST 1 ("{x.appname}")',))
-                p.q(PDB, "SELECT pg_reload_conf()")
-                try:
-                    dep.poll_until(lambda: p.q1(PDB, "SELECT sync_state FROM pg_stat_replication "
-                                                     "WHERE application_name = %s", (x.appname,)) == "sync",
-                                   30, f"{x.key} to be the synchronous standby ({x.appname})")
-                except SuiteError as e:
-                    names = p.q(PDB, "SELECT application_name, sync_state FROM pg_stat_replication")
-                    self.problem(f"syncrep {x.key}: {e}; walsenders: {names}")
-                    self.reset_sync(p)
-                    x.disable()
-                    continue
                 logpos, counters0 = x.cluster.log_size(), x.counters()
                 mode_rows = []
-                for mode in a.sync_modes:
-                    self.progress.step(f"syncrep run {run}/{a.runs}: {x.title}, synchronous_commit={mode}, "
-                                       f"{c} clients, pgbench {a.sync_duration}s", a.sync_duration + 3)
-                    try:
-                        n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode=mode,
-                                                  timeout=a.sync_duration + 120)
-                    except (SuiteError, subprocess.TimeoutExpired) as e:
-                        self.problem(f"syncrep {x.key} {mode}: {str(e)[:300]}")
+                for sub_sync in (["-"] if x.kind == "physical" else a.sync_sub_sync):
+                    if not self.syncrep_modes(dep, run, x, sub_sync, mode_rows):
                         break
-                    mode_rows.append(dep.row("syncrep", run, x, clients=c, duration_s=a.sync_duration,
-                                             sync_mode=mode, xacts=n, provider_tps=round(tps),
-                                             latency_ms=round(lat, 2)))
-                self.reset_sync(p)
+                if x.kind != "physical":
+                    x.set_sub_sync(a.sub_sync)
                 # the tables are checked once per system, after its last mode
                 if dep.wait_applied(x, dep.marker(), a.catchup_timeout) is None:
                     dep.fail_system(x, "did not catch up after the syncrep runs", "syncrep_hung")
@@ -1221,6 +1222,48 @@ class Suite:
                     r.update(identical=check["identical"], notes=check["notes"])
                     self.add(r)
                 x.disable()
+
+    def syncrep_modes(self, dep, run, x, sub_sync, rows):
+        """System x, its apply at synchronous_commit sub_sync ("-": the
+        physical standby), named in synchronous_standby_names: pgbench once
+        per mode, a row each into rows.  False when x could not be set up
+        or a mode failed."""
+        a, p = self.args, dep.prov
+        c = a.sync_clients
+        what = x.title + ("" if sub_sync == "-" else f", apply synchronous_commit={sub_sync}")
+        self.progress.step(f"syncrep run {run}/{a.runs}: {what}: naming it in synchronous_standby_names", 10)
+        if sub_sync != "-":
+            x.set_sub_sync(sub_sync)
+        if not dep.settle(x, "syncrep"):
+            return False
+        p.q(PDB, "ALTER SYSTEM SET synchronous_standby_names = %s", (f'FIRST 1 ("{x.appname}")',))
+        p.q(PDB, "SELECT pg_reload_conf()")
+        try:
+            dep.poll_until(lambda: p.q1(PDB, "SELECT sync_state FROM pg_stat_replication "
+                                             "WHERE application_name = %s AND state = 'streaming'",
+                                        (x.appname,)) == "sync",
+                           30, f"{x.key} to be the synchronous standby ({x.appname})")
+        except SuiteError as e:
+            names = p.q(PDB, "SELECT application_name, state, sync_state FROM pg_stat_replication")
+            self.problem(f"syncrep {x.key}: {e}; walsenders: {names}")
+            self.reset_sync(p)
+            return False
+        ok = True
+        for mode in a.sync_modes:
+            self.progress.step(f"syncrep run {run}/{a.runs}: {what}, synchronous_commit={mode}, "
+                               f"{c} clients, pgbench {a.sync_duration}s", a.sync_duration + 3)
+            try:
+                n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode=mode,
+                                          timeout=a.sync_duration + 120)
+            except (SuiteError, subprocess.TimeoutExpired) as e:
+                self.problem(f"syncrep {x.key} {mode} (apply {sub_sync}): {str(e)[:300]}")
+                ok = False
+                break
+            rows.append(dep.row("syncrep", run, x, clients=c, duration_s=a.sync_duration,
+                                sync_mode=mode, sub_sync=sub_sync, xacts=n, provider_tps=round(tps),
+                                latency_ms=round(lat, 2)))
+        self.reset_sync(p)
+        return ok
 
     @staticmethod
     def reset_sync(p):
@@ -1326,7 +1369,8 @@ class Suite:
             f"- workload: {a.workload}" + (f" ({a.insert_columns} int columns)" if a.workload == "insert" else "")
             + f", scale {a.scale}; clients {','.join(map(str, a.clients))}, {a.duration}s per run, "
               f"pgbench -j min(clients, {a.jobs}); runs {a.runs}",
-            f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}",
+            f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}, "
+            f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}",
             f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s)",
             f"- memory: scale {a.memory_scale}, subscriber shared_buffers {a.memory_shared_buffers}, "
             f"cap {a.memory_limit} (cgroup as root, else page-cache eviction), backlog {a.memory_backlog}, "
@@ -1338,7 +1382,7 @@ class Suite:
             "'pgoutput, test_decoding, parallel_apply, pglogical_output'; subscribers: "
             "wal_retrieve_retry_interval=100ms, wal_receiver_timeout=0, max_worker_processes=40; "
             f"subscriber apply synchronous_commit={a.sub_sync} (parallel_apply, in-core WITH, "
-            "pglogical.synchronous_commit); physical standby: pg_basebackup of the provider, hot_standby=on",
+            "pglogical.synchronous_commit; syncrep: each of --sync-sub-sync); physical standby: pg_basebackup of the provider, hot_standby=on",
             f"- work directory {a.workdir} (servers run as OS user {r.user}), ports {a.port}..",
         ]
         return "\n".join(lines)
@@ -1460,14 +1504,34 @@ def render_markdown(suite, charts):
                            [[k, f"{v[0]:,.0f}", v[1]] for k, v in best.items()]), ""]
     sync = [r for r in rows if r["experiment"] == "syncrep"]
     if sync:
-        med = median_rows(sync, ["system", "writers", "sync_mode"])
+        med = median_rows(sync, ["system", "writers", "sync_mode", "sub_sync"])
         base = next((num(m["provider_tps"]) for m in med if m["system"] == "standalone"), None)
+
+        def rel(m):
+            return f"{num(m['provider_tps']) / base:.2f}" if base and num(m["provider_tps"]) else "-"
+
+        # side by side: per system, per apply setting, each mode's TPS (x standalone)
+        cols = [(mode, ss) for mode in a.sync_modes for ss in a.sync_sub_sync]
+        pivot = []
+        for name in dict.fromkeys(sys_name(m) for m in med if m["system"] != "standalone"):
+            cells = []
+            for mode, ss in cols:
+                m = next((m for m in med if sys_name(m) == name and m["sync_mode"] == mode
+                          and m["sub_sync"] in (ss, "-")), None)
+                cells.append(f"{cell(m['provider_tps'])} ({rel(m)})" if m else "-")
+            pivot.append([name] + cells)
         parts += [f"## Synchronous replication ({a.sync_clients} clients, {a.sync_duration}s per mode, {note_runs})",
-                  "", "TPS relative to the standalone provider (no standby, synchronous_commit = on).", "",
-                  md_table(["system", "synchronous_commit", "TPS", "latency ms", "vs standalone", "identical"],
+                  "", f"Standalone provider (no standby, synchronous_commit = on): {cell(base)} TPS. "
+                  "Provider TPS with the system named in synchronous_standby_names, per provider "
+                  "synchronous_commit and the subscriber apply's own synchronous_commit (\"apply off\", "
+                  "\"apply on\"; the physical standby has no such setting: the same figure in both), "
+                  "relative to the standalone provider in brackets.", "",
+                  md_table(["system"] + [f"{mode}, apply {ss}" for mode, ss in cols], pivot), "",
+                  "Every run:", "",
+                  md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "latency ms",
+                            "vs standalone", "identical"],
                            [[sys_name(m) if m["system"] != "standalone" else "standalone provider", m["sync_mode"],
-                             cell(m["provider_tps"]), cell(m["latency_ms"], 2),
-                             f"{num(m['provider_tps']) / base:.2f}" if base and num(m["provider_tps"]) else "-",
+                             m["sub_sync"] or "-", cell(m["provider_tps"]), cell(m["latency_ms"], 2), rel(m),
                              m["identical"]] for m in med]), ""]
     if any(r["experiment"].startswith("memory") for r in rows):
         method = getattr(suite, "memory_method", "?")
@@ -1592,14 +1656,17 @@ def make_charts(suite):
         save(fig, "catchup_writers.png")
     sync = [r for r in suite.rows if r["experiment"] == "syncrep"]
     if sync:
-        med = median_rows(sync, ["system", "writers", "sync_mode"])
+        med = median_rows(sync, ["system", "writers", "sync_mode", "sub_sync"])
         base = next((num(m["provider_tps"]) for m in med if m["system"] == "standalone"), None)
-        names = sorted({sys_name(m) for m in med if m["system"] != "standalone"})
+
+        def group(m):
+            return sys_name(m) + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}")
+        names = list(dict.fromkeys(group(m) for m in med if m["system"] != "standalone"))
         modes = suite.args.sync_modes
-        fig, ax = plt.subplots(figsize=(8, 4.2))
+        fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names)), 4.2))
         width = 0.8 / max(len(modes), 1)
         for j, mode in enumerate(modes):
-            ys = [next((num(m["provider_tps"]) or 0 for m in med if sys_name(m) == n and m["sync_mode"] == mode), 0)
+            ys = [next((num(m["provider_tps"]) or 0 for m in med if group(m) == n and m["sync_mode"] == mode), 0)
                   for n in names]
             ax.bar([i + j * width for i in range(len(names))], ys, width, label=mode)
         if base:
@@ -1607,7 +1674,8 @@ def make_charts(suite):
         ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(names))])
         ax.set_xticklabels(names, fontsize=8)
         ax.set_ylabel("provider TPS")
-        ax.set_title(f"synchronous replication, {suite.args.sync_clients} clients")
+        ax.set_title(f"synchronous replication, {suite.args.sync_clients} clients, "
+                     "by the subscriber apply's synchronous_commit")
         ax.legend(fontsize=8)
         save(fig, "syncrep.png")
     return charts
@@ -1657,6 +1725,9 @@ def parse_args(argv):
     ap.add_argument("--sync-clients", type=int, default=8, help="syncrep: pgbench clients")
     ap.add_argument("--sync-duration", type=int, default=30, help="syncrep: seconds per mode")
     ap.add_argument("--sync-modes", default="remote_write,on,remote_apply", help="syncrep: synchronous_commit values")
+    ap.add_argument("--sync-sub-sync", default="off,on",
+                    help="syncrep: the subscribers' apply synchronous_commit values, each measured in turn "
+                         "(side by side in the report)")
     ap.add_argument("--memory-scale", type=int, default=100)
     ap.add_argument("--memory-limit", default="512MB", help="memory: cgroup cap of each subscriber cluster")
     ap.add_argument("--memory-shared-buffers", default="128MB", help="memory: subscribers' shared_buffers")
@@ -1693,6 +1764,10 @@ def parse_args(argv):
     a.clients = csv_list(a.clients, int)
     a.memory_clients = csv_list(a.memory_clients, int)
     a.sync_modes = csv_list(a.sync_modes)
+    a.sync_sub_sync = csv_list(a.sync_sub_sync)
+    for v in a.sync_sub_sync:
+        if v not in ("off", "on"):
+            ap.error(f"--sync-sub-sync: '{v}' is neither off nor on")
     a.memory_duration = a.memory_duration or a.duration
     a.memory_limit_bytes = parse_size(a.memory_limit)
     for w in a.writers + a.memory_writers:

@@ -30,6 +30,7 @@ extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,
 extern void pa_progress_received(XLogRecPtr lsn);
 extern void pa_progress_provider_end(XLogRecPtr lsn);
 extern void pa_progress_update(bool idle);
+extern bool pa_progress_flush(void);
 extern void pa_progress_feedback(bool force, bool request_reply);
 
 #endif							/* PA_PROGRESS_H */

@@ -8,8 +8,9 @@
  *
  *	1. connects to the provider over a replication connection (PostgreSQL's
  *	   libpqwalreceiver, the same client the in-core apply worker uses),
- *	   with the subscription's name as application_name, so the provider's
- *	   synchronous_standby_names can name it;
+ *	   with the subscription's name as application_name (libpq's
+ *	   fallback_application_name, as core's subscriptions: one given in the
+ *	   DSN wins), so the provider's synchronous_standby_names can name it;
  *	2. starts its writers (pool.c) and, for a new subscription, creates the
  *	   slot and copies the initial data (sync.c);
  *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
@@ -33,9 +34,15 @@
  *
  * Keepalives are answered; status updates carry the received position,
  * the flushed one (only what is durable here, see progress.c) and the
- * applied one.  A wait_for_catchup() in progress makes the leader ask the
- * provider for keepalives, so that an idle provider's end of WAL is known
- * promptly.
+ * applied one, and go out as soon as one of them moves.  Whenever the
+ * loop finds everything it received applied (housekeeping with the
+ * dispatcher idle), and when a keepalive asks for a reply, progress.c
+ * first flushes the WAL up to the last applied commit, once for all
+ * commits since the last flush: a provider waiting for this subscriber
+ * as its synchronous standby (synchronous_commit = on) hears "flushed"
+ * without waiting for the WAL writer.  A wait_for_catchup() in progress
+ * makes the leader ask the provider for keepalives, so that an idle
+ * provider's end of WAL is known promptly.
  *
  * Deadlock freedom.  The leader waits for writers (for a commit, for room
  * in a queue); writers wait for each other (commit order, dependencies,
@@ -261,7 +268,12 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 		pa_progress_provider_end(end);
 		if (reply)
 		{
-			pa_progress_update(pa_dispatch_idle());
+			bool		idle = pa_dispatch_idle();
+
+			/* the provider waits for us: flush what was applied, tell it */
+			pa_progress_update(idle);
+			if (pa_progress_flush())
+				pa_progress_update(idle);
 			pa_progress_feedback(true, false);
 		}
 	}
@@ -311,9 +323,12 @@ maybe_resize(void)
 					L->sub->name, want)));
 }
 
-/* Everything that is not reading: status, feedback, resizing. */
+/*
+ * Everything that is not reading: status, feedback, resizing.  drained:
+ * the loop has read everything the provider sent so far.
+ */
 static void
-housekeeping(TimestampTz *last_xact)
+housekeeping(TimestampTz *last_xact, bool drained)
 {
 	PaLeader   *L = MyPaLeader;
 	PaSubSlot  *slot = L->slot;
@@ -336,6 +351,17 @@ housekeeping(TimestampTz *last_xact)
 
 	/* a waiter wants the provider's current end: ask for a keepalive */
 	pa_progress_feedback(false, idle && target != InvalidXLogRecPtr);
+
+	/*
+	 * Everything the provider sent is applied, and the applied position
+	 * has gone out just above: flush it now and say so, a provider may
+	 * wait for it (progress.c, "Group flush").
+	 */
+	if (idle && drained && pa_progress_flush())
+	{
+		pa_progress_update(idle);
+		pa_progress_feedback(false, false);
+	}
 
 	if (ConfigReloadPending)
 	{
@@ -397,7 +423,7 @@ stream_loop(void)
 			if (++n % 1000 == 0)
 			{
 				CHECK_FOR_INTERRUPTS();
-				housekeeping(&last_xact);
+				housekeeping(&last_xact, false);
 			}
 			len = walrcv_receive(L->conn, &buf, &fd);
 		}
@@ -407,7 +433,7 @@ stream_loop(void)
 			continue;
 		}
 
-		housekeeping(&last_xact);
+		housekeeping(&last_xact, true);
 
 		/* one wait set for the whole stream: the socket does not change */
 		if (wes == NULL)
