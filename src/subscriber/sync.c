@@ -955,12 +955,22 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 {
 	char	   *snapshot = NULL;
 	XLogRecPtr	snap_lsn = InvalidXLogRecPtr;
-	WalReceiverConn *snapconn = temporary_snapshot(sub, copy_data, &snapshot,
-												   &snap_lsn);
-	List	   *published = list_tables(sub, snapshot);
-	List	   *done = synced_tables(sub->subid);
+	WalReceiverConn *snapconn;
+	List	   *published;
+	List	   *done;
 	int			added = 0;
 	ListCell   *lc;
+
+	/*
+	 * The records are read at a snapshot taken now, with the pipeline
+	 * stopped: a table its leader copied when the stream showed it joining
+	 * may have been recorded after the calling statement's snapshot, and
+	 * would otherwise be copied a second time (a duplicate key).
+	 */
+	PushActiveSnapshot(GetLatestSnapshot());
+	snapconn = temporary_snapshot(sub, copy_data, &snapshot, &snap_lsn);
+	published = list_tables(sub, snapshot);
+	done = synced_tables(sub->subid);
 
 	foreach(lc, unrecorded(published, sub->subid))
 	{
@@ -991,5 +1001,6 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 		if (!still)
 			forget_table(sub->subid, lfirst_oid(lc));
 	}
+	PopActiveSnapshot();
 	return added;
 }
