@@ -42,6 +42,7 @@ OBJS += \
 	src/writer/writer.o \
 	src/writer/readahead.o \
 	src/writer/coalesce.o \
+	src/writer/twophase.o \
 	src/writer/apply.o
 # the SQL API
 OBJS += \

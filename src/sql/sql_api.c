@@ -34,6 +34,7 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
@@ -188,6 +189,40 @@ check_provider(WalReceiverConn *conn, List *pubs)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("publication(s) not found on the provider: %s", v),
 				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
+}
+
+/*
+ * two_phase: this server must be able to prepare transactions, and the
+ * provider's parallel_apply send them (protocol version 3, extension 1.3;
+ * a library without it refuses the stream too, "protocol version 3 is not
+ * supported").  The provider's installed extension files say which it has;
+ * without them nothing is known here, and the stream tells.
+ */
+static void
+check_two_phase_here(void)
+{
+	if (max_prepared_xacts == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase needs prepared transactions on the subscriber"),
+				 errdetail("max_prepared_transactions is 0 here."),
+				 errhint("Set max_prepared_transactions to at least the number of transactions the provider may have prepared at once, and restart the subscriber.")));
+}
+
+static void
+check_two_phase_provider(WalReceiverConn *conn)
+{
+	char	   *v = pa_provider_value(conn, "SELECT default_version FROM pg_catalog.pg_available_extensions WHERE name = 'parallel_apply'");
+	int			major,
+				minor;
+
+	if (v != NULL && sscanf(v, "%d.%d", &major, &minor) == 2 &&
+		(major < 1 || (major == 1 && minor < 3)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's parallel_apply does not send prepared transactions"),
+				 errdetail("Its parallel_apply is version %s; two_phase needs 1.3 or later.", v),
+				 errhint("Update parallel_apply on the provider, or create the subscription without two_phase.")));
 }
 
 /*
@@ -491,11 +526,13 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for origin: \"%s\"", origin),
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
-	/* TODO(issue 19, issue 15): two_phase and failover are being built */
-	if (two_phase || failover)
+	/* TODO(issue 15): failover is being built */
+	if (failover)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s is not supported yet", two_phase ? "two_phase" : "failover")));
+				 errmsg("%s is not supported yet", "failover")));
+	if (two_phase)
+		check_two_phase_here();
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -508,6 +545,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	/* the provider: reachable, configured, with the publications */
 	conn = pa_provider_connect(dsn, name, NULL, false);
 	check_provider(conn, pubs);
+	if (two_phase)
+		check_two_phase_provider(conn);
 	walrcv_disconnect(conn);
 
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
