@@ -976,6 +976,9 @@ set_current(int i)
 
 	MyWriter->cur = &MyWriter->group[i];
 	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
+	pa_relmap_prepared_xid =
+		MyWriter->cur->hdr.twophase == PA_Q_2PC_PREPARE ?
+		MyWriter->cur->hdr.xid : InvalidTransactionId;
 	/* at or past the transaction to skip: clear skip_lsn when committing */
 	MyWriter->skipping = MyWriter->skip_lsn != InvalidXLogRecPtr &&
 		MyWriter->cur->hdr.commit_lsn == MyWriter->skip_lsn;
