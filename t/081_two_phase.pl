@@ -328,16 +328,44 @@ wait_caught_up($sub, 'tp');
 rows_equal($pub, $sub, [ [ 'j', 'id' ] ],
 	'a prepared transaction open in the copy\'s snapshot is applied, one ended is not');
 
+# --- one transaction prepared by two subscriptions of one subscriber ----------
+# in two databases, their first subscription each, so of the same id: the
+# GIDs differ by the database
+$pub->safe_psql('postgres', 'CREATE PUBLICATION pubt FOR TABLE t');
+$pub->safe_psql('postgres', 'CREATE DATABASE early');
+$sub->safe_psql('postgres', 'CREATE DATABASE early');
+$sub->safe_psql('early', 'CREATE EXTENSION parallel_apply; CREATE TABLE t (id int PRIMARY KEY, v text)');
+$sub->safe_psql('early', "SELECT create_subscription('twin', \$\$" . $pub->connstr('postgres')
+	  . "\$\$, ARRAY['pubt'], num_writers := 2, two_phase := true)");
+wait_caught_up($sub, 'twin', db => 'early');
+is($sub->safe_psql('early', "SELECT sub_id FROM parallel_apply.subscription"),
+	$sub->safe_psql('postgres', "SELECT sub_id FROM parallel_apply.subscription"),
+	'two subscriptions of one id');
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO t VALUES (50, 'prepared for two');
+PREPARE TRANSACTION 'twice';
+});
+wait_caught_up($sub, 'tp');
+wait_caught_up($sub, 'twin', db => 'early');
+is($sub->safe_psql('postgres', 'SELECT count(DISTINCT gid) FROM pg_prepared_xacts'), '2',
+	'prepared by both, under two GIDs');
+$pub->safe_psql('postgres', "COMMIT PREPARED 'twice'");
+wait_caught_up($sub, 'tp');
+wait_caught_up($sub, 'twin', db => 'early');
+is(prepared_here($sub), 'none', 'both finished');
+rows_equal($pub, $sub, [ [ 't', 'id' ] ], 'prepared for two');
+is(table_digest($sub, 't', 'id', 'early'), table_digest($pub, 't', 'id'),
+	'prepared for two: t identical in the other database');
+
 # --- prepared before the slot decoded prepared transactions ---------------------
 # The slot of a new subscription decodes prepared transactions from where
 # its first stream starts; a transaction prepared before that comes whole
 # at its COMMIT PREPARED, and is applied as the committed one it is then.
 # Reproduced with a slot made by hand, consumed past the PREPARE, for a
 # subscription that does not copy (its tables apply from that point on).
-$pub->safe_psql('postgres', 'CREATE DATABASE early');
-$sub->safe_psql('postgres', 'CREATE DATABASE early');
 $pub->safe_psql('early', 'CREATE TABLE e (id int PRIMARY KEY, v text); CREATE PUBLICATION pube FOR TABLE e');
-$sub->safe_psql('early', 'CREATE EXTENSION parallel_apply; CREATE TABLE e (id int PRIMARY KEY, v text)');
+$sub->safe_psql('early', 'CREATE TABLE e (id int PRIMARY KEY, v text)');
 create_sub($sub, $pub, 'early', db => 'early', publications => ['pube'], num_writers => 4,
 	two_phase => 'true', synchronize_data => 'false', enabled => 'false');
 my $slot = $sub->safe_psql('early', "SELECT slot_name FROM subscription_status() WHERE subscription_name = 'early'");
