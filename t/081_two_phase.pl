@@ -390,4 +390,21 @@ is($sub->safe_psql('early', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 	'and nothing is left prepared');
 no_errors($sub, 'early', 'prepared before', db => 'early');
 
+# --- dropped with a transaction prepared here ------------------------------------
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO t VALUES (60, 'prepared when the subscription is dropped');
+PREPARE TRANSACTION 'left';
+});
+wait_caught_up($sub, 'tp');
+$gid = gid_of('left');
+($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('tp')");
+like($err, qr/WARNING:  1 transaction prepared by parallel_apply subscription "tp" is left prepared\n.*\nHINT:  Finish each with COMMIT PREPARED or ROLLBACK PREPARED as the provider did; they are the rows of pg_prepared_xacts whose gid starts with '${gid_prefix}'\./,
+	'drop_subscription() says which prepared transactions it leaves');
+like(prepared_here($sub), qr/\Q$gid\E/, 'left prepared');
+$sub->safe_psql('postgres', "ROLLBACK PREPARED '$gid'");
+$pub->safe_psql('postgres', "ROLLBACK PREPARED 'left'");
+wait_caught_up($sub, 'twin', db => 'early');
+is(prepared_here($sub), 'none', 'the other subscription finished its own');
+
 done_testing();

@@ -67,6 +67,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "sync.h"
+#include "twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
 PG_FUNCTION_INFO_V1(pa_drop_subscription);
@@ -223,6 +224,35 @@ check_two_phase_provider(WalReceiverConn *conn)
 				 errmsg("the provider's parallel_apply does not send prepared transactions"),
 				 errdetail("Its parallel_apply is version %s; two_phase needs 1.3 or later.", v),
 				 errhint("Update parallel_apply on the provider, or create the subscription without two_phase.")));
+}
+
+/*
+ * A subscription with two_phase is dropped: the transactions it prepared
+ * here and whose end has not come stay prepared, holding their locks, as
+ * PostgreSQL leaves its own; say so, and how to finish them.
+ */
+static void
+warn_prepared_left(PaSubscription *sub)
+{
+	char	   *prefix = pa_twophase_gid_prefix(sub->subid);
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	int			n;
+
+	values[0] = CStringGetTextDatum(prefix);
+	pa_catalog_query("SELECT count(*)::int FROM pg_catalog.pg_prepared_xacts"
+					 " WHERE pg_catalog.starts_with(gid, $1)",
+					 1, types, values, NULL, true, 1, SPI_OK_SELECT);
+	n = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	if (n > 0)
+		ereport(WARNING,
+				(errmsg_plural("%d transaction prepared by parallel_apply subscription \"%s\" is left prepared",
+							   "%d transactions prepared by parallel_apply subscription \"%s\" are left prepared",
+							   n, n, sub->name),
+				 errdetail("Their COMMIT PREPARED or ROLLBACK PREPARED on the provider had not been applied."),
+				 errhint("Finish each with COMMIT PREPARED or ROLLBACK PREPARED as the provider did; they are the rows of pg_prepared_xacts whose gid starts with '%s'.",
+						 prefix)));
+	SPI_finish();
 }
 
 /*
@@ -609,6 +639,8 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	}
 
 	stop_pipeline(sub);
+	if (sub->two_phase)
+		warn_prepared_left(sub);
 	values[0] = ObjectIdGetDatum(sub->subid);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);

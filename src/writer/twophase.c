@@ -81,6 +81,12 @@ pa_twophase_gid(char *gid, int size, Oid subid, TransactionId xid)
 	snprintf(gid, size, "pa_%u_%u_%u", MyDatabaseId, subid, xid);
 }
 
+char *
+pa_twophase_gid_prefix(Oid subid)
+{
+	return psprintf("pa_%u_%u_", MyDatabaseId, subid);
+}
+
 void
 pa_twophase_prepare(Oid subid, TransactionId xid)
 {

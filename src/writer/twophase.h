@@ -17,6 +17,8 @@
 
 /* The GID of remote transaction xid, prepared here by subscription subid. */
 extern void pa_twophase_gid(char *gid, int size, Oid subid, TransactionId xid);
+/* What every such GID of subscription subid starts with (palloc'd). */
+extern char *pa_twophase_gid_prefix(Oid subid);
 
 /*
  * End the current local transaction with PREPARE TRANSACTION; the origin's
