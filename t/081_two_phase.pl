@@ -215,6 +215,22 @@ rows_equal($pub, $sub, [ [ 'd', 'id' ], 'k', [ 't', 'id' ] ], 'savepoints, schem
 rows_equal($pub, $plain, [ [ 'd', 'id' ], 'k', [ 't', 'id' ] ], 'without two_phase, the same');
 no_errors($sub, 'tp', 'schema change and TRUNCATE', since => $since);
 
+# --- a large prepared transaction, sent to its writer in chunks ----------------
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO d SELECT g, repeat('large ', 40), g FROM generate_series(100, 50099) g;
+PREPARE TRANSACTION 'large';
+INSERT INTO t VALUES (31, 'after the large one');
+});
+caught_up();
+is(prepared_here($sub), gid_of('large'), 'a large one: prepared here');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM d WHERE id >= 100'), '0',
+	'a large one: none of its rows visible');
+$pub->safe_psql('postgres', "COMMIT PREPARED 'large'; UPDATE d SET extra = -extra WHERE id % 1000 = 0");
+caught_up();
+is(prepared_here($sub), 'none', 'a large one: finished');
+rows_equal($pub, $sub, [ [ 'd', 'id' ], [ 't', 'id' ] ], 'a large one');
+
 # --- concurrent sessions: prepared transactions among ordinary ones ------------
 # each client prepares and finishes its own GID, on rows the others change
 # too, so that later transactions wait on the prepared ones on the provider
@@ -373,6 +389,7 @@ $pub->safe_psql('early', qq{
 SELECT 'made' FROM pg_create_logical_replication_slot('$slot', 'parallel_apply');
 BEGIN;
 INSERT INTO e VALUES (1, 'prepared before the slot decoded prepared transactions');
+INSERT INTO e SELECT g, repeat('large ', 40) FROM generate_series(100, 50099) g;
 PREPARE TRANSACTION 'early';
 INSERT INTO e VALUES (2, 'committed before the subscription streamed');
 SELECT count(*) > 0 FROM pg_logical_slot_get_binary_changes('$slot', NULL, NULL,
@@ -384,8 +401,10 @@ is($sub->safe_psql('early', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 	'prepared before: not prepared here');
 $pub->safe_psql('early', "COMMIT PREPARED 'early'; INSERT INTO e VALUES (3, 'later')");
 wait_caught_up($sub, 'early', db => 'early');
-is($sub->safe_psql('early', 'SELECT string_agg(id::text, \',\' ORDER BY id) FROM e'), '1,3',
+is($sub->safe_psql('early', 'SELECT string_agg(id::text, \',\' ORDER BY id) FROM e WHERE id < 100'), '1,3',
 	'at its COMMIT PREPARED it is applied, as what follows it');
+is($sub->safe_psql('early', 'SELECT count(*) FROM e WHERE id >= 100'), '50000',
+	'all of it (large: sent in chunks)');
 is($sub->safe_psql('early', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 	'and nothing is left prepared');
 no_errors($sub, 'early', 'prepared before', db => 'early');
