@@ -17,8 +17,9 @@ use lib 't/lib';
 use PaTest;
 
 my $pub = provider_node('provider', extra_conf => "max_prepared_transactions = 20\n");
-# the test framework turns restart_after_crash off; a kill -9 needs it
-my $sub = subscriber_node('subscriber',
+# the test framework turns restart_after_crash off; a kill -9 needs it; a
+# provider too, for a cascade at the end
+my $sub = both_node('subscriber',
 	extra_conf => "max_prepared_transactions = 20\nrestart_after_crash = on\n");
 # max_prepared_transactions is 0 here
 my $plain = subscriber_node('plain');
@@ -408,6 +409,32 @@ is($sub->safe_psql('early', 'SELECT count(*) FROM e WHERE id >= 100'), '50000',
 is($sub->safe_psql('early', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 	'and nothing is left prepared');
 no_errors($sub, 'early', 'prepared before', db => 'early');
+
+# --- a cascade: provider -> subscriber -> a third node, two_phase on both -------
+my $third = subscriber_node('third', extra_conf => "max_prepared_transactions = 20\n");
+$third->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text)');
+$sub->safe_psql('postgres', 'CREATE PUBLICATION pubc FOR TABLE t');
+create_sub($third, $sub, 'cascade', publications => ['pubc'], num_writers => 4,
+	two_phase => 'true');
+wait_caught_up($third, 'cascade');
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO t VALUES (70, 'prepared through a cascade');
+PREPARE TRANSACTION 'cascade commit';
+BEGIN;
+UPDATE t SET v = 'rolled back through a cascade' WHERE id = 1;
+PREPARE TRANSACTION 'cascade rollback';
+});
+wait_caught_up($sub, 'tp');
+wait_caught_up($third, 'cascade');
+is($third->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '2',
+	'a cascade: prepared on the third node too');
+$pub->safe_psql('postgres', "COMMIT PREPARED 'cascade commit'; ROLLBACK PREPARED 'cascade rollback'");
+wait_caught_up($sub, 'tp');
+wait_caught_up($third, 'cascade');
+is($third->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+	'a cascade: finished on the third node');
+is(table_digest($third, 't', 'id'), table_digest($pub, 't', 'id'), 'a cascade: t identical');
 
 # --- dropped with a transaction prepared here ------------------------------------
 $pub->safe_psql('postgres', q{
