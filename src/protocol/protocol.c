@@ -9,8 +9,9 @@
  * provider's database encoding, which the STARTUP message names.  A tuple is
  * a column count followed by one datum per column, each tagged as null,
  * unchanged TOAST, text (the type's output function) or binary (the type's
- * send function).  docs/protocol.md is the specification; keep the two in
- * step.
+ * send function).  Version 3 adds the two-phase messages, sent only to a
+ * client that asks for them (two_phase).  docs/protocol.md is the
+ * specification; keep the two in step.
  *
  * The writers append to a StringInfo prepared by OutputPluginPrepareWrite;
  * they do no catalog access of their own except for the names in RELATION,

@@ -17,7 +17,8 @@
  * keep the state a subscriber keeps: the stream starts with STARTUP,
  * whose version and binary_type_limit hold for the rest of it, a change
  * must follow BEGIN and the RELATION of its relation, COMMIT must match
- * its BEGIN.  Binary datums
+ * its BEGIN (PREPARE its BEGIN PREPARE, and the two-phase messages come
+ * only in a session whose STARTUP says two_phase).  Binary datums
  * are decoded with the type's receive function and shown through its
  * output function, so a test sees the value, and which of the two forms
  * carried it.

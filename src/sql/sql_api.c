@@ -11,7 +11,9 @@
  * provider, a provider that does not allow the
  * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
  * does not convert to this one's all end in an error that leaves nothing
- * behind.  Stopping workers (disable,
+ * behind; so does two_phase without max_prepared_transactions here or with
+ * a provider whose parallel_apply predates it.  drop_subscription() warns
+ * of the transactions a two_phase subscription leaves prepared here.  Stopping workers (disable,
  * drop, a changed synchronous_commit) marks the subscription paused by
  * this backend until its transaction ends, so that the supervisor does not
  * restart what it just stopped from a catalog that has not changed yet.

@@ -36,6 +36,10 @@
  *	  converted to this database's first (binary is then never sent);
  *	- the defaults of local columns the provider does not send, planned,
  *	  for INSERT;
+ *	- the table's record in subscription_rel (sync.c): the position its
+ *	  copy read, before which its changes are in the copy and skipped
+ *	  (pa_relmap_skip), and the copy's snapshot, which decides instead for
+ *	  a prepared transaction (two_phase) prepared before that position;
  *	- the keys the dispatcher computes for each row: the provider's
  *	  replica identity and every unique index of the local table, each as
  *	  a list of remote column positions, plus whether that list covers
