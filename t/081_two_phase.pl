@@ -64,6 +64,12 @@ wait_caught_up($plain, 'plain');
 rows_equal($pub, $sub, \@all, 'copied');
 is($sub->safe_psql('postgres', "SELECT two_phase FROM subscription_status() WHERE subscription_name = 'tp'"),
 	't', 'subscription_status() shows two_phase');
+is($pub->safe_psql('postgres', 'SELECT string_agg(two_phase::text, \',\' ORDER BY two_phase) FROM pg_replication_slots'),
+	'false,true', 'the provider\'s slot decodes prepared transactions (the other\'s not)');
+is($sub->safe_psql('postgres', q{
+SELECT count(*) FILTER (WHERE sync_snapshot ~ '^\d+:\d+:[\d,]*$') || '/' || count(*)
+  FROM parallel_apply.subscription_rel}),
+	'8/8', 'each table\'s copy recorded with the snapshot it read');
 
 # The GID here: pa_<database oid>_<subscription id>_<the provider's xid>.
 my $gid_prefix = $sub->safe_psql('postgres', q{
