@@ -12,6 +12,9 @@
 ALTER TABLE parallel_apply.subscription
     ADD COLUMN two_phase boolean NOT NULL DEFAULT false,
     ADD COLUMN failover boolean NOT NULL DEFAULT false;
+-- the snapshot a table's copy read, for prepared transactions (two_phase);
+-- tables copied before have none, and two_phase is for new subscriptions
+ALTER TABLE parallel_apply.subscription_rel ADD COLUMN sync_snapshot text;
 
 DROP FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean);
 CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,

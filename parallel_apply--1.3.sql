@@ -85,11 +85,15 @@ SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');
 -- copied it: sync_lsn is the provider's position of the snapshot the copy
 -- read, and the writers apply the table's changes committed from there on
 -- only (earlier ones are in the copy).  A retried copy copies only the
--- tables without a row.
+-- tables without a row.  sync_snapshot is the provider's snapshot the copy
+-- read (pg_current_snapshot()): a prepared transaction (two_phase) arrives
+-- before its commit's position is known, and is in the copy when it had
+-- ended in that snapshot.  NULL when the table was not copied.
 CREATE TABLE parallel_apply.subscription_rel (
     sub_id    oid NOT NULL,
     relid     oid NOT NULL,        -- the local table, which renames keep
     sync_lsn  pg_lsn NOT NULL,
+    sync_snapshot text,
     PRIMARY KEY (sub_id, relid)
 );
 REVOKE ALL ON parallel_apply.subscription_rel FROM PUBLIC;

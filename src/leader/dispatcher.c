@@ -81,6 +81,28 @@
  * each queue is FIFO, so every writer knows the definition a transaction
  * was decoded with before it applies that transaction.
  *
+ * Prepared transactions (two_phase).  A prepared transaction (BEGIN
+ * PREPARE ... PREPARE) is dispatched as any transaction, in the place of
+ * its PREPARE in the provider's commit order, and its writer ends it with
+ * PREPARE TRANSACTION in its turn (writer.c, twophase.c).  Its COMMIT
+ * PREPARED or ROLLBACK PREPARED is a transaction of its own, in its own
+ * place: a queue message with no changes, whose writer finishes the
+ * prepared transaction in its turn.  Until then the prepared transaction
+ * holds its rows locked here, as on the provider, where no transaction
+ * that needs them can commit before that COMMIT or ROLLBACK PREPARED, so
+ * that none that comes before it here needs them either; one that comes
+ * after it must not start before it has committed, or it would wait on
+ * the prepared transaction's locks, which no deadlock detector connects
+ * to the writer that will release them.  So the end takes over the
+ * prepared transaction's keys (kept from its dispatch, in prepared_keys)
+ * and later transactions that share one depend on it; when they are not
+ * known (it was prepared before the leader started, or streamed, or in a
+ * pool of one writer, which tracks none), nothing after the end is
+ * dispatched until it has committed.  A PREPARE flagged AT_COMMIT (the
+ * transaction is committed already: its COMMIT PREPARED follows at once)
+ * is not prepared here: it is dispatched at that COMMIT PREPARED as the
+ * ordinary transaction it is by then, at the COMMIT PREPARED's position.
+ *
  * Checks.  Every message is read with protocol.c's checking readers, also
  * those the leader does not use (ORIGIN, MESSAGE).  A session starts with
  * its STARTUP (pa_read_frame holds the stream to that), which must name
@@ -132,9 +154,22 @@ typedef struct RelationEntry
 	int			len;
 } RelationEntry;
 
+/* The keys of a prepared transaction, for its end: "Prepared transactions" */
+typedef struct PreparedKeys
+{
+	TransactionId xid;			/* hash key: the provider's */
+	int			nkeys;
+	uint64	   *keys;			/* in TopMemoryContext */
+	bool		barrier;		/* it was a barrier */
+} PreparedKeys;
+
+/* more than this, and its end waits for everything instead */
+#define PREPARED_KEYS_MAX	65536
+
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
+static HTAB *prepared_keys;
 
 /* a key's use: look it up (depend on its last writer), record it, or both */
 #define KEY_LOOKUP	0x01
@@ -166,6 +201,8 @@ pa_dispatch_init(void)
 						sizeof(uint64), sizeof(KeyEntry));
 	relations = blob_table("parallel_apply relations", 256,
 						   sizeof(Oid), sizeof(RelationEntry));
+	prepared_keys = blob_table("parallel_apply prepared keys", 64,
+							   sizeof(TransactionId), sizeof(PreparedKeys));
 	L->last_writer = -1;
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
@@ -590,6 +627,7 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
 	h->barrier = txn->barrier || txn->streaming;
+	h->twophase = txn->twophase;
 	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
 	h->seq = txn->seq;
 	h->xid = txn->begin.xid;
@@ -710,6 +748,61 @@ assign_writer(void)
 	pfree(entries);
 }
 
+/* ---------------------------------------------------------------------
+ * Prepared transactions, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+/* A prepared transaction is dispatched: keep its keys for its end. */
+static void
+keep_prepared_keys(void)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PreparedKeys *pk;
+	bool		found;
+	int			n = 0;
+
+	/* streamed, or one writer: no keys were tracked; too many: not kept */
+	if (txn->streaming || pa_pool_size() == 1 ||
+		txn->nkeys > PREPARED_KEYS_MAX)
+		return;
+	pk = hash_search(prepared_keys, &txn->begin.xid, HASH_ENTER, &found);
+	if (found)
+		pfree(pk->keys);
+	pk->keys = MemoryContextAlloc(TopMemoryContext,
+								  sizeof(uint64) * Max(txn->nkeys, 1));
+	for (int i = 0; i < txn->nkeys; i++)
+		if (txn->keys[i].mode & KEY_RECORD)
+			pk->keys[n++] = txn->keys[i].hash;
+	pk->nkeys = n;
+	/* a TRUNCATE or schema change locks whole tables: wait after its end */
+	pk->barrier = txn->barrier;
+}
+
+/*
+ * The end of prepared transaction xid, being assembled, takes over its
+ * keys; if they are not known, nothing after it is dispatched until it has
+ * committed.
+ */
+static void
+take_prepared_keys(TransactionId xid)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PreparedKeys *pk = hash_search(prepared_keys, &xid, HASH_FIND, NULL);
+
+	/* with one writer, everything after it runs after it */
+	if (pk == NULL)
+	{
+		txn->wait_after = pa_pool_size() > 1;
+		return;
+	}
+	for (int i = 0; i < pk->nkeys; i++)
+		add_key(pk->keys[i], KEY_RECORD);
+	txn->wait_after = pk->barrier && pa_pool_size() > 1;
+	pfree(pk->keys);
+	hash_search(prepared_keys, &xid, HASH_REMOVE, NULL);
+}
+
 /*
  * The transaction is dispatched: the next one goes on from it.  A barrier
  * (and a streamed transaction) must commit before anything after it is
@@ -723,8 +816,10 @@ end_txn(void)
 
 	L->last_writer = txn->writer;
 	L->last_seq = txn->seq;
-	if (txn->barrier || txn->streaming)
+	if (txn->barrier || txn->streaming || txn->wait_after)
 		L->wait_before_next = txn->seq;
+	if (txn->twophase == PA_Q_2PC_PREPARE)
+		keep_prepared_keys();
 	/* the keys of streamed ones are not tracked */
 	if (!txn->streaming &&
 		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
@@ -867,6 +962,9 @@ start_txn(PaBeginData *begin)
 	txn->begin = *begin;
 	txn->seq = MyPaLeader->last_seq + 1;
 	txn->barrier = false;
+	txn->twophase = PA_Q_2PC_NONE;
+	txn->at_commit = false;
+	txn->wait_after = false;
 	txn->nkeys = 0;
 	resetStringInfo(&txn->msgs);
 	Assert(txn->new_relations == NIL);
@@ -890,6 +988,78 @@ require_in_txn(bool inside, char type)
 						type, inside ? "outside" : "inside")));
 }
 
+/* A two-phase message: only in a session that asked for them. */
+static void
+require_two_phase(char type)
+{
+	if (!MyPaLeader->session_two_phase)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' in a session without two_phase",
+						type)));
+}
+
+/* COMMIT ends what BEGIN began, PREPARE what BEGIN PREPARE began. */
+static void
+require_txn_kind(char twophase, char type)
+{
+	if (MyPaLeader->txn.twophase != twophase)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' at the end of a %s transaction",
+						type, MyPaLeader->txn.twophase == PA_Q_2PC_NONE ?
+						"committing" : "prepared")));
+}
+
+/*
+ * A COMMIT PREPARED or ROLLBACK PREPARED (type) between transactions: a
+ * transaction of its own, its batch the message itself (twophase.c).
+ */
+static void
+start_finish_prepared(char type, PaFinishPreparedData *fin,
+					  const char *data, int len)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PaBeginData begin;
+
+	begin.final_lsn = fin->finish_lsn;
+	begin.commit_time = fin->finish_time;
+	begin.xid = fin->xid;
+	start_txn(&begin);
+	txn->twophase = type == PA_MSG_COMMIT_PREPARED ?
+		PA_Q_2PC_COMMIT : PA_Q_2PC_ROLLBACK;
+	txn->commit.flags = 0;
+	txn->commit.commit_lsn = fin->finish_lsn;
+	txn->commit.end_lsn = fin->finish_end_lsn;
+	txn->commit.commit_time = fin->finish_time;
+	append_message(data, len);
+	take_prepared_keys(fin->xid);
+	txn->stage = PA_COMMIT_READ;
+}
+
+/*
+ * The COMMIT PREPARED that follows a PREPARE flagged AT_COMMIT: the
+ * transaction is dispatched as the committed one it is.
+ */
+static void
+commit_at_commit(char type, PaFinishPreparedData *fin)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	if (type != PA_MSG_COMMIT_PREPARED || fin->xid != txn->begin.xid)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("a parallel_apply PREPARE flagged AT_COMMIT is not followed by its COMMIT PREPARED")));
+	txn->at_commit = false;
+	txn->twophase = PA_Q_2PC_NONE;
+	txn->begin.final_lsn = fin->finish_lsn;
+	txn->begin.commit_time = fin->finish_time;
+	txn->commit.commit_lsn = fin->finish_lsn;
+	txn->commit.end_lsn = fin->finish_end_lsn;
+	txn->commit.commit_time = fin->finish_time;
+	txn->stage = PA_COMMIT_READ;
+}
+
 /*
  * One protocol message.  What it leaves to send (a chunk of a large
  * transaction, a transaction at its COMMIT) is sent by
@@ -906,12 +1076,19 @@ dispatch_message(StringInfo in)
 	char		type;
 	PaStartupData startup;
 	PaBeginData begin;
+	PaBeginPrepareData begin_prepare;
+	PaPrepareData prepare;
+	PaFinishPreparedData fin;
 	PaMessageData message;
 	char	   *origin;
 	XLogRecPtr	origin_lsn;
 	int			encoding;
 
 	type = pa_read_msgtype(in);
+	if (txn->at_commit && type != PA_MSG_COMMIT_PREPARED)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("a parallel_apply PREPARE flagged AT_COMMIT is not followed by its COMMIT PREPARED")));
 
 	switch (type)
 	{
@@ -920,7 +1097,13 @@ dispatch_message(StringInfo in)
 			pa_read_startup(in, &startup);
 			pa_read_end(in);
 			pa_check_proto_version(startup.proto_version,
-								   PA_SUB_PROTO_VERSION, PA_SUB_PROTO_VERSION);
+								   PA_SUB_PROTO_VERSION(L->sub->two_phase),
+								   PA_SUB_PROTO_VERSION(L->sub->two_phase));
+			if (((startup.flags & PA_STARTUP_TWO_PHASE) != 0) != L->sub->two_phase)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the provider answers two_phase %s, not as asked",
+								(startup.flags & PA_STARTUP_TWO_PHASE) ? "on" : "off")));
 			/* the conversion is looked up in the catalog */
 			{
 				MemoryContext msgcxt = CurrentMemoryContext;
@@ -946,6 +1129,7 @@ dispatch_message(StringInfo in)
 			L->slot->remote_encoding = encoding;
 			SpinLockRelease(&L->slot->mutex);
 			L->session_version = startup.proto_version;
+			L->session_two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
 			break;
 		case PA_MSG_BEGIN:
 			require_in_txn(false, type);
@@ -955,9 +1139,52 @@ dispatch_message(StringInfo in)
 			break;
 		case PA_MSG_COMMIT:
 			require_in_txn(true, type);
+			require_txn_kind(PA_Q_2PC_NONE, type);
 			pa_read_commit(in, &txn->commit);
 			pa_read_end(in);
 			txn->stage = PA_COMMIT_READ;
+			break;
+		case PA_MSG_BEGIN_PREPARE:
+			require_two_phase(type);
+			require_in_txn(false, type);
+			pa_read_begin_prepare(in, &begin_prepare);
+			pa_read_end(in);
+			begin.final_lsn = begin_prepare.prepare_lsn;
+			begin.commit_time = begin_prepare.prepare_time;
+			begin.xid = begin_prepare.xid;
+			start_txn(&begin);
+			txn->twophase = PA_Q_2PC_PREPARE;
+			break;
+		case PA_MSG_PREPARE:
+			require_two_phase(type);
+			require_in_txn(true, type);
+			require_txn_kind(PA_Q_2PC_PREPARE, type);
+			pa_read_prepare(in, &prepare);
+			pa_read_end(in);
+			txn->commit.flags = 0;
+			txn->commit.commit_lsn = prepare.prepare_lsn;
+			txn->commit.end_lsn = prepare.end_lsn;
+			txn->commit.commit_time = prepare.prepare_time;
+			if (prepare.flags & PA_PREPARE_AT_COMMIT)
+				txn->at_commit = true;	/* dispatched at its COMMIT PREPARED */
+			else
+				txn->stage = PA_COMMIT_READ;
+			break;
+		case PA_MSG_COMMIT_PREPARED:
+		case PA_MSG_ROLLBACK_PREPARED:
+			require_two_phase(type);
+			if (type == PA_MSG_COMMIT_PREPARED)
+				pa_read_commit_prepared(in, &fin);
+			else
+				pa_read_rollback_prepared(in, &fin);
+			pa_read_end(in);
+			if (txn->at_commit)
+				commit_at_commit(type, &fin);
+			else
+			{
+				require_in_txn(false, type);
+				start_finish_prepared(type, &fin, data, len);
+			}
 			break;
 		case PA_MSG_RELATION:
 			handle_relation(data, len, in);

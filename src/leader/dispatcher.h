@@ -17,12 +17,15 @@
 
 /*
  * The protocol version the leader asks the provider for (receiver.c's
- * START_REPLICATION names one, proto_version): the newest this build
- * speaks; a STARTUP naming another version is refused.  Asking for a range
- * (min_proto_version, max_proto_version) would let a newer subscriber
- * stream from an older provider.
+ * START_REPLICATION names one, proto_version): 3 for a subscription with
+ * two_phase, which needs it, else 2, so that a provider whose library
+ * speaks only up to 2 still serves the others; a STARTUP naming another
+ * version is refused.  Asking for a range (min_proto_version,
+ * max_proto_version) would let a newer subscriber stream from an older
+ * provider.
  */
-#define PA_SUB_PROTO_VERSION	PA_PROTO_VERSION_MAX
+#define PA_SUB_PROTO_VERSION(two_phase) \
+	((two_phase) ? PA_PROTO_VERSION_TWO_PHASE : PA_PROTO_VERSION_BATCH)
 
 /*
  * What the dispatcher waits for before it can go on.  It never waits

@@ -57,6 +57,12 @@ typedef struct PaLeaderTxn
 	PaBeginData begin;
 	uint64		seq;
 	bool		barrier;
+	char		twophase;		/* PA_Q_2PC_*: what it is to two-phase */
+	bool		at_commit;		/* a PREPARE flagged AT_COMMIT was read:
+								 * its COMMIT PREPARED comes next */
+	bool		wait_after;		/* nothing after it is dispatched until it
+								 * has committed (a COMMIT/ROLLBACK PREPARED
+								 * whose transaction's keys are not known) */
 	StringInfoData msgs;		/* uint32 length + message, repeated */
 	PaTxnKey   *keys;
 	int			nkeys;
@@ -109,6 +115,7 @@ typedef struct PaLeader
 
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */
+	bool		session_two_phase;	/* its STARTUP has TWO_PHASE */
 	StringInfoData *frame;		/* the frame's messages, views into it */
 	int			frame_len;
 	int			frame_next;		/* the next one to dispatch */

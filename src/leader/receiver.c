@@ -480,7 +480,9 @@ same_encoding(void)
 /*
  * START_REPLICATION with this subscription's options.  Built here rather
  * than by walrcv_startstreaming(), which knows only pgoutput's options:
- * our plugin also takes forward_origins (the subscription's origin).
+ * our plugin also takes forward_origins (the subscription's origin).  With
+ * two_phase the first START_REPLICATION marks the slot as decoding
+ * prepared transactions from its start on (docs/protocol.md, section 1).
  */
 static void
 start_streaming(XLogRecPtr start)
@@ -498,11 +500,13 @@ start_streaming(XLogRecPtr start)
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
 					 " (proto_version '%d', publication_names %s, binary '%s',"
-					 " forward_origins '%s')",
+					 " forward_origins '%s'%s)",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
-					 PA_SUB_PROTO_VERSION, quote_literal_cstr(names.data),
+					 PA_SUB_PROTO_VERSION(sub->two_phase),
+					 quote_literal_cstr(names.data),
 					 same_encoding() ? "true" : "false",
-					 sub->origin_none ? "false" : "true");
+					 sub->origin_none ? "false" : "true",
+					 sub->two_phase ? ", two_phase 'on'" : "");
 	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
 	if (res->status != WALRCV_OK_COPY_BOTH)
 		ereport(ERROR,

@@ -9,8 +9,9 @@
  * provider's database encoding, which the STARTUP message names.  A tuple is
  * a column count followed by one datum per column, each tagged as null,
  * unchanged TOAST, text (the type's output function) or binary (the type's
- * send function).  docs/protocol.md is the specification; keep the two in
- * step.
+ * send function).  Version 3 adds the two-phase messages, sent only to a
+ * client that asks for them (two_phase).  docs/protocol.md is the
+ * specification; keep the two in step.
  *
  * The writers append to a StringInfo prepared by OutputPluginPrepareWrite;
  * they do no catalog access of their own except for the names in RELATION,
@@ -295,6 +296,57 @@ pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
 	pq_sendbytes(out, msgs->data, msgs->len);
 }
 
+/*
+ * The two-phase messages (version 3, two_phase): a prepared transaction
+ * is BEGIN PREPARE ... PREPARE, as BEGIN ... COMMIT; COMMIT PREPARED and
+ * ROLLBACK PREPARED come later, between transactions.
+ */
+void
+pa_write_begin_prepare(StringInfo out, const PaBeginPrepareData *begin)
+{
+	pq_sendbyte(out, PA_MSG_BEGIN_PREPARE);
+	pq_sendint64(out, begin->prepare_lsn);
+	pq_sendint64(out, begin->prepare_time);
+	pq_sendint32(out, begin->xid);
+	write_string(out, begin->gid);
+}
+
+void
+pa_write_prepare(StringInfo out, const PaPrepareData *prepare)
+{
+	pq_sendbyte(out, PA_MSG_PREPARE);
+	pq_sendbyte(out, prepare->flags);
+	pq_sendint64(out, prepare->prepare_lsn);
+	pq_sendint64(out, prepare->end_lsn);
+	pq_sendint64(out, prepare->prepare_time);
+}
+
+void
+pa_write_commit_prepared(StringInfo out, const PaFinishPreparedData *fin)
+{
+	pq_sendbyte(out, PA_MSG_COMMIT_PREPARED);
+	pq_sendbyte(out, fin->flags);
+	pq_sendint64(out, fin->finish_lsn);
+	pq_sendint64(out, fin->finish_end_lsn);
+	pq_sendint64(out, fin->finish_time);
+	pq_sendint32(out, fin->xid);
+	write_string(out, fin->gid);
+}
+
+void
+pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
+{
+	pq_sendbyte(out, PA_MSG_ROLLBACK_PREPARED);
+	pq_sendbyte(out, fin->flags);
+	pq_sendint64(out, fin->finish_lsn);
+	pq_sendint64(out, fin->finish_end_lsn);
+	pq_sendint64(out, fin->finish_time);
+	pq_sendint64(out, fin->prepare_end_lsn);
+	pq_sendint64(out, fin->prepare_time);
+	pq_sendint32(out, fin->xid);
+	write_string(out, fin->gid);
+}
+
 /* ---------------------------------------------------------------------
  * Reading
  * ---------------------------------------------------------------------
@@ -504,8 +556,12 @@ pa_read_startup(StringInfo in, PaStartupData *startup)
 	startup->encoding = read_string(in);
 	startup->flags = read_byte(in);
 	if (startup->flags & ~(PA_STARTUP_BINARY | PA_STARTUP_FORWARD_ORIGINS |
-						   PA_STARTUP_MESSAGES))
+						   PA_STARTUP_MESSAGES | PA_STARTUP_TWO_PHASE))
 		malformed("Unknown STARTUP flags.");
+	if ((startup->flags & PA_STARTUP_TWO_PHASE) &&
+		startup->proto_version < PA_PROTO_VERSION_TWO_PHASE)
+		malformed("TWO_PHASE is set in protocol version %d.",
+				  startup->proto_version);
 	startup->binary_type_limit = read_uint32(in);
 	if (!(startup->flags & PA_STARTUP_BINARY) && startup->binary_type_limit != 0)
 		malformed("binary_type_limit is %u while binary is off.",
@@ -775,4 +831,54 @@ pa_read_message(StringInfo in, PaMessageData *msg)
 	msg->content = palloc(len + 1);
 	memcpy(msg->content, content, len);
 	msg->content[len] = '\0';
+}
+
+void
+pa_read_begin_prepare(StringInfo in, PaBeginPrepareData *begin)
+{
+	begin->prepare_lsn = (XLogRecPtr) read_int64(in);
+	begin->prepare_time = read_int64(in);
+	begin->xid = read_uint32(in);
+	begin->gid = read_string(in);
+}
+
+void
+pa_read_prepare(StringInfo in, PaPrepareData *prepare)
+{
+	prepare->flags = read_byte(in);
+	if (prepare->flags & ~PA_PREPARE_AT_COMMIT)
+		malformed("Unknown PREPARE flags.");
+	prepare->prepare_lsn = (XLogRecPtr) read_int64(in);
+	prepare->end_lsn = (XLogRecPtr) read_int64(in);
+	prepare->prepare_time = read_int64(in);
+}
+
+void
+pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin)
+{
+	fin->flags = read_byte(in);
+	if (fin->flags != 0)
+		malformed("Unknown COMMIT PREPARED flags.");
+	fin->finish_lsn = (XLogRecPtr) read_int64(in);
+	fin->finish_end_lsn = (XLogRecPtr) read_int64(in);
+	fin->finish_time = read_int64(in);
+	fin->prepare_end_lsn = InvalidXLogRecPtr;
+	fin->prepare_time = 0;
+	fin->xid = read_uint32(in);
+	fin->gid = read_string(in);
+}
+
+void
+pa_read_rollback_prepared(StringInfo in, PaFinishPreparedData *fin)
+{
+	fin->flags = read_byte(in);
+	if (fin->flags != 0)
+		malformed("Unknown ROLLBACK PREPARED flags.");
+	fin->finish_lsn = (XLogRecPtr) read_int64(in);
+	fin->finish_end_lsn = (XLogRecPtr) read_int64(in);
+	fin->finish_time = read_int64(in);
+	fin->prepare_end_lsn = (XLogRecPtr) read_int64(in);
+	fin->prepare_time = read_int64(in);
+	fin->xid = read_uint32(in);
+	fin->gid = read_string(in);
 }

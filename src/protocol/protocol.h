@@ -29,10 +29,13 @@
 
 /* Protocol versions this build can speak. */
 #define PA_PROTO_VERSION_MIN	1
-#define PA_PROTO_VERSION_MAX	2
+#define PA_PROTO_VERSION_MAX	3
 
 /* The first version that sends BATCH. */
 #define PA_PROTO_VERSION_BATCH	2
+
+/* The first version that may send prepared transactions (two_phase). */
+#define PA_PROTO_VERSION_TWO_PHASE	3
 
 /* Message types: the first byte of every message. */
 #define PA_MSG_STARTUP		'S'
@@ -46,6 +49,11 @@
 #define PA_MSG_TRUNCATE		'T'
 #define PA_MSG_MESSAGE		'M'
 #define PA_MSG_BATCH		'X'
+/* version 3, with the two_phase option only */
+#define PA_MSG_BEGIN_PREPARE	'b'
+#define PA_MSG_PREPARE			'P'
+#define PA_MSG_COMMIT_PREPARED	'K'
+#define PA_MSG_ROLLBACK_PREPARED 'r'
 
 /* Tuple markers inside INSERT, UPDATE and DELETE. */
 #define PA_TUPLE_NEW		'N'
@@ -62,8 +70,18 @@
 #define PA_STARTUP_BINARY			0x01
 #define PA_STARTUP_FORWARD_ORIGINS	0x02
 #define PA_STARTUP_MESSAGES			0x04
+#define PA_STARTUP_TWO_PHASE		0x08	/* version 3 */
 
 /* COMMIT flags: none defined, the byte is 0. */
+
+/*
+ * PREPARE flags.  AT_COMMIT: the transaction was prepared before the slot
+ * decoded prepared transactions, so it is sent only now, at its COMMIT
+ * PREPARED, which follows at once (docs/protocol.md, section 5.13).
+ */
+#define PA_PREPARE_AT_COMMIT		0x01
+
+/* COMMIT PREPARED and ROLLBACK PREPARED flags: none defined, the byte is 0. */
 
 /* RELATION column flags. */
 #define PA_COLUMN_KEY		0x01
@@ -111,6 +129,41 @@ typedef struct PaCommitData
 	XLogRecPtr	end_lsn;
 	TimestampTz commit_time;
 } PaCommitData;
+
+/* BEGIN PREPARE: BEGIN's fields, and the provider's GID. */
+typedef struct PaBeginPrepareData
+{
+	XLogRecPtr	prepare_lsn;
+	TimestampTz prepare_time;
+	TransactionId xid;
+	char	   *gid;
+} PaBeginPrepareData;
+
+/* PREPARE: COMMIT's fields, of the PREPARE TRANSACTION record. */
+typedef struct PaPrepareData
+{
+	uint8		flags;			/* PA_PREPARE_* */
+	XLogRecPtr	prepare_lsn;
+	XLogRecPtr	end_lsn;
+	TimestampTz prepare_time;
+} PaPrepareData;
+
+/*
+ * COMMIT PREPARED and ROLLBACK PREPARED: the record that finishes a
+ * prepared transaction (finish_*), and, for a rollback, the end and time
+ * of its PREPARE, which tell it from another of the same GID.
+ */
+typedef struct PaFinishPreparedData
+{
+	uint8		flags;
+	XLogRecPtr	finish_lsn;
+	XLogRecPtr	finish_end_lsn;
+	TimestampTz finish_time;
+	XLogRecPtr	prepare_end_lsn;	/* ROLLBACK PREPARED only */
+	TimestampTz prepare_time;	/* ROLLBACK PREPARED only */
+	TransactionId xid;
+	char	   *gid;
+} PaFinishPreparedData;
 
 typedef struct PaRelationData
 {
@@ -176,6 +229,13 @@ extern void pa_write_truncate(StringInfo out, int nrelids, const Oid *relids,
 							  uint8 flags);
 extern void pa_write_message(StringInfo out, const PaMessageData *msg);
 extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
+extern void pa_write_begin_prepare(StringInfo out,
+								   const PaBeginPrepareData *begin);
+extern void pa_write_prepare(StringInfo out, const PaPrepareData *prepare);
+extern void pa_write_commit_prepared(StringInfo out,
+									 const PaFinishPreparedData *fin);
+extern void pa_write_rollback_prepared(StringInfo out,
+									   const PaFinishPreparedData *fin);
 
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
@@ -195,6 +255,11 @@ extern Oid	pa_read_change_view(StringInfo in, char type, char *oldkind,
 								PaTupleData *oldtup, PaTupleData *newtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
+extern void pa_read_begin_prepare(StringInfo in, PaBeginPrepareData *begin);
+extern void pa_read_prepare(StringInfo in, PaPrepareData *prepare);
+extern void pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin);
+extern void pa_read_rollback_prepared(StringInfo in,
+									  PaFinishPreparedData *fin);
 extern void pa_read_end(StringInfo in);
 typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,

@@ -17,7 +17,8 @@
  * keep the state a subscriber keeps: the stream starts with STARTUP,
  * whose version and binary_type_limit hold for the rest of it, a change
  * must follow BEGIN and the RELATION of its relation, COMMIT must match
- * its BEGIN.  Binary datums
+ * its BEGIN (PREPARE its BEGIN PREPARE, and the two-phase messages come
+ * only in a session whose STARTUP says two_phase).  Binary datums
  * are decoded with the type's receive function and shown through its
  * output function, so a test sees the value, and which of the two forms
  * carried it.
@@ -57,8 +58,11 @@ typedef struct RenderState
 	bool		verbose;
 	int			proto_version;	/* from STARTUP; 0 before it */
 	Oid			binary_type_limit;	/* from STARTUP */
+	bool		two_phase;		/* from STARTUP */
 	bool		in_txn;
+	bool		in_prepared;	/* in_txn, begun by BEGIN PREPARE */
 	PaBeginData begin;
+	PaBeginPrepareData begin_prepare;
 	List	   *relations;		/* PaRelationData * received so far */
 	ReturnSetInfo *rsinfo;		/* where the rows go */
 } RenderState;
@@ -90,6 +94,27 @@ require_txn(RenderState *st, const char *msgname, bool inside)
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("%s %s a transaction", msgname,
 						inside ? "outside" : "inside")));
+}
+
+/* A two-phase message: only in a session whose STARTUP has TWO_PHASE. */
+static void
+require_two_phase(RenderState *st, const char *msgname)
+{
+	if (!st->two_phase)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("%s in a session without two_phase", msgname)));
+}
+
+/* The end of a transaction: COMMIT of BEGIN, PREPARE of BEGIN PREPARE. */
+static void
+require_txn_kind(RenderState *st, const char *msgname, bool prepared)
+{
+	if (st->in_txn && st->in_prepared != prepared)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("%s ends a transaction begun by %s", msgname,
+						st->in_prepared ? "BEGIN PREPARE" : "BEGIN")));
 }
 
 static void
@@ -251,6 +276,8 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	char		type = pa_read_msgtype(in);
 	PaStartupData startup;
 	PaCommitData commit;
+	PaPrepareData prepare;
+	PaFinishPreparedData fin;
 	PaTupleData oldtup,
 				newtup;
 	PaMessageData msg;
@@ -268,12 +295,15 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			pa_read_startup(in, &startup);
 			st->proto_version = startup.proto_version;
 			st->binary_type_limit = startup.binary_type_limit;
+			st->two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
 			appendStringInfo(buf, "STARTUP proto_version=%d encoding=%s binary=%s forward_origins=%s messages=%s binary_type_limit=%u",
 							 startup.proto_version, startup.encoding,
 							 (startup.flags & PA_STARTUP_BINARY) ? "on" : "off",
 							 (startup.flags & PA_STARTUP_FORWARD_ORIGINS) ? "on" : "off",
 							 (startup.flags & PA_STARTUP_MESSAGES) ? "on" : "off",
 							 startup.binary_type_limit);
+			if (st->two_phase)
+				appendStringInfoString(buf, " two_phase=on");
 			if (st->verbose)
 				appendStringInfo(buf, " server_version=%d plugin=\"%s\"",
 								 startup.server_version_num,
@@ -283,6 +313,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			require_txn(st, "BEGIN", false);
 			pa_read_begin(in, &st->begin);
 			st->in_txn = true;
+			st->in_prepared = false;
 			appendStringInfoString(buf, "BEGIN");
 			if (st->verbose)
 				appendStringInfo(buf, " final_lsn=%X/%X xid=%u commit_time=%s",
@@ -292,6 +323,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			break;
 		case PA_MSG_COMMIT:
 			require_txn(st, "COMMIT", true);
+			require_txn_kind(st, "COMMIT", false);
 			pa_read_commit(in, &commit);
 			st->in_txn = false;
 			appendStringInfoString(buf, "COMMIT");
@@ -306,6 +338,78 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 					 commit.commit_time == 0 ||
 					 !TransactionIdIsNormal(st->begin.xid))
 				appendStringInfoString(buf, " (does not match its BEGIN)");
+			break;
+		case PA_MSG_BEGIN_PREPARE:
+			require_two_phase(st, "BEGIN PREPARE");
+			require_txn(st, "BEGIN PREPARE", false);
+			pa_read_begin_prepare(in, &st->begin_prepare);
+			st->in_txn = true;
+			st->in_prepared = true;
+			appendStringInfoString(buf, "BEGIN PREPARE gid=");
+			append_value(buf, st->begin_prepare.gid,
+						 strlen(st->begin_prepare.gid));
+			if (st->verbose)
+				appendStringInfo(buf, " prepare_lsn=%X/%X xid=%u prepare_time=%s",
+								 LSN_FORMAT_ARGS(st->begin_prepare.prepare_lsn),
+								 st->begin_prepare.xid,
+								 timestamptz_to_str(st->begin_prepare.prepare_time));
+			break;
+		case PA_MSG_PREPARE:
+			require_two_phase(st, "PREPARE");
+			require_txn(st, "PREPARE", true);
+			require_txn_kind(st, "PREPARE", true);
+			pa_read_prepare(in, &prepare);
+			st->in_txn = false;
+			appendStringInfoString(buf, "PREPARE");
+			if (prepare.flags & PA_PREPARE_AT_COMMIT)
+				appendStringInfoString(buf, " at_commit");
+			if (st->verbose)
+				appendStringInfo(buf, " prepare_lsn=%X/%X end_lsn=%X/%X prepare_time=%s",
+								 LSN_FORMAT_ARGS(prepare.prepare_lsn),
+								 LSN_FORMAT_ARGS(prepare.end_lsn),
+								 timestamptz_to_str(prepare.prepare_time));
+			else if (prepare.prepare_lsn != st->begin_prepare.prepare_lsn ||
+					 prepare.prepare_time != st->begin_prepare.prepare_time ||
+					 prepare.end_lsn <= prepare.prepare_lsn ||
+					 prepare.prepare_time == 0 ||
+					 !TransactionIdIsNormal(st->begin_prepare.xid))
+				appendStringInfoString(buf, " (does not match its BEGIN PREPARE)");
+			break;
+		case PA_MSG_COMMIT_PREPARED:
+		case PA_MSG_ROLLBACK_PREPARED:
+			{
+				bool		commit_p = type == PA_MSG_COMMIT_PREPARED;
+				const char *name = commit_p ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
+
+				require_two_phase(st, name);
+				require_txn(st, name, false);
+				if (commit_p)
+					pa_read_commit_prepared(in, &fin);
+				else
+					pa_read_rollback_prepared(in, &fin);
+				appendStringInfo(buf, "%s gid=", name);
+				append_value(buf, fin.gid, strlen(fin.gid));
+				if (st->verbose)
+				{
+					appendStringInfo(buf, " %s_lsn=%X/%X end_lsn=%X/%X %s_time=%s xid=%u",
+									 commit_p ? "commit" : "rollback",
+									 LSN_FORMAT_ARGS(fin.finish_lsn),
+									 LSN_FORMAT_ARGS(fin.finish_end_lsn),
+									 commit_p ? "commit" : "rollback",
+									 timestamptz_to_str(fin.finish_time),
+									 fin.xid);
+					if (!commit_p)
+						appendStringInfo(buf, " prepare_end_lsn=%X/%X prepare_time=%s",
+										 LSN_FORMAT_ARGS(fin.prepare_end_lsn),
+										 timestamptz_to_str(fin.prepare_time));
+				}
+				else if (fin.finish_end_lsn <= fin.finish_lsn ||
+						 fin.finish_time == 0 ||
+						 !TransactionIdIsNormal(fin.xid) ||
+						 (!commit_p && (fin.prepare_end_lsn > fin.finish_lsn ||
+										fin.prepare_time == 0)))
+					appendStringInfoString(buf, " (inconsistent)");
+			}
 			break;
 		case PA_MSG_ORIGIN:
 			require_txn(st, "ORIGIN", true);

@@ -19,6 +19,12 @@
  *		| MESSAGE}* COMMIT			per transaction with published changes
  *	MESSAGE							non-transactional logical messages
  *
+ * and, with the two_phase option (protocol version 3):
+ *
+ *	BEGIN PREPARE [ORIGIN] {...}* PREPARE	per prepared transaction with
+ *											published changes, at its PREPARE
+ *	COMMIT PREPARED | ROLLBACK PREPARED		when it is finished
+ *
  * BEGIN is deferred to the first published change, so a transaction that
  * touches no published table sends nothing; its progress is still
  * reported to the walsender so that synchronous replication and slot
@@ -42,6 +48,25 @@
  * gathered, so a large transaction still streams in bounded pieces.
  * STARTUP and non-transactional messages are written alone.
  *
+ * Two-phase.  A client that gives two_phase (version 3) gets a prepared
+ * transaction at its PREPARE, as BEGIN PREPARE ... PREPARE, and its
+ * COMMIT PREPARED or ROLLBACK PREPARED later, alone.  Asking sets the
+ * decoding context's twophase_opt_given, and PostgreSQL marks the slot
+ * as decoding prepared transactions from there on (its two_phase and
+ * two_phase_at; on 15 to 17 that cannot be undone).  A client that does
+ * not ask gets every prepared transaction at its COMMIT PREPARED, as an
+ * ordinary one, even from such a slot: the plugin turns the context's
+ * twophase off.  A transaction prepared before two_phase_at is decoded
+ * only at its COMMIT PREPARED (PostgreSQL replays it then); it is still
+ * sent as BEGIN PREPARE ... PREPARE, flagged AT_COMMIT, followed at once
+ * by its COMMIT PREPARED, so that a client can apply it as the committed
+ * transaction it is by then.  BEGIN PREPARE is deferred like BEGIN; a
+ * prepared transaction that sends nothing at its PREPARE sends nothing at
+ * its COMMIT or ROLLBACK PREPARED either when both are decoded in one
+ * session; across sessions that is not known, so the client must accept
+ * the end of a transaction it never saw prepared.  No stream_prepare
+ * callback: in-progress transactions are not streamed.
+ *
  * src/provider/output_plugin.c
  *
  *-------------------------------------------------------------------------
@@ -60,6 +85,7 @@
 #include "replication/walsender.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
@@ -134,7 +160,8 @@ parse_options(PaOutputData *data, List *options)
 				seen_pubs = false,
 				seen_binary = false,
 				seen_origins = false,
-				seen_messages = false;
+				seen_messages = false,
+				seen_two_phase = false;
 	int			client_min = 0;
 	int			client_max = INT_MAX;
 	ListCell   *lc;
@@ -142,6 +169,7 @@ parse_options(PaOutputData *data, List *options)
 	data->binary = false;
 	data->forward_origins = true;
 	data->messages = false;
+	data->two_phase = false;
 
 	foreach(lc, options)
 	{
@@ -190,12 +218,17 @@ parse_options(PaOutputData *data, List *options)
 			check_not_seen(elem, &seen_messages);
 			data->messages = option_bool(elem);
 		}
+		else if (strcmp(elem->defname, "two_phase") == 0)
+		{
+			check_not_seen(elem, &seen_two_phase);
+			data->two_phase = option_bool(elem);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized parallel_apply option \"%s\"",
 							elem->defname),
-					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins and messages.")));
+					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins, messages and two_phase.")));
 	}
 
 	if (seen_version && (seen_min || seen_max))
@@ -241,6 +274,11 @@ parse_options(PaOutputData *data, List *options)
 				 errdetail("The client accepts versions %s; this provider speaks %d to %d.",
 						   range, PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
 	}
+	if (data->two_phase && data->proto_version < PA_PROTO_VERSION_TWO_PHASE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"two_phase\" needs protocol version %d or later, not %d",
+						PA_PROTO_VERSION_TWO_PHASE, data->proto_version)));
 }
 
 /*
@@ -324,6 +362,27 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 	check_publications(data->publication_names);
 	if (am_walsender)
 		set_portable_output_settings();
+
+	/*
+	 * Prepared transactions at their PREPARE only for a client that asks,
+	 * see "Two-phase" in the header comment.  Asking marks the slot as
+	 * decoding them from now on (PostgreSQL keeps that flag); a client that
+	 * does not ask, even on such a slot, gets them at COMMIT PREPARED.
+	 */
+	if (data->two_phase)
+		ctx->twophase_opt_given = true;
+	else
+		ctx->twophase = false;
+	{
+		HASHCTL		hctl;
+
+		hctl.keysize = sizeof(TransactionId);
+		hctl.entrysize = sizeof(TransactionId);
+		hctl.hcxt = ctx->context;
+		data->unsent_prepares = hash_create("parallel_apply unsent prepares",
+											32, &hctl,
+											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
 	pa_relcache_startup(data);
 }
 
@@ -424,7 +483,8 @@ send_startup(LogicalDecodingContext *ctx)
 	s.encoding = (char *) GetDatabaseEncodingName();
 	s.flags = (data->binary ? PA_STARTUP_BINARY : 0) |
 		(data->forward_origins ? PA_STARTUP_FORWARD_ORIGINS : 0) |
-		(data->messages ? PA_STARTUP_MESSAGES : 0);
+		(data->messages ? PA_STARTUP_MESSAGES : 0) |
+		(data->two_phase ? PA_STARTUP_TWO_PHASE : 0);
 	s.binary_type_limit = data->binary ? PA_BINARY_SAFE_TYPE_LIMIT : 0;
 	s.plugin_version = PARALLEL_APPLY_VERSION;
 
@@ -440,6 +500,7 @@ pa_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	PaOutputData *data = ctx->output_plugin_private;
 
 	data->begin_sent = false;
+	data->prepare_begin = false;
 }
 
 /* Send STARTUP, BEGIN and ORIGIN if this transaction has not yet. */
@@ -455,10 +516,23 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	if (!data->startup_sent)
 		send_startup(ctx);
 
-	b.final_lsn = txn->final_lsn;
-	b.commit_time = txn->xact_time.commit_time;
-	b.xid = txn->xid;
-	pa_write_begin(msg_start(ctx, false), &b);
+	if (data->prepare_begin)
+	{
+		PaBeginPrepareData bp;
+
+		bp.prepare_lsn = txn->final_lsn;
+		bp.prepare_time = txn->xact_time.prepare_time;
+		bp.xid = txn->xid;
+		bp.gid = txn->gid;
+		pa_write_begin_prepare(msg_start(ctx, false), &bp);
+	}
+	else
+	{
+		b.final_lsn = txn->final_lsn;
+		b.commit_time = txn->xact_time.commit_time;
+		b.xid = txn->xid;
+		pa_write_begin(msg_start(ctx, false), &b);
+	}
 	msg_end(ctx, false, false);
 
 	/*
@@ -726,6 +800,106 @@ pa_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	}
 }
 
+/* ---------------------------------------------------------------------
+ * Two-phase, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static void
+pa_begin_prepare(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	data->begin_sent = false;
+	data->prepare_begin = true;
+
+	/*
+	 * Decoded at its PREPARE record, or at its COMMIT PREPARED: the
+	 * PREPARE came before the slot decoded prepared transactions (its
+	 * two_phase_at), and PostgreSQL sends the transaction only now.
+	 */
+	data->at_commit = ctx->reader->EndRecPtr != txn->end_lsn;
+}
+
+static void
+pa_prepare(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+		   XLogRecPtr prepare_lsn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaPrepareData p;
+
+	if (!data->begin_sent)
+	{
+		/* nothing was published: neither is its COMMIT/ROLLBACK PREPARED */
+		(void) hash_search(data->unsent_prepares, &txn->xid, HASH_ENTER, NULL);
+		OutputPluginUpdateProgress(ctx, true);
+		return;
+	}
+	OutputPluginUpdateProgress(ctx, false);
+
+	p.flags = data->at_commit ? PA_PREPARE_AT_COMMIT : 0;
+	p.prepare_lsn = prepare_lsn;
+	p.end_lsn = txn->end_lsn;
+	p.prepare_time = txn->xact_time.prepare_time;
+	pa_write_prepare(msg_start(ctx, true), &p);
+	msg_end(ctx, true, true);
+	data->begin_sent = false;
+}
+
+/*
+ * COMMIT PREPARED or ROLLBACK PREPARED, alone, unless this session saw
+ * its PREPARE send nothing.  Whether an earlier session sent its PREPARE
+ * is not known here: the client finishes only what it prepared.
+ */
+static void
+finish_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				bool commit, XLogRecPtr prepare_end_lsn,
+				TimestampTz prepare_time)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaFinishPreparedData f;
+	bool		unsent;
+
+	(void) hash_search(data->unsent_prepares, &txn->xid, HASH_REMOVE, &unsent);
+	if (unsent)
+	{
+		OutputPluginUpdateProgress(ctx, true);
+		return;
+	}
+	OutputPluginUpdateProgress(ctx, false);
+	if (!data->startup_sent)
+		send_startup(ctx);
+
+	f.flags = 0;
+	f.finish_lsn = txn->final_lsn;
+	f.finish_end_lsn = txn->end_lsn;
+	f.finish_time = txn->xact_time.commit_time;
+	f.prepare_end_lsn = prepare_end_lsn;
+	f.prepare_time = prepare_time;
+	f.xid = txn->xid;
+	f.gid = txn->gid;
+	OutputPluginPrepareWrite(ctx, true);
+	if (commit)
+		pa_write_commit_prepared(ctx->out, &f);
+	else
+		pa_write_rollback_prepared(ctx->out, &f);
+	OutputPluginWrite(ctx, true);
+}
+
+static void
+pa_commit_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				   XLogRecPtr commit_lsn)
+{
+	finish_prepared(ctx, txn, true, InvalidXLogRecPtr, 0);
+}
+
+static void
+pa_rollback_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+					 XLogRecPtr prepare_end_lsn, TimestampTz prepare_time)
+{
+	finish_prepared(ctx, txn, false, prepare_end_lsn, prepare_time);
+}
+
 static bool
 pa_filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 {
@@ -744,5 +918,9 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->commit_cb = pa_commit;
 	cb->message_cb = pa_message;
 	cb->filter_by_origin_cb = pa_filter_by_origin;
+	cb->begin_prepare_cb = pa_begin_prepare;
+	cb->prepare_cb = pa_prepare;
+	cb->commit_prepared_cb = pa_commit_prepared;
+	cb->rollback_prepared_cb = pa_rollback_prepared;
 	cb->shutdown_cb = pa_shutdown;
 }

@@ -29,8 +29,13 @@ typedef struct PaOutputData
 	bool		binary;
 	bool		forward_origins;
 	bool		messages;
+	bool		two_phase;		/* prepared transactions at PREPARE */
 	bool		startup_sent;	/* STARTUP sent in this session */
 	bool		begin_sent;		/* BEGIN of the current txn sent */
+	bool		prepare_begin;	/* the current txn is a prepared one: its
+								 * BEGIN is BEGIN PREPARE */
+	bool		at_commit;		/* ... decoded at its COMMIT PREPARED */
+	struct HTAB *unsent_prepares;	/* xids whose PREPARE sent nothing */
 	/* protocol version 2: the messages of a transaction go out batched */
 	StringInfo	msg;			/* the message being formatted */
 	StringInfo	batch;			/* messages waiting: uint32 length + bytes */

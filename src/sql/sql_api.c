@@ -12,7 +12,10 @@
  * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
  * does not convert to this one's all end in an error that leaves nothing
  * behind; so does failover asked of a provider older than PostgreSQL 17,
- * which cannot keep a slot that its standbys synchronize.  Stopping
+ * which cannot keep a slot that its standbys synchronize, and two_phase
+ * without max_prepared_transactions here or with a provider whose
+ * parallel_apply predates it.  drop_subscription() warns of the
+ * transactions a two_phase subscription leaves prepared here.  Stopping
  * workers (disable, drop, a changed synchronous_commit) marks the
  * subscription paused by this backend until its transaction ends, so that
  * the supervisor does not restart what it just stopped from a catalog that
@@ -38,6 +41,7 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
@@ -70,6 +74,7 @@
 #include "pool.h"
 #include "progress.h"
 #include "sync.h"
+#include "twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
 PG_FUNCTION_INFO_V1(pa_drop_subscription);
@@ -238,6 +243,69 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("publication(s) not found on the provider: %s", v),
 				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
+}
+
+/*
+ * two_phase: this server must be able to prepare transactions, and the
+ * provider's parallel_apply send them (protocol version 3, extension 1.3;
+ * a library without it refuses the stream too, "protocol version 3 is not
+ * supported").  The provider's installed extension files say which it has;
+ * without them nothing is known here, and the stream tells.
+ */
+static void
+check_two_phase_here(void)
+{
+	if (max_prepared_xacts == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase needs prepared transactions on the subscriber"),
+				 errdetail("max_prepared_transactions is 0 here."),
+				 errhint("Set max_prepared_transactions to at least the number of transactions the provider may have prepared at once, and restart the subscriber.")));
+}
+
+static void
+check_two_phase_provider(WalReceiverConn *conn)
+{
+	char	   *v = pa_provider_value(conn, "SELECT default_version FROM pg_catalog.pg_available_extensions WHERE name = 'parallel_apply'");
+	int			major,
+				minor;
+
+	if (v != NULL && sscanf(v, "%d.%d", &major, &minor) == 2 &&
+		(major < 1 || (major == 1 && minor < 3)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the provider's parallel_apply does not send prepared transactions"),
+				 errdetail("Its parallel_apply is version %s; two_phase needs 1.3 or later.", v),
+				 errhint("Update parallel_apply on the provider, or create the subscription without two_phase.")));
+}
+
+/*
+ * A subscription with two_phase is dropped: the transactions it prepared
+ * here and whose end has not come stay prepared, holding their locks, as
+ * PostgreSQL leaves its own; say so, and how to finish them.
+ */
+static void
+warn_prepared_left(PaSubscription *sub)
+{
+	char	   *prefix = pa_twophase_gid_prefix(sub->subid);
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	int			n;
+
+	values[0] = CStringGetTextDatum(prefix);
+	pa_catalog_query("SELECT count(*)::int FROM pg_catalog.pg_prepared_xacts"
+					 " WHERE pg_catalog.starts_with(gid, $1)",
+					 1, types, values, NULL, true, 1, SPI_OK_SELECT);
+	n = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	if (n > 0)
+		ereport(WARNING,
+				(errmsg_plural("%d transaction prepared by parallel_apply subscription \"%s\" is left prepared",
+							   "%d transactions prepared by parallel_apply subscription \"%s\" are left prepared",
+							   n, n, sub->name),
+				 errdetail("Their COMMIT PREPARED or ROLLBACK PREPARED on the provider had not been applied."),
+				 errhint("Finish each with COMMIT PREPARED or ROLLBACK PREPARED as the provider did; they are the rows of pg_prepared_xacts whose gid starts with '%s'.",
+						 prefix)));
+	SPI_finish();
 }
 
 /*
@@ -541,11 +609,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for origin: \"%s\"", origin),
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
-	/* TODO(issue 19): two_phase is being built */
 	if (two_phase)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("two_phase is not supported yet")));
+		check_two_phase_here();
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -558,6 +623,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	/* the provider: reachable, configured, with the publications */
 	conn = pa_provider_connect(dsn, name, NULL, false);
 	check_provider(conn, pubs, failover, true);
+	if (two_phase)
+		check_two_phase_provider(conn);
 
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
 					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
@@ -630,6 +697,8 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	}
 
 	stop_pipeline(sub);
+	if (sub->two_phase)
+		warn_prepared_left(sub);
 	values[0] = ObjectIdGetDatum(sub->subid);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);

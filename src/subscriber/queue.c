@@ -7,9 +7,13 @@
  * Each queue message starts with its kind byte.  A transaction (PA_Q_TXN)
  * is its PaTxnHeader (kind included), hdr.ndeps PaDeps, then its batch of
  * protocol messages, each as a uint32 length (native byte order) and its
- * bytes.  A large transaction comes as PA_Q_STREAM_BEGIN (a PaTxnHeader
- * without dependencies), PA_Q_STREAM_CHUNKs (the kind, then a batch) and
- * PA_Q_STREAM_END (a PaTxnHeader giving end_lsn and commit_time).
+ * bytes; its header says whether it is a prepared transaction, or the
+ * COMMIT or ROLLBACK PREPARED of one, whose batch is that protocol message
+ * alone (twophase.c).  A large transaction comes as PA_Q_STREAM_BEGIN (a
+ * PaTxnHeader without dependencies), PA_Q_STREAM_CHUNKs (the kind, then a
+ * batch) and PA_Q_STREAM_END (a PaTxnHeader giving commit_lsn, end_lsn,
+ * commit_time and what it is to two-phase, which a PREPARE flagged
+ * AT_COMMIT changes: dispatcher.c).
  * PA_Q_RELATION is the kind, then one RELATION protocol message.
  * PA_Q_COPY is the kind, then NUL-terminated strings: nspname, relname,
  * relkind, snapshot name, provider DSN and the snapshot's LSN.  Both ends

@@ -25,6 +25,17 @@
 #define PA_Q_RELATION		'R' /* a RELATION every writer must know */
 #define PA_Q_COPY			'Y' /* initial copy of one table */
 
+/*
+ * What a transaction is to two-phase commit (PaTxnHeader.twophase): an
+ * ordinary one; one to end with PREPARE TRANSACTION; or the COMMIT or
+ * ROLLBACK PREPARED of one, whose batch is that protocol message alone
+ * (twophase.c).
+ */
+#define PA_Q_2PC_NONE		'\0'
+#define PA_Q_2PC_PREPARE	'P'
+#define PA_Q_2PC_COMMIT		'K'
+#define PA_Q_2PC_ROLLBACK	'r'
+
 /* A transaction's waits: the writer of each is given, for lock waits. */
 typedef struct PaDep
 {
@@ -37,6 +48,7 @@ typedef struct PaTxnHeader
 {
 	char		kind;			/* set by the pa_q_write_* function */
 	bool		barrier;		/* wait for all predecessors before applying */
+	char		twophase;		/* PA_Q_2PC_* */
 	int32		prev_writer;	/* writer of seq - 1, -1 when none */
 	uint64		seq;
 	TransactionId xid;

@@ -36,6 +36,10 @@
  *	  converted to this database's first (binary is then never sent);
  *	- the defaults of local columns the provider does not send, planned,
  *	  for INSERT;
+ *	- the table's record in subscription_rel (sync.c): the position its
+ *	  copy read, before which its changes are in the copy and skipped
+ *	  (pa_relmap_skip), and the copy's snapshot, which decides instead for
+ *	  a prepared transaction (two_phase) prepared before that position;
  *	- the keys the dispatcher computes for each row: the provider's
  *	  replica identity and every unique index of the local table, each as
  *	  a list of remote column positions, plus whether that list covers
@@ -110,6 +114,7 @@ char	   *pa_relmap_subscription_name = NULL;
 Oid			pa_relmap_subid = InvalidOid;
 bool		pa_relmap_table_sync = false;
 XLogRecPtr	pa_relmap_commit_lsn = InvalidXLogRecPtr;
+TransactionId pa_relmap_prepared_xid = InvalidTransactionId;
 Oid			pa_relmap_binary_type_limit = 0;
 int			pa_relmap_remote_encoding = -1;
 
@@ -735,30 +740,93 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 		!entry->fires_triggers;
 }
 
-/* The position the copy of local table relid read, or invalid. */
-static XLogRecPtr
-sync_lsn_of(Oid relid)
+/*
+ * The snapshot the copy read, pg_current_snapshot()'s text
+ * ("xmin:xmax:xip,..."), into entry (its xids, in cxt); 32-bit xids, as the
+ * stream's: see pa_relmap_skip for why they compare.
+ */
+static void
+parse_sync_snapshot(PaRelMapEntry *entry, const char *s, MemoryContext cxt)
+{
+	char	   *end;
+	uint64		xmin,
+				xmax;
+	int			n = 0;
+
+	xmin = strtoull(s, &end, 10);
+	if (*end != ':')
+		goto bad;
+	xmax = strtoull(end + 1, &end, 10);
+	if (*end != ':')
+		goto bad;
+	s = end + 1;
+	entry->sync_xip = MemoryContextAlloc(cxt, sizeof(TransactionId) *
+										 (strlen(s) / 2 + 1));
+	while (*s != '\0')
+	{
+		entry->sync_xip[n++] = (TransactionId) strtoull(s, &end, 10);
+		if (end == s || (*end != ',' && *end != '\0'))
+			goto bad;
+		s = *end == ',' ? end + 1 : end;
+	}
+	entry->sync_xmin = (TransactionId) xmin;
+	entry->sync_xmax = (TransactionId) xmax;
+	entry->sync_nxip = n;
+	entry->sync_has_snapshot = true;
+	return;
+bad:
+	elog(ERROR, "malformed snapshot \"%s\" in parallel_apply.subscription_rel", s);
+}
+
+/*
+ * The position the copy of local table relid read, or invalid, into
+ * entry, with the snapshot it read when it has one.
+ */
+static void
+sync_lsn_of(Oid relid, PaRelMapEntry *entry, MemoryContext cxt)
 {
 	Oid			types[2] = {OIDOID, OIDOID};
 	Datum		values[2];
-	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	bool		isnull;
 
+	entry->sync_lsn = InvalidXLogRecPtr;
+	entry->sync_has_snapshot = false;
 	if (!OidIsValid(pa_relmap_subid) || !pa_relmap_table_sync)
-		return InvalidXLogRecPtr;
+		return;
 	values[0] = ObjectIdGetDatum(pa_relmap_subid);
 	values[1] = ObjectIdGetDatum(relid);
 	/* the caller may have no snapshot (a relation opened for keys) */
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pa_catalog_query("SELECT sync_lsn FROM parallel_apply.subscription_rel"
+	pa_catalog_query("SELECT sync_lsn, sync_snapshot FROM parallel_apply.subscription_rel"
 					 " WHERE sub_id = $1 AND relid = $2",
 					 2, types, values, NULL, true, 1, SPI_OK_SELECT);
 	if (SPI_processed > 0)
-		lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
+	{
+		char	   *snap;
+
+		entry->sync_lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc,
+													1, &isnull));
+		snap = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		if (snap != NULL)
+			parse_sync_snapshot(entry, snap, cxt);
+	}
 	SPI_finish();
 	PopActiveSnapshot();
-	return lsn;
+}
+
+/* Had transaction xid ended when the snapshot of entry's copy was taken? */
+static bool
+ended_in_sync_snapshot(PaRelMapEntry *entry, TransactionId xid)
+{
+	if (TransactionIdPrecedes(xid, entry->sync_xmin))
+		return true;
+	if (!TransactionIdPrecedes(xid, entry->sync_xmax))
+		return false;
+	for (int i = 0; i < entry->sync_nxip; i++)
+		if (entry->sync_xip[i] == xid)
+			return false;
+	return true;
 }
 
 bool
@@ -769,6 +837,17 @@ pa_relmap_skip(PaRelMapEntry *entry)
 	/* a table not recorded is not the subscription's (yet) */
 	if (XLogRecPtrIsInvalid(entry->sync_lsn))
 		return pa_relmap_table_sync;
+
+	/*
+	 * A prepared transaction comes at its PREPARE, and is in the copy when
+	 * it had ended by the copy's snapshot.  One prepared at or after the
+	 * copy's position is not: it ends later still.  One prepared before
+	 * it may have been committed before the snapshot, or after; its xid
+	 * is then near the snapshot's, so the 32-bit comparisons hold.
+	 */
+	if (TransactionIdIsValid(pa_relmap_prepared_xid) &&
+		entry->sync_has_snapshot && pa_relmap_commit_lsn < entry->sync_lsn)
+		return ended_in_sync_snapshot(entry, pa_relmap_prepared_xid);
 	return pa_relmap_commit_lsn < entry->sync_lsn;
 }
 
@@ -838,7 +917,7 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 	copy_remoterel(&built.remoterel, remoterel);
 	built.localreloid = relid;
 	built.ours = ours;
-	built.sync_lsn = sync_lsn_of(relid);
+	sync_lsn_of(relid, &built, cxt);
 	build_columns(&built, rel, cxt);
 	build_defaults(&built, rel);
 	build_keys(&built, rel);

@@ -79,6 +79,12 @@ typedef struct PaRelMapEntry
 	XLogRecPtr	sync_lsn;		/* the initial copy read it at this position:
 								 * changes committed before it are in the
 								 * copy; invalid when not copied */
+	/* the provider's snapshot of that copy, for prepared transactions */
+	bool		sync_has_snapshot;
+	TransactionId sync_xmin;
+	TransactionId sync_xmax;
+	int			sync_nxip;
+	TransactionId *sync_xip;
 	Relation	localrel;		/* open between pa_relmap_open and _close */
 	int			nlocalatts;
 	PaColumnInput *cols;		/* per local attribute (attnum - 1) */
@@ -129,6 +135,8 @@ extern bool pa_relmap_table_sync;	/* the subscription records its tables */
  * the subscription records its tables, to a table it has no record of.
  */
 extern XLogRecPtr pa_relmap_commit_lsn;
+/* its xid when it is a prepared transaction (two_phase), else invalid */
+extern TransactionId pa_relmap_prepared_xid;
 extern bool pa_relmap_skip(PaRelMapEntry *entry);
 
 /*

@@ -33,6 +33,11 @@
  * writers then apply a table's changes committed from its recorded point
  * on (relmap.c, pa_relmap_skip); earlier ones are in its copy.  So nothing
  * is copied twice, and nothing is lost or applied twice at the boundary.
+ * With the position goes the snapshot the copy read (its xmin, xmax and
+ * transactions in progress): a prepared transaction (two_phase) comes at
+ * its PREPARE, before its commit's position is known, and it is in the
+ * copy exactly when it had ended by that snapshot.
+ *
  * A temporary slot never has FAILOVER: it lives only as long as its copy.
  *
  * A table is copied as the subscription's publications publish it: only
@@ -97,7 +102,8 @@ static WalReceiverConn *copy_conn;
 
 static void record_synced(Oid subid, const char *nspname,
 						  const char *relname, XLogRecPtr snap_lsn);
-static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn);
+static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn,
+						 const char *snap);
 static StringInfoData copybuf;
 
 static void
@@ -434,7 +440,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 			 * it (pa_sync_relation), or its absence is reported then.
 			 */
 			if (OidIsValid(relid))
-				record_relid(sub->subid, relid, stream_start);
+				record_relid(sub->subid, relid, stream_start, NULL);
 		}
 		PopActiveSnapshot();
 	}
@@ -739,20 +745,29 @@ record_synced(Oid subid, const char *nspname, const char *relname,
 				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
 						nspname, relname),
 				 errhint("Create the table on the subscriber with the provider's columns.")));
-	record_relid(subid, relid, snap_lsn);
+	record_relid(subid, relid, snap_lsn, NULL);
 }
 
+/*
+ * snap: the provider's snapshot the copy read (pg_current_snapshot()),
+ * NULL when nothing was copied.  A prepared transaction that was in
+ * progress in it is not in the copy, whatever its PREPARE's LSN: relmap.c.
+ */
 static void
-record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn)
+record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn, const char *snap)
 {
-	Oid			types[3] = {OIDOID, OIDOID, LSNOID};
-	Datum		values[3];
+	Oid			types[4] = {OIDOID, OIDOID, LSNOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = "   n";
 
 	values[0] = ObjectIdGetDatum(subid);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = LSNGetDatum(snap_lsn);
-	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3)",
-						   3, types, values, NULL, SPI_OK_INSERT);
+	values[3] = snap ? CStringGetTextDatum(snap) : (Datum) 0;
+	if (snap)
+		nulls[3] = ' ';
+	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3, $4)",
+						   4, types, values, nulls, SPI_OK_INSERT);
 }
 
 /*
@@ -801,9 +816,12 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	List	   *quals;
 	char	   *listpub;
 	Oid			relid;
+	char	   *copy_snap;
 
 	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
 	begin_snapshot(copy_conn, snapshot);
+	copy_snap = pa_provider_value(copy_conn,
+								  "SELECT pg_catalog.pg_current_snapshot()::text");
 	remote_publication_filters(nspname, relname, publications, &quals,
 							   &listpub);
 	cols = remote_columns(nspname, relname, listpub);
@@ -829,7 +847,7 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	else
 	{
 		copy_into(relid, relkind, qualified, cols, quals);
-		record_relid(subid, relid, snap_lsn);
+		record_relid(subid, relid, snap_lsn, copy_snap);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
 		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,

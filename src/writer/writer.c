@@ -133,6 +133,15 @@
  *	  counts the error each time it applies the transaction again; after
  *	  skip_transaction() or a fix of the local data it counts no more.
  *
+ * Prepared transactions (two_phase, twophase.c).  A transaction the
+ * dispatcher flags as prepared is applied alone, never grouped, and ended
+ * in its turn with PREPARE TRANSACTION instead of a commit; the writer
+ * releases its commit-order lock first, which the prepared transaction
+ * would otherwise keep until its COMMIT PREPARED, later in commit order.
+ * A skip_lsn reached there is cleared right after, in a transaction of its
+ * own.  The COMMIT or ROLLBACK PREPARED of one is a transaction without
+ * changes, also alone, which finishes the prepared one in its turn.
+ *
  * The message formats of the queue are queue.c's.  The process's state is
  * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
@@ -183,6 +192,7 @@
 #include "readahead.h"
 #include "relmap.h"
 #include "sync.h"
+#include "twophase.h"
 
 #define MAX_EARLIEST_RETRIES 10
 #define SPIN_BEFORE_SLEEP	2000
@@ -977,6 +987,24 @@ apply_spill(void)
  * ---------------------------------------------------------------------
  */
 
+/* The end of a prepared transaction: COMMIT or ROLLBACK PREPARED. */
+static bool
+is_finish_prepared(char twophase)
+{
+	return twophase == PA_Q_2PC_COMMIT || twophase == PA_Q_2PC_ROLLBACK;
+}
+
+/*
+ * The local end of what was just committed, for the leader's flush
+ * feedback (progress.c): none for PREPARE, COMMIT and ROLLBACK PREPARED,
+ * which PostgreSQL flushes at once (twophase.c).
+ */
+static XLogRecPtr
+local_commit_end(char twophase)
+{
+	return twophase == PA_Q_2PC_NONE ? XactLastCommitEnd : InvalidXLogRecPtr;
+}
+
 static void
 after_commit(int first, int n, XLogRecPtr local_end)
 {
@@ -1060,6 +1088,9 @@ set_current(int i)
 	MyWriter->cur = &MyWriter->group[i];
 	pa_relmap_commit_lsn = MyWriter->cur->hdr.commit_lsn;
 	pa_conflict_probe_unique = MyWriter->cur->hdr.seq == MyWriter->probe_seq;
+	pa_relmap_prepared_xid =
+		MyWriter->cur->hdr.twophase == PA_Q_2PC_PREPARE ?
+		MyWriter->cur->hdr.xid : InvalidTransactionId;
 	/* at or past the transaction to skip: clear skip_lsn when committing */
 	MyWriter->skipping = MyWriter->skip_lsn != InvalidXLogRecPtr &&
 		MyWriter->cur->hdr.commit_lsn == MyWriter->skip_lsn;
@@ -1139,6 +1170,7 @@ take_next(void)
 
 		pa_q_read_txn(data, len, &txn);
 		joins = !txn.hdr.barrier && txn.hdr.prev_writer < 0 &&
+			txn.hdr.twophase == PA_Q_2PC_NONE &&
 			txn.hdr.seq == MyWriter->group[MyWriter->group_n - 1].hdr.seq + 1;
 		for (int i = 0; joins && i < txn.hdr.ndeps; i++)
 			joins = pa_q_dep(&txn, i).seq <= committed;
@@ -1264,7 +1296,11 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		{
 			if (i != first)
 				set_current(i);
-			if (streamed)
+			if (is_finish_prepared(h->twophase))
+			{
+				/* no changes: the end of a prepared one, see below */
+			}
+			else if (streamed)
 				apply_spill();
 			else
 				apply_buffer(MyWriter->cur->msgs, MyWriter->cur->len);
@@ -1278,12 +1314,25 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 			wait_for_seq(MyWriter->first_seq - 1, h->prev_writer,
 						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
 		pa_readahead_allow(&MyWriter->ahead, false);
-		if (MyWriter->skip_in_txn)
+		/* not in a prepared transaction, whose row locks last: after it */
+		if (MyWriter->skip_in_txn && h->twophase != PA_Q_2PC_PREPARE)
 			clear_skip_lsn();
 		replorigin_session_origin_lsn = MyWriter->group[last].hdr.end_lsn;
 		replorigin_session_origin_timestamp =
 			MyWriter->group[last].hdr.commit_time;
-		CommitTransactionCommand();
+		if (h->twophase == PA_Q_2PC_PREPARE)
+		{
+			/* see twophase.c: the prepared transaction would keep it */
+			LockRelease(&tag, ExclusiveLock, false);
+			pa_twophase_prepare(MyWriter->subid, h->xid);
+		}
+		else
+		{
+			if (is_finish_prepared(h->twophase) && !MyWriter->skipping)
+				(void) pa_twophase_finish(MyWriter->subid, h->twophase,
+										  g->msgs, g->len);
+			CommitTransactionCommand();
+		}
 		/* committed: nothing is left to cancel */
 		applying = false;
 		QueryCancelPending = false;
@@ -1350,6 +1399,25 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 }
 
 /*
+ * A transaction just prepared at or past skip_lsn: clear it now, in a
+ * transaction of its own, not in the prepared one, whose lock on the
+ * catalog row would last until its end.  A crash in between leaves
+ * skip_lsn to the next transaction, which clears it (with a warning).
+ */
+static void
+after_prepare(char twophase)
+{
+	if (twophase != PA_Q_2PC_PREPARE || !MyWriter->skip_in_txn)
+		return;
+	/* not a remote transaction's commit: no origin progress */
+	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	replorigin_session_origin_timestamp = 0;
+	StartTransactionCommand();
+	clear_skip_lsn();
+	CommitTransactionCommand();
+}
+
+/*
  * Apply the group that starts with group[0] (and grows while it goes),
  * commit it in its turn; after a retriable error, apply its transactions
  * again one at a time, each after all earlier ones.
@@ -1357,10 +1425,13 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 static void
 apply_txns(bool streamed)
 {
+	char		twophase = MyWriter->group[0].hdr.twophase;
+
 	MyWriter->earliest_failures = 0;
-	if (try_apply(0, 0, !streamed, streamed))
+	if (try_apply(0, 0, !streamed && twophase == PA_Q_2PC_NONE, streamed))
 	{
-		after_commit(0, MyWriter->group_n, XactLastCommitEnd);
+		after_prepare(twophase);
+		after_commit(0, MyWriter->group_n, local_commit_end(twophase));
 		return;
 	}
 	request_retry(MyWriter->group[0].hdr.seq);
@@ -1373,7 +1444,8 @@ apply_txns(bool streamed)
 			attempt++;
 			request_retry(MyWriter->group[i].hdr.seq);
 		}
-		after_commit(i, 1, XactLastCommitEnd);
+		after_prepare(twophase);
+		after_commit(i, 1, local_commit_end(twophase));
 	}
 }
 
@@ -1502,8 +1574,11 @@ handle_queue_message(const char *data, Size len)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			pa_q_read_stream_header(data, len, &end);
 			pop_message();
+			/* a PREPARE flagged AT_COMMIT ends as a commit (dispatcher.c) */
+			MyWriter->group[0].hdr.commit_lsn = end.commit_lsn;
 			MyWriter->group[0].hdr.end_lsn = end.end_lsn;
 			MyWriter->group[0].hdr.commit_time = end.commit_time;
+			MyWriter->group[0].hdr.twophase = end.twophase;
 			apply_txns(true);
 			BufFileClose(MyWriter->spill);
 			MyWriter->spill = NULL;
