@@ -385,15 +385,15 @@ is(table_digest($sub, 't', 'id', 'early'), table_digest($pub, 't', 'id'),
 # The slot of a new subscription decodes prepared transactions from where
 # its first stream starts; a transaction prepared before that comes whole
 # at its COMMIT PREPARED, and is applied as the committed one it is then.
-# Reproduced with a slot made by hand, consumed past the PREPARE, for a
-# subscription that does not copy (its tables apply from that point on).
+# Reproduced with the slot of a subscription that does not copy (made by
+# create_subscription, its tables apply from that point on), consumed by
+# hand past the PREPARE before the subscription is enabled.
 $pub->safe_psql('early', 'CREATE TABLE e (id int PRIMARY KEY, v text); CREATE PUBLICATION pube FOR TABLE e');
 $sub->safe_psql('early', 'CREATE TABLE e (id int PRIMARY KEY, v text)');
 create_sub($sub, $pub, 'early', db => 'early', publications => ['pube'], num_writers => 4,
 	two_phase => 'true', synchronize_data => 'false', enabled => 'false');
 my $slot = $sub->safe_psql('early', "SELECT slot_name FROM subscription_status() WHERE subscription_name = 'early'");
 $pub->safe_psql('early', qq{
-SELECT 'made' FROM pg_create_logical_replication_slot('$slot', 'parallel_apply');
 BEGIN;
 INSERT INTO e VALUES (1, 'prepared before the slot decoded prepared transactions');
 INSERT INTO e SELECT g, repeat('large ', 40) FROM generate_series(100, 50099) g;
