@@ -10,8 +10,10 @@
  *	   libpqwalreceiver, the same client the in-core apply worker uses),
  *	   with the subscription's name as application_name, so the provider's
  *	   synchronous_standby_names can name it;
- *	2. starts its writers (pool.c) and, for a new subscription, creates the
- *	   slot and copies the initial data (sync.c);
+ *	2. from PostgreSQL 16 acquires the subscription's replication origin,
+ *	   which its writers share (progress.c), starts its writers (pool.c)
+ *	   and, for a new subscription, creates the slot and copies the
+ *	   initial data (sync.c);
  *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
  *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
  *	4. starts streaming from the restart point (progress.c) and loops:
@@ -549,9 +551,12 @@ pa_leader_main(Datum arg)
 
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
+		pa_progress_await_writers(slot);
 		StartTransactionCommand();
 		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
+		pa_progress_fold_origins(sub->subid);
 		start = pa_progress_start_lsn(sub->subid);
+		pa_progress_acquire_origin(sub->subid);
 		CommitTransactionCommand();
 
 		pa_pool_init();
