@@ -153,8 +153,6 @@ pa_progress_fold_origins(Oid subid)
 
 	if (!PA_SHARED_ORIGIN)
 		return;
-	/* as pg_replication_origin_advance(): the origins stay */
-	LockRelationOid(ReplicationOriginRelationId, RowExclusiveLock);
 	for (int w = 1; w < PA_MAX_WRITERS_LIMIT; w++)
 	{
 		char	   *name = pa_writer_origin_name(subid, w);
@@ -171,6 +169,8 @@ pa_progress_fold_origins(Oid subid)
 	if (legacy == NIL)
 		return;
 
+	/* as pg_replication_origin_advance(): the origin stays */
+	LockRelationOid(ReplicationOriginRelationId, RowExclusiveLock);
 	shared = replorigin_by_name(pa_writer_origin_name(subid, 0), false);
 	replorigin_advance(shared, max, InvalidXLogRecPtr,
 					   false /* go backward */ , true /* WAL log */ );
@@ -180,7 +180,7 @@ pa_progress_fold_origins(Oid subid)
 			(errmsg("parallel_apply subscription \"%s\" now keeps one replication origin, \"%s\", at %X/%X",
 					MyPaLeader->sub->name, pa_writer_origin_name(subid, 0),
 					LSN_FORMAT_ARGS(replorigin_get_progress(shared, false))),
-			 errdetail("The origins of its writers 1 and up, kept by an earlier build (%d), were folded into it and dropped.",
+			 errdetail("The origins of its writers 1 and up that a build with one origin per writer left were folded into it and dropped: %d.",
 					   list_length(legacy))));
 	list_free_deep(legacy);
 }
