@@ -110,6 +110,25 @@ sub kill9
 	ok(kill('KILL', $pid), "kill -9 $pid");
 }
 
+# After a kill -9 of a server process, which makes the postmaster restart
+# every backend: wait (bounded) until the process is reaped, then until the
+# server accepts connections again, so that no psql of the test meets the
+# restart (IPC::Run dies of a broken pipe when psql exits before it has
+# read its query).
+sub wait_crash_restart
+{
+	my ($pid) = @_;
+	for (my $i = 0; $i < 600 && kill(0, $pid); $i++)
+	{
+		usleep(100_000);
+	}
+	for (my $i = 0; $i < 600; $i++)
+	{
+		return if system('pg_isready', '-q', '-h', $sub->host, '-p', $sub->port) == 0;
+		usleep(100_000);
+	}
+}
+
 my $writer_sql =
   "SELECT pid FROM writer_status() WHERE subscription_name = 'k' AND pid IS NOT NULL ORDER BY random() LIMIT 1";
 
@@ -128,6 +147,7 @@ sub kill_one_under_load
 	ok(defined $pid && $pid =~ /^\d+$/, "the $what runs");
 	my @all = worker_pids($sub, 'parallel_apply%');
 	kill9($pid);
+	wait_crash_restart($pid);
 	pipeline_back("$what killed", @all);
 	finish_load("$what killed", 0, @load);
 	wait_caught_up($sub, 'k');
@@ -162,6 +182,7 @@ kill_one_under_load('writer', sub { $sub->safe_psql('postgres', $writer_sql) });
 		my @all = worker_pids($sub, 'parallel_apply%');
 		$kills++ if $writer =~ /^\d+$/ && kill('KILL', $writer);
 		finish_load("kill $i", 0, @load);
+		wait_crash_restart($writer) if $writer =~ /^\d+$/;
 		pipeline_back("kill $i", @all);
 	}
 	is($kills, 10, 'ten writers killed');
