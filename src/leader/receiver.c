@@ -10,10 +10,8 @@
  *	   libpqwalreceiver, the same client the in-core apply worker uses),
  *	   with the subscription's name as application_name, so the provider's
  *	   synchronous_standby_names can name it;
- *	2. from PostgreSQL 16 acquires the subscription's replication origin,
- *	   which its writers share (progress.c), starts its writers (pool.c)
- *	   and, for a new subscription, creates the slot and copies the
- *	   initial data (sync.c);
+ *	2. starts its writers (pool.c) and, for a new subscription, creates the
+ *	   slot and copies the initial data (sync.c);
  *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
  *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
  *	4. starts streaming from the restart point (progress.c) and loops:
@@ -22,6 +20,11 @@
  *	   latch is set by writers when they commit, by the supervisor and by
  *	   the SQL API; the wait has a timeout so that status updates go out on
  *	   time even when nothing happens.
+ *
+ * Before it starts writers, once those of an earlier leader are gone, it
+ * reads the restart point and, from PostgreSQL 16, acquires the
+ * subscription's replication origin for its life; its writers share it
+ * (progress.c).
  *
  * The loop owns every wait of the leader and all it tells the provider.
  * The dispatcher and the pool never wait: when the dispatcher cannot go on
