@@ -184,11 +184,28 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #define PA_STRING_TO_QUALIFIED_NAME_LIST(s) stringToQualifiedNameList(s)
 #endif
 
-/* replorigin_session_setup() gained an acquired_by argument in 16. */
+/*
+ * Replication origins (progress.c).  replorigin_session_setup() gained an
+ * acquired_by argument in 16: 0 acquires the origin (an error if another
+ * process has it), a pid attaches to the origin that process acquired, so
+ * that several processes commit with one origin, as core's parallel apply
+ * workers share their leader's.  An attached process must not call
+ * replorigin_session_reset() (it would release the origin for everyone);
+ * exiting, it releases nothing.  From 16 a subscription has one origin,
+ * acquired by its leader and shared by its writers (PA_SHARED_ORIGIN); on
+ * 15 each writer acquires an origin of its own, and
+ * PA_REPLORIGIN_SESSION_ATTACH is never reached.
+ */
 #if PG_VERSION_NUM >= 160000
+#define PA_SHARED_ORIGIN 1
 #define PA_REPLORIGIN_SESSION_SETUP(node) replorigin_session_setup(node, 0)
+#define PA_REPLORIGIN_SESSION_ATTACH(node, pid) replorigin_session_setup(node, pid)
 #else
+#define PA_SHARED_ORIGIN 0
 #define PA_REPLORIGIN_SESSION_SETUP(node) replorigin_session_setup(node)
+#define PA_REPLORIGIN_SESSION_ATTACH(node, pid) \
+	elog(ERROR, "replication origin %u cannot be shared with process %d before PostgreSQL 16", \
+		 (unsigned int) (node), (int) (pid))
 #endif
 
 /*
@@ -203,7 +220,8 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
- * The number of replication origins a node tracks at once (one per writer):
+ * The number of replication origins a node tracks at once (one per
+ * subscription from 16, one per writer on 15):
  * max_replication_slots until 17, max_active_replication_origins from 18.
  * PA_MAX_ORIGINS_GUC names the setting in messages.
  */

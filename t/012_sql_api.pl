@@ -298,34 +298,71 @@ like($err,
 is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
 	'0', '... the subscription is gone');
 
-# --- replication origins: one per writer, max_replication_slots per node --
-# (18: max_active_replication_origins)
+# --- replication origins: one per subscription from PostgreSQL 16, one
+# per writer on 15; max_replication_slots per node (18:
+# max_active_replication_origins)
 my $small = subscriber_node('small', max_writers => 4, max_origins => 6);
 my $og = origins_guc($small);
 $small->safe_psql('postgres', 'CREATE TABLE t (id int PRIMARY KEY, v text)');
 $small->safe_psql('postgres',
 	"SELECT create_subscription('o1', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4, enabled := false)");
-my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply writer keeps a replication origin\. The writers of this database's subscriptions need (\d+) they do not have yet, the node has 0 \(every database, in-core subscriptions included\), and it tracks at most $og = 6\.\nHINT:  Raise $og to at least (\d+) \(it takes a restart\), or use fewer writers\./;
-my $err2 = refused($small, "SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4)",
-	$origins, 'origins: a subscription whose writers would not all get one');
-like($err2, qr/parallel_apply subscription "o2" would need.*need 8 they.*at least 8 /s,
-	'origins: counts the writers of every subscription of the database');
-is($small->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'o2'") .
-	$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_o2_%'"),
-	'00', 'origins: nothing left behind');
-$small->safe_psql('postgres',
-	"SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 2, enabled := false)");
-refused($small, "SELECT alter_subscription_config('o2', num_writers := 3)",
-	qr/parallel_apply subscription "o2" would need more replication origins.*need 7 they.*at least 7 /s,
-	'origins: alter_subscription_config');
-refused($small, "SELECT alter_group_config(num_writers := 4)",
-	qr/alter_group_config\(\) would need more replication origins.*need 8 they.*at least 8 /s,
-	'origins: alter_group_config');
-is($small->safe_psql('postgres',
-		"SELECT string_agg(subscription_name || ':' || num_writers, ',' ORDER BY 1) FROM subscription_status()"),
-	'o1:4,o2:2', 'origins: refused changes left the writer counts as they were');
-is($small->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3)"), '2',
-	'origins: a change that fits is made');
+if ($small->pg_version >= 16)
+{
+	# writers share their subscription's origin: three subscriptions of 4
+	# writers fit in 6 origins (on 15 they would need 12)
+	foreach my $o ('o2', 'o3')
+	{
+		$small->safe_psql('postgres',
+			"SELECT create_subscription('$o', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4, enabled := false)");
+	}
+	is($small->safe_psql('postgres',
+			"SELECT string_agg(subscription_name || ':' || num_writers, ',' ORDER BY 1) FROM subscription_status()"),
+		'o1:4,o2:4,o3:4', 'origins: three subscriptions of 4 writers fit in 6 origins');
+	# ... but a subscription still needs one: 3 origins of others, o1-o3's
+	# 3 and a fourth subscription's are 7
+	$small->safe_psql('postgres',
+		"SELECT pg_replication_origin_create('regress_other_' || g) FROM generate_series(1, 3) g");
+	my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply subscription keeps a replication origin\. This database's subscriptions need (\d+) they do not have yet, the node has 3 \(every database, in-core subscriptions included\), and it tracks at most $og = 6\.\nHINT:  Raise $og to at least (\d+) \(it takes a restart\), or drop replication origins or subscriptions no longer used\./;
+	my $err2 = refused($small, "SELECT create_subscription('o4', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 1)",
+		$origins, 'origins: a subscription that would not get one');
+	like($err2, qr/parallel_apply subscription "o4" would need.*need 4 they.*at least 7 /s,
+		'origins: counts the subscriptions of the database, not their writers');
+	is($small->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'o4'") .
+		$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_o4_%'"),
+		'00', 'origins: nothing left behind');
+	$small->safe_psql('postgres', "SELECT alter_subscription_config('o2', num_writers := 2)");
+	is($small->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3)"), '3',
+		'origins: writers need no origins of their own');
+	is($small->safe_psql('postgres',
+			"SELECT string_agg(subscription_name || ':' || num_writers, ',' ORDER BY 1) FROM subscription_status()"),
+		'o1:3,o2:3,o3:3', 'origins: the changes were made');
+	$small->safe_psql('postgres',
+		"SELECT pg_replication_origin_drop('regress_other_' || g) FROM generate_series(1, 3) g");
+}
+else
+{
+	my $origins = qr/ERROR:  (.*) would need more replication origins than this node can track\nDETAIL:  Each parallel_apply writer keeps a replication origin\. The writers of this database's subscriptions need (\d+) they do not have yet, the node has 0 \(every database, in-core subscriptions included\), and it tracks at most $og = 6\.\nHINT:  Raise $og to at least (\d+) \(it takes a restart\), or use fewer writers\./;
+	my $err2 = refused($small, "SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 4)",
+		$origins, 'origins: a subscription whose writers would not all get one');
+	like($err2, qr/parallel_apply subscription "o2" would need.*need 8 they.*at least 8 /s,
+		'origins: counts the writers of every subscription of the database');
+	is($small->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'o2'") .
+		$pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'pa_o2_%'"),
+		'00', 'origins: nothing left behind');
+	$small->safe_psql('postgres',
+		"SELECT create_subscription('o2', \$d\$$dsn\$d\$, ARRAY['pub'], num_writers := 2, enabled := false)");
+	refused($small, "SELECT alter_subscription_config('o2', num_writers := 3)",
+		qr/parallel_apply subscription "o2" would need more replication origins.*need 7 they.*at least 7 /s,
+		'origins: alter_subscription_config');
+	refused($small, "SELECT alter_group_config(num_writers := 4)",
+		qr/alter_group_config\(\) would need more replication origins.*need 8 they.*at least 8 /s,
+		'origins: alter_group_config');
+	is($small->safe_psql('postgres',
+			"SELECT string_agg(subscription_name || ':' || num_writers, ',' ORDER BY 1) FROM subscription_status()"),
+		'o1:4,o2:2', 'origins: refused changes left the writer counts as they were');
+	is($small->safe_psql('postgres', "SELECT alter_group_config(num_writers := 3)"), '2',
+		'origins: a change that fits is made');
+}
 $small->stop;
 
 # --- privileges ------------------------------------------------------------

@@ -1,9 +1,12 @@
 # Crashes during apply: kill -9 of the receiver, of a writer (once, then
-# ten times), of the subscriber's postmaster, a provider crash and a
-# provider restart mid-stream.  After each the pipeline comes back by
-# itself and the tables are identical: no transaction lost or applied
-# twice (pgbench_history, which has no key, compared row for row).  And a
-# bad DSN leaves nothing behind.
+# ten times), of the subscriber's postmaster, a restart of the subscriber,
+# a provider crash and a provider restart mid-stream.  After each the
+# pipeline comes back by itself and the tables are identical: no
+# transaction lost or applied twice (pgbench_history, which has no key,
+# compared row for row).  The replication origins: one per subscription
+# from PostgreSQL 16 (and those of an earlier build, one per writer,
+# folded into it), one per writer on 15.  And a bad DSN leaves nothing
+# behind.
 use strict;
 use warnings;
 
@@ -42,6 +45,19 @@ $pub->safe_psql('postgres',
 create_sub($sub, $pub, 'k', num_writers => $nwriters);
 wait_caught_up($sub, 'k');
 ok(wait_for_writers($sub, 'k', $nwriters), "$nwriters writers run");
+
+# From PostgreSQL 16 the writers share their subscription's replication
+# origin, on 15 each has its own (src/leader/progress.c)
+my $subid = $sub->safe_psql('postgres', "SELECT sub_id FROM parallel_apply.subscription WHERE sub_name = 'k'");
+my $dboid = $sub->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
+my $shared = $sub->pg_version >= 16;
+sub origins_of_k
+{
+	return $sub->safe_psql('postgres',
+		"SELECT string_agg(roname, ',' ORDER BY roname) FROM pg_replication_origin WHERE roname LIKE 'pa\\_${dboid}\\_${subid}\\_%'");
+}
+is(origins_of_k(), $shared ? "pa_${dboid}_${subid}_0" : join(',', map { "pa_${dboid}_${subid}_$_" } 0 .. $nwriters - 1),
+	$shared ? "one replication origin for $nwriters writers" : 'one replication origin per writer');
 
 sub start_load
 {
@@ -94,6 +110,25 @@ sub kill9
 	ok(kill('KILL', $pid), "kill -9 $pid");
 }
 
+# After a kill -9 of a server process, which makes the postmaster restart
+# every backend: wait (bounded) until the process is reaped, then until the
+# server accepts connections again, so that no psql of the test meets the
+# restart (IPC::Run dies of a broken pipe when psql exits before it has
+# read its query).
+sub wait_crash_restart
+{
+	my ($pid) = @_;
+	for (my $i = 0; $i < 600 && kill(0, $pid); $i++)
+	{
+		usleep(100_000);
+	}
+	for (my $i = 0; $i < 600; $i++)
+	{
+		return if system('pg_isready', '-q', '-h', $sub->host, '-p', $sub->port) == 0;
+		usleep(100_000);
+	}
+}
+
 my $writer_sql =
   "SELECT pid FROM writer_status() WHERE subscription_name = 'k' AND pid IS NOT NULL ORDER BY random() LIMIT 1";
 
@@ -112,6 +147,7 @@ sub kill_one_under_load
 	ok(defined $pid && $pid =~ /^\d+$/, "the $what runs");
 	my @all = worker_pids($sub, 'parallel_apply%');
 	kill9($pid);
+	wait_crash_restart($pid);
 	pipeline_back("$what killed", @all);
 	finish_load("$what killed", 0, @load);
 	wait_caught_up($sub, 'k');
@@ -146,11 +182,71 @@ kill_one_under_load('writer', sub { $sub->safe_psql('postgres', $writer_sql) });
 		my @all = worker_pids($sub, 'parallel_apply%');
 		$kills++ if $writer =~ /^\d+$/ && kill('KILL', $writer);
 		finish_load("kill $i", 0, @load);
+		wait_crash_restart($writer) if $writer =~ /^\d+$/;
 		pipeline_back("kill $i", @all);
 	}
 	is($kills, 10, 'ten writers killed');
 	wait_caught_up($sub, 'k');
 	all_equal('after ten kills of a writer');
+}
+
+##########################################################################
+# a restart of the subscriber under load
+##########################################################################
+
+{
+	my @load = start_load(6);
+	sleep 2;
+	my @all = worker_pids($sub, 'parallel_apply%');
+	$sub->restart;
+	pipeline_back('subscriber restarted', @all);
+	finish_load('subscriber restarted', 0, @load);
+	wait_caught_up($sub, 'k');
+	all_equal('after a restart of the subscriber');
+	is(origins_of_k(), $shared ? "pa_${dboid}_${subid}_0" : join(',', map { "pa_${dboid}_${subid}_$_" } 0 .. $nwriters - 1),
+		'after the crashes and restarts, the same replication origins');
+}
+
+##########################################################################
+# From 16: the origins of writers 1 and up that a build with an origin per
+# writer left are folded into the subscription's, at their maximum
+##########################################################################
+
+if ($shared)
+{
+	$sub->safe_psql('postgres', "SELECT disable_subscription('k')");
+	# committed on the provider while the subscription is stopped; origin 2
+	# says they were applied (by the earlier build's writer 2), origin 1
+	# says less
+	$pub->safe_psql('postgres', 'INSERT INTO counter (id) SELECT g FROM generate_series(1000001, 1000010) g');
+	my $applied = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	$sub->safe_psql('postgres', qq{
+SELECT pg_replication_origin_create('pa_${dboid}_${subid}_1');
+SELECT pg_replication_origin_advance('pa_${dboid}_${subid}_1', '0/1');
+SELECT pg_replication_origin_create('pa_${dboid}_${subid}_2');
+SELECT pg_replication_origin_advance('pa_${dboid}_${subid}_2', '$applied');
+});
+	my $offset = -s $sub->logfile;
+	$sub->safe_psql('postgres', "SELECT enable_subscription('k')");
+	ok( poll_until($sub,
+			"SELECT count(*) = 1 FROM pg_replication_origin WHERE roname LIKE 'pa\\_${dboid}\\_${subid}\\_%'"),
+		'legacy origins: folded');
+	is(origins_of_k(), "pa_${dboid}_${subid}_0", 'legacy origins: into the one origin');
+	# nothing committed on the provider since: only the fold moved it
+	is( $sub->safe_psql('postgres',
+			"SELECT remote_lsn = '$applied' FROM pg_replication_origin_status WHERE external_id = 'pa_${dboid}_${subid}_0'"),
+		't', 'legacy origins: the one origin is at their maximum');
+	$pub->safe_psql('postgres', 'INSERT INTO counter (id) VALUES (1000011)');
+	wait_caught_up($sub, 'k');
+	is($sub->safe_psql('postgres', 'SELECT string_agg(id::text, \',\') FROM counter WHERE id > 1000000'),
+		'1000011', 'legacy origins: streaming resumed from the largest of them');
+	ok($sub->log_contains(qr/parallel_apply subscription "k" now keeps one replication origin/, $offset),
+		'legacy origins: the fold is logged');
+	# the rows never applied here go on the provider too (their deletes
+	# find nothing here: delete_missing)
+	$pub->safe_psql('postgres', 'DELETE FROM counter WHERE id > 1000000');
+	wait_caught_up($sub, 'k');
+	all_equal('after the fold of legacy origins');
 }
 
 ##########################################################################

@@ -3,17 +3,34 @@
  * progress.c
  *		Where apply stands, crash-safely, and what the provider is told.
  *
- * Each writer has its own replication origin, pa_<dboid>_<subid>_<n> (on
- * PostgreSQL 15 an origin can be active in one process only), and commits
- * every transaction with that origin's progress set to the transaction's
- * remote end LSN, in the same commit record.  Writers commit in the
- * provider's commit order, so the transactions committed here are always a
- * prefix of the provider's, and the last of them carries the largest end
- * LSN: the restart point is the maximum over all of a subscription's
- * origins.  After a crash, the origins are what WAL replay restored, so a
- * restart applies exactly the transactions not yet committed, whatever
- * process died and whenever.  Origins of writers that no longer run keep
- * smaller values and do no harm.
+ * Writers commit every transaction with a replication origin whose
+ * progress is set to the transaction's remote end LSN, in the same commit
+ * record.  Writers commit in the provider's commit order, so the
+ * transactions committed here are always a prefix of the provider's, and
+ * the last of them carries the largest end LSN.  After a crash, the
+ * origins are what WAL replay restored, so a restart applies exactly the
+ * transactions not yet committed, whatever process died and whenever.
+ *
+ * From PostgreSQL 16 (compat.h's PA_SHARED_ORIGIN) a subscription has one
+ * origin, pa_<dboid>_<subid>_0, as core's parallel apply workers share
+ * their leader's: the leader acquires it before it starts writers and
+ * holds it for its life, without committing anything with it itself
+ * (replorigin_session_origin stays invalid there); writers attach to it
+ * with their leader's pid, and their commits keep its maximum.  Writers
+ * that join or leave the pool attach or simply exit (an attached process
+ * releases nothing).  On 15 an origin is active in one process only, so
+ * each writer n has its own, pa_<dboid>_<subid>_<n>, and the restart
+ * point is the maximum over all of a subscription's origins (origins of
+ * writers that no longer run keep smaller values and do no harm).  A
+ * cluster on 16 or later that ran a build with an origin per writer still
+ * has those: the leader's first start folds them into the shared one
+ * (advanced, WAL-logged, to their maximum before they are dropped, so a
+ * crash in between loses nothing).
+ *
+ * The restart point is read only once the writers of an earlier leader
+ * are gone: an exiting leader only signals them, and one still committing
+ * would move the origin past it.  A writer started by an earlier leader
+ * that is gone does not attach (the origin is no longer its leader's).
  *
  * The provider may discard WAL up to what it is told is flushed, so that
  * must be durable here.  Writers commit asynchronously; after each commit
@@ -69,19 +86,35 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_replication_origin.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "replication/origin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "leader.h"
 #include "pool.h"
 #include "progress.h"
 
-/* Create the origins of writers 0..n-1 that do not exist yet. */
+/* The origins a subscription with nwriters writers commits with. */
+int
+pa_progress_origins_needed(int nwriters)
+{
+	return PA_SHARED_ORIGIN ? 1 : nwriters;
+}
+
+/* Create the origins that nwriters writers need and that do not exist. */
 void
 pa_progress_ensure_origins(Oid subid, int nwriters)
 {
-	for (int w = 0; w < nwriters; w++)
+	for (int w = 0; w < pa_progress_origins_needed(nwriters); w++)
 	{
 		char	   *name = pa_writer_origin_name(subid, w);
 
@@ -113,6 +146,138 @@ pa_progress_start_lsn(Oid subid)
 	return start;
 }
 
+/*
+ * Wait until no writer of an earlier leader of this subscription runs (an
+ * exiting leader signals its writers but does not wait for them).  A writer
+ * clears its pid as it starts exiting, after its last commit.
+ */
+void
+pa_progress_await_writers(PaSubSlot *slot)
+{
+	for (;;)
+	{
+		bool		running = false;
+
+		SpinLockAcquire(&slot->mutex);
+		for (int w = 0; w < pa_max_writers && !running; w++)
+			running = slot->writers[w].pid != 0 &&
+				BackendPidGetProc(slot->writers[w].pid) != NULL;
+		SpinLockRelease(&slot->mutex);
+		if (!running)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * From 16, in a transaction: fold the origins a build with one origin per
+ * writer left, pa_<dboid>_<subid>_<n> for n > 0, into the subscription's,
+ * pa_<dboid>_<subid>_0: advance it to their maximum (never backwards,
+ * WAL-logged), then drop them.  Before the leader acquires its origin
+ * (replorigin_advance() refuses an acquired one), and with no writer left.
+ */
+void
+pa_progress_fold_origins(Oid subid)
+{
+	XLogRecPtr	max = InvalidXLogRecPtr;
+	RepOriginId shared;
+	List	   *legacy = NIL;
+	ListCell   *lc;
+
+	if (!PA_SHARED_ORIGIN)
+		return;
+	for (int w = 1; w < PA_MAX_WRITERS_LIMIT; w++)
+	{
+		char	   *name = pa_writer_origin_name(subid, w);
+		RepOriginId id = replorigin_by_name(name, true);
+
+		if (id == InvalidRepOriginId)
+		{
+			pfree(name);
+			continue;
+		}
+		max = Max(max, replorigin_get_progress(id, false));
+		legacy = lappend(legacy, name);
+	}
+	if (legacy == NIL)
+		return;
+
+	/* as pg_replication_origin_advance(): the origin stays */
+	LockRelationOid(ReplicationOriginRelationId, RowExclusiveLock);
+	shared = replorigin_by_name(pa_writer_origin_name(subid, 0), false);
+	replorigin_advance(shared, max, InvalidXLogRecPtr,
+					   false /* go backward */ , true /* WAL log */ );
+	foreach(lc, legacy)
+		replorigin_drop_by_name(lfirst(lc), true, false);
+	ereport(LOG,
+			(errmsg("parallel_apply subscription \"%s\" now keeps one replication origin, \"%s\", at %X/%X",
+					MyPaLeader->sub->name, pa_writer_origin_name(subid, 0),
+					LSN_FORMAT_ARGS(replorigin_get_progress(shared, false))),
+			 errdetail("The origins of its writers 1 and up that a build with one origin per writer left were folded into it and dropped: %d.",
+					   list_length(legacy))));
+	list_free_deep(legacy);
+}
+
+/*
+ * From 16, in a transaction: the leader acquires the subscription's origin
+ * for its life, for its writers to attach to.  It commits nothing with it:
+ * replorigin_session_origin stays invalid here.
+ */
+void
+pa_progress_acquire_origin(Oid subid)
+{
+	char	   *name;
+
+	if (!PA_SHARED_ORIGIN)
+		return;
+	name = pa_writer_origin_name(subid, 0);
+	PA_REPLORIGIN_SESSION_SETUP(replorigin_by_name(name, false));
+	pfree(name);
+}
+
+/*
+ * A writer sets up the origin it commits with: its own on 15; from 16 the
+ * subscription's, acquired by the leader that started it, which is its
+ * bgw_notify_pid.  A writer whose leader is gone exits: a later leader's
+ * restart point must not move.
+ */
+void
+pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer)
+{
+	char	   *name;
+	RepOriginId id;
+	pid_t		leader = MyBgworkerEntry->bgw_notify_pid;
+
+	StartTransactionCommand();
+	name = pa_writer_origin_name(subid, PA_SHARED_ORIGIN ? 0 : writer);
+	id = replorigin_by_name(name, false);
+	pfree(name);
+	CommitTransactionCommand();
+
+	if (PA_SHARED_ORIGIN)
+	{
+		pid_t		current;
+
+		SpinLockAcquire(&slot->mutex);
+		current = slot->leader_pid;
+		SpinLockRelease(&slot->mutex);
+		if (current != leader)
+		{
+			ereport(LOG,
+					(errmsg("parallel_apply writer %d exits: its receiver is gone",
+							writer)));
+			proc_exit(0);
+		}
+		PA_REPLORIGIN_SESSION_ATTACH(id, leader);
+	}
+	else
+		PA_REPLORIGIN_SESSION_SETUP(id);
+	replorigin_session_origin = id;
+}
+
 void
 pa_progress_drop_origins(Oid subid)
 {
@@ -121,9 +286,9 @@ pa_progress_drop_origins(Oid subid)
 		char	   *name = pa_writer_origin_name(subid, w);
 
 		/*
-		 * Wait for the origin's release: a writer that has cleared its pid
-		 * (all the caller waits for) may still hold its origin session
-		 * until its last exit callback.
+		 * Wait for the origin's release: a writer (from 16, the leader)
+		 * that has cleared its pid (all the caller waits for) may still
+		 * hold its origin session until its last exit callback.
 		 */
 		if (replorigin_by_name(name, true) != InvalidRepOriginId)
 			replorigin_drop_by_name(name, true, false);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * progress.h
- *		Replication progress: per-writer origins, the restart point, and
- *		what is reported to the provider.
+ *		Replication progress: the origins (one per subscription from 16,
+ *		per writer on 15), the restart point, and what is reported to the
+ *		provider.
  *
  * src/leader/progress.h
  *
@@ -18,9 +19,16 @@
 /* The most writers a subscription can ever have had (origins to scan). */
 #define PA_MAX_WRITERS_LIMIT 64
 
+extern int	pa_progress_origins_needed(int nwriters);
 extern void pa_progress_ensure_origins(Oid subid, int nwriters);
+extern void pa_progress_await_writers(PaSubSlot *slot);
+extern void pa_progress_fold_origins(Oid subid);
 extern XLogRecPtr pa_progress_start_lsn(Oid subid);
+extern void pa_progress_acquire_origin(Oid subid);
 extern void pa_progress_drop_origins(Oid subid);
+
+/* Writer, as it starts: the origin it commits with. */
+extern void pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer);
 
 /* Writer, right after committing seq: record its remote and local end. */
 extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,

@@ -22,6 +22,11 @@
  *	   the SQL API; the wait has a timeout so that status updates go out on
  *	   time even when nothing happens.
  *
+ * Before it starts writers, once those of an earlier leader are gone, it
+ * reads the restart point and, from PostgreSQL 16, acquires the
+ * subscription's replication origin for its life; its writers share it
+ * (progress.c).
+ *
  * The loop owns every wait of the leader and all it tells the provider.
  * The dispatcher and the pool never wait: when the dispatcher cannot go on
  * (a transaction must commit first, a writer is full, a queue has no room)
@@ -579,9 +584,12 @@ pa_leader_main(Datum arg)
 
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
+		pa_progress_await_writers(slot);
 		StartTransactionCommand();
 		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
+		pa_progress_fold_origins(sub->subid);
 		start = pa_progress_start_lsn(sub->subid);
+		pa_progress_acquire_origin(sub->subid);
 		CommitTransactionCommand();
 
 		pa_pool_init();

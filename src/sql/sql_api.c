@@ -451,21 +451,23 @@ stop_pipeline(PaSubscription *sub)
 }
 
 /*
- * Replication origins.  Each writer keeps one (progress.c), and a node
- * tracks the progress of at most max_replication_slots origins (18:
- * max_active_replication_origins, compat.h's PA_MAX_ORIGINS), all
- * databases and in-core subscriptions included: a writer beyond that
- * fails with "could not find free replication state slot".  Refuse a
- * configuration that needs more origins than the node can track.
+ * Replication origins.  A subscription keeps one (from 16; on 15 one per
+ * writer, progress.c), and a node tracks the progress of at most
+ * max_replication_slots origins (18: max_active_replication_origins,
+ * compat.h's PA_MAX_ORIGINS), all databases and in-core subscriptions
+ * included: a leader or writer beyond that fails with "could not find
+ * free replication state slot".  Refuse a configuration that needs more
+ * origins than the node can track.
  */
 static int
 missing_origins(Oid subid, int nwriters)
 {
 	int			missing = 0;
+	int			needed = pa_progress_origins_needed(nwriters);
 
 	if (!OidIsValid(subid))
-		return nwriters;		/* a new subscription has none */
-	for (int w = 0; w < nwriters; w++)
+		return needed;			/* a new subscription has none */
+	for (int w = 0; w < needed; w++)
 	{
 		char	   *name = pa_writer_origin_name(subid, w);
 
@@ -477,8 +479,9 @@ missing_origins(Oid subid, int nwriters)
 }
 
 /*
- * The origins this database's subscriptions still need (those of writers
- * that never ran) once a change gives num_writers (0: the GUC's) to
+ * The origins this database's subscriptions still need (those of
+ * subscriptions, on 15 writers, that never ran) once a change gives
+ * num_writers (0: the GUC's) to
  * subscription subid (InvalidOid: a new one), or, when by_group, to every
  * subscription of group (NULL: all), must fit beside every origin the node
  * already has.  The catalog is read as it was before the change.
@@ -516,8 +519,14 @@ check_origin_capacity(Oid subid, const char *group, bool by_group,
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("%s would need more replication origins than this node can track", what),
+				 PA_SHARED_ORIGIN ?
+				 errdetail("Each parallel_apply subscription keeps a replication origin. This database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most %s = %d.",
+						   missing, (long long) existing, PA_MAX_ORIGINS_GUC, PA_MAX_ORIGINS) :
 				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most %s = %d.",
 						   missing, (long long) existing, PA_MAX_ORIGINS_GUC, PA_MAX_ORIGINS),
+				 PA_SHARED_ORIGIN ?
+				 errhint("Raise %s to at least %lld (it takes a restart), or drop replication origins or subscriptions no longer used.",
+						 PA_MAX_ORIGINS_GUC, (long long) (existing + missing)) :
 				 errhint("Raise %s to at least %lld (it takes a restart), or use fewer writers.",
 						 PA_MAX_ORIGINS_GUC, (long long) (existing + missing))));
 }

@@ -15,15 +15,19 @@
  *	  track_commit_timestamp on the subscriber: the origin of the row's
  *	  xmin is read from the commit timestamps (one lookup per UPDATE and
  *	  DELETE, none when the setting is off; then these are not detected).
- *	  Each writer commits with an origin of its own, pa_<dboid>_<subid>_<n>
- *	  (progress.c), so "this subscription's" is any origin of that form
- *	  for its subscription id; what was learnt of an origin is cached for
- *	  the writer's life.  A row changed earlier in the same local
- *	  transaction (an earlier transaction of the group) has no commit
- *	  timestamp yet, and is not a conflict.  The initial copy commits with
- *	  a writer's origin; rows copied when a table joins the publications
- *	  or by refresh_subscription() are committed by the receiver or the
- *	  caller's session, with no origin, so they count as changed locally.
+ *	  From PostgreSQL 16 the writers share the subscription's origin
+ *	  (progress.c), and "this subscription's" is that one; rows last
+ *	  changed under a build with an origin per writer carry origins since
+ *	  dropped, so their next update or delete counts as another origin's.
+ *	  On 15 each writer commits with an origin of its own,
+ *	  pa_<dboid>_<subid>_<n>, so it is any origin of that form for its
+ *	  subscription id; what was learnt of an origin is cached for the
+ *	  writer's life.  A row changed earlier in the same local transaction
+ *	  (an earlier transaction of the group) has no commit timestamp yet,
+ *	  and is not a conflict.  The initial copy commits with the writers'
+ *	  origin; rows copied when a table joins the publications or by
+ *	  refresh_subscription() are committed by the receiver or the caller's
+ *	  session, with no origin, so they count as changed locally.
  *	- insert_exists, update_exists, multiple_unique_conflicts: the row to
  *	  insert, or the new row of an update, has the key of a local row in a
  *	  unique index (in more than one index: multiple_unique_conflicts, as
@@ -233,7 +237,7 @@ row_origin(TupleTableSlot *localslot, TransactionId *xmin,
 	return TransactionIdGetCommitTsData(*xmin, ts, origin);
 }
 
-/* Is origin one of this subscription's writers' (progress.c)? */
+/* Is origin this subscription's (progress.c)? */
 static bool
 origin_is_ours(RepOriginId origin)
 {
@@ -248,6 +252,8 @@ origin_is_ours(RepOriginId origin)
 		return false;			/* a local change */
 	if (origin == replorigin_session_origin || bms_is_member(origin, ours))
 		return true;
+	if (PA_SHARED_ORIGIN)
+		return false;			/* the writers' own is the only one */
 	if (bms_is_member(origin, others))
 		return false;
 

@@ -145,7 +145,9 @@
  * The message formats of the queue are queue.c's.  The process's state is
  * one PaWriter, MyWriter, apart from the flags its signal handlers set.
  *
- * Each writer commits with its own replication origin (progress.c).
+ * Writers commit with a replication origin: from PostgreSQL 16 the
+ * subscription's, which its leader holds; on 15 one of the writer's own
+ * (progress.c).
  * With the subscription's synchronous_commit off, commits are
  * asynchronous; with it on, the writer flushes its commit record after
  * its turn, before it takes the next transaction, so commits of several
@@ -1655,8 +1657,6 @@ pa_writer_main(Datum arg)
 	uint32		extra[4];
 	dsm_segment *seg;
 	PaSubscription *sub;
-	RepOriginId originid;
-	char	   *origin_name;
 
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 	MyWriter->index = (int) extra[0];
@@ -1722,8 +1722,6 @@ pa_writer_main(Datum arg)
 					 errmsg("the owner of parallel_apply subscription \"%s\" (role OID %u) does not exist",
 							sub->name, sub->owner),
 					 errhint("Recreate the subscription, or make it apply as each table's owner: run_as_owner := false.")));
-		origin_name = pa_writer_origin_name(MyWriter->subid, MyWriter->index);
-		originid = replorigin_by_name(origin_name, false);
 		CommitTransactionCommand();
 
 		pa_relmap_subscription_name = sub->name;
@@ -1734,8 +1732,8 @@ pa_writer_main(Datum arg)
 		MyWriter->disable_on_error = sub->disable_on_error;
 		MyWriter->skip_lsn = sub->skip_lsn;
 
-		PA_REPLORIGIN_SESSION_SETUP(originid);
-		replorigin_session_origin = originid;
+		pa_progress_writer_setup(MyWriter->slot, MyWriter->subid,
+								 MyWriter->index);
 
 		lookahead_init(pa_pool_attach((dsm_handle) extra[1],
 									  MyWriter->index, &seg));
