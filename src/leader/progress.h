@@ -13,6 +13,7 @@
 
 #include "replication/walreceiver.h"
 
+#include "catalog.h"
 #include "pipeline.h"
 
 /* The most writers a subscription can ever have had (origins to scan). */
@@ -21,6 +22,11 @@
 extern void pa_progress_ensure_origins(Oid subid, int nwriters);
 extern XLogRecPtr pa_progress_start_lsn(Oid subid);
 extern void pa_progress_drop_origins(Oid subid);
+
+/* The position kept for pg_upgrade (progress.c's header, "Upgrades"). */
+extern bool pa_progress_has_origins(Oid subid);
+extern bool pa_progress_record_stop(Oid subid, bool skip_locked);
+extern XLogRecPtr pa_progress_resume(PaSubscription *sub, int nwriters);
 
 /* Writer, right after committing seq: record its remote and local end. */
 extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,

@@ -76,7 +76,9 @@
  *
  * Any error ends the whole pipeline: the error is recorded for
  * subscription_status(), the writers are terminated with the leader, and
- * the supervisor starts it again after a growing delay.
+ * the supervisor starts it again after a growing delay.  A leader that
+ * exits, for an error or not, waits until its writers are gone and records
+ * where apply stands, for pg_upgrade (progress.c, "Upgrades").
  *
  * src/leader/receiver.c
  *
@@ -115,12 +117,55 @@
 
 PaLeader   *MyPaLeader = NULL;
 
+/* Set once the leader has started from its origins (pa_progress_resume). */
+static bool record_at_exit = false;
+
+/*
+ * As a leader that has started from its origins exits, whatever the cause
+ * (a clean server shutdown, the supervisor stopping it, an error): wait
+ * until its writers are gone, then record where apply stands, for a
+ * pg_upgrade (progress.c's header, "Upgrades").  A transaction in an exit
+ * callback, as core's RemoveTempRelationsCallback runs one: an error here
+ * only leaves the position unrecorded, which is safe.
+ */
+static void
+record_position(void)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   10000);
+
+	while (!pa_pool_stopped())
+	{
+		if (GetCurrentTimestamp() > deadline)
+		{
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\": its writers did not exit, its position is not recorded",
+							MyPaLeader->sub->name)));
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	AbortOutOfAnyTransaction();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) pa_progress_record_stop(MyPaLeader->sub->subid, true);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
 static void
 leader_on_exit(int code, Datum arg)
 {
 	PaSubSlot  *slot = MyPaLeader->slot;
 
 	pa_pool_shutdown();
+	if (record_at_exit)
+	{
+		record_at_exit = false;
+		record_position();
+	}
 	if (slot != NULL)
 	{
 		SpinLockAcquire(&slot->mutex);
@@ -549,10 +594,8 @@ pa_leader_main(Datum arg)
 
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
-		StartTransactionCommand();
-		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
-		start = pa_progress_start_lsn(sub->subid);
-		CommitTransactionCommand();
+		start = pa_progress_resume(sub, pa_effective_writers(slot));
+		record_at_exit = true;
 
 		pa_pool_init();
 		pa_dispatch_init();
