@@ -48,6 +48,7 @@
 #include "utils/lsyscache.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "conn.h"
 
 PG_FUNCTION_INFO_V1(pa_sync_sequences);
@@ -133,7 +134,7 @@ resolve_named(ArrayType *arr)
 		if (elnulls[i])
 			continue;
 		name = TextDatumGetCString(elems[i]);
-		rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+		rv = makeRangeVarFromNameList(PA_STRING_TO_QUALIFIED_NAME_LIST(name));
 		relid = RangeVarGetRelid(rv, NoLock, true);
 		if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_SEQUENCE)
 		{
