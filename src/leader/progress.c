@@ -31,21 +31,21 @@
  * where it can be exact: parallel_apply.subscription.stopped_lsn, the
  * maximum over the origins taken when none of the subscription's
  * processes runs, so that no commit can follow it.  disable_subscription()
- * records it once the pipeline is gone, and so does a leader that is
- * stopped while it streams (a clean server shutdown, the supervisor, a
- * SIGTERM): it stops its writers, waits until they are gone, then records
- * (receiver.c).  A row another transaction is changing is skipped: that
- * one is disabling or altering the subscription.  A leader that starts
- * moves the origins forward to the recorded position when they are behind
- * it (after pg_upgrade they are missing: recreated, and the first one set
- * to it, logged once) and clears it in the same transaction, before any
- * writer can commit, so that a recorded position is never older than what
- * was applied.  A subscription past its initial copy with no origin left
- * and no recorded position (upgraded while in error, or stopped by a
- * crash) is not started from the provider's slot, which may lag what was
- * applied: its leader fails with an error saying so, until
- * set_subscription_position() gives the position (docs/subscriber.md,
- * "Upgrading a subscriber with pg_upgrade").
+ * records it once the pipeline is gone, and so does every leader as it
+ * exits (a clean server shutdown, the supervisor stopping it, an error):
+ * it stops its writers, waits until they are gone, then records, in an
+ * exit callback (receiver.c).  A row another transaction is changing is
+ * skipped: that one is disabling or altering the subscription.  A leader
+ * that starts moves the origins forward to the recorded position when they
+ * are behind it (after pg_upgrade they are missing: recreated, the first
+ * one set to it, logged once) and then clears it, before it starts any
+ * writer: so while a position is recorded nothing commits, it is exact,
+ * and recording never lowers it.  A subscription past its initial copy
+ * with no origin left and no recorded position (its last stop could not
+ * record: writers that did not exit, a crash) is not started from the
+ * provider's slot, which may lag what was applied: its leader fails with
+ * an error saying so, until set_subscription_position() gives the
+ * position (docs/subscriber.md, "Upgrading a subscriber with pg_upgrade").
  *
  * src/leader/progress.c
  *
@@ -150,8 +150,11 @@ stopped_position(Oid subid, bool for_update, XLogRecPtr *lsn)
  * origins, as its stopped position, in the caller's transaction.  Only
  * once none of its processes runs: the caller has waited for them to be
  * gone.  Nothing is recorded when it has no origin (its position is then
- * not known here: a position recorded before stays), nor, with skip_locked,
- * when another transaction holds its row.  True when recorded.
+ * not known here), nor, with skip_locked, when another transaction holds
+ * its row.  A position recorded before is never lowered: no writer
+ * commits while one is recorded (a leader clears it before it starts its
+ * writers), so it is exact, and origins behind it were just made by a
+ * leader that stopped before moving them.  True when recorded.
  */
 bool
 pa_progress_record_stop(Oid subid, bool skip_locked)
@@ -164,17 +167,20 @@ pa_progress_record_stop(Oid subid, bool skip_locked)
 	values[0] = ObjectIdGetDatum(subid);
 	values[1] = LSNGetDatum(pa_progress_start_lsn(subid));
 	return pa_catalog_exec(skip_locked ?
-						   "UPDATE parallel_apply.subscription s SET stopped_lsn = $2"
+						   "UPDATE parallel_apply.subscription s"
+						   " SET stopped_lsn = greatest(s.stopped_lsn, $2)"
 						   " FROM (SELECT sub_id FROM parallel_apply.subscription"
 						   "       WHERE sub_id = $1 FOR UPDATE SKIP LOCKED) l"
 						   " WHERE s.sub_id = l.sub_id" :
-						   "UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
+						   "UPDATE parallel_apply.subscription"
+						   " SET stopped_lsn = greatest(stopped_lsn, $2) WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE) == 1;
 }
 
 /*
  * The restart point of subscription sub, for its leader, which calls this
- * outside a transaction before it starts any writer: the origins of
+ * outside a transaction before it starts any writer, and before any
+ * writer of a pipeline before it can commit: the origins of
  * writers 0..nwriters-1 exist, and hold at least the recorded position,
  * which is cleared (the header's "Upgrades").  An error when the
  * subscription is past its initial copy and neither an origin nor a
@@ -186,17 +192,18 @@ pa_progress_resume(PaSubscription *sub, int nwriters)
 	XLogRecPtr	start;
 	XLogRecPtr	stopped = InvalidXLogRecPtr;
 	bool		had_origins;
+	bool		recorded;
 
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	had_origins = pa_progress_has_origins(sub->subid);
-	if (!had_origins && sub->sync_state == PA_SYNC_READY &&
-		!stopped_position(sub->subid, false, &stopped))
+	recorded = stopped_position(sub->subid, false, &stopped);
+	if (!had_origins && !recorded && sub->sync_state == PA_SYNC_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the replication origins of parallel_apply subscription \"%s\" are missing and no position is recorded",
 						sub->name),
-				 errdetail("Where its apply stands is not known: streaming from the provider's slot could apply again transactions applied before. This happens after pg_upgrade of a subscriber whose subscription was in error or had not stopped cleanly."),
+				 errdetail("Its position is recorded when its pipeline stops, and was not the last time (see the server log); pg_upgrade does not carry replication origins over. Streaming from the provider's slot could apply again transactions applied before."),
 				 errhint("Give the end of the last transaction applied to set_subscription_position('%s', lsn); see \"Upgrading a subscriber with pg_upgrade\" in the documentation.",
 						 sub->name)));
 	/*
@@ -208,7 +215,13 @@ pa_progress_resume(PaSubscription *sub, int nwriters)
 	start = pa_progress_start_lsn(sub->subid);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (!recorded)
+		return start;
 
+	/*
+	 * Nothing records a position meanwhile: the pipeline that could is this
+	 * one, and set_subscription_position() refuses once origins exist.
+	 */
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (stopped_position(sub->subid, true, &stopped))

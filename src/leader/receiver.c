@@ -117,23 +117,23 @@
 
 PaLeader   *MyPaLeader = NULL;
 
-/* Set once the leader has started from its origins (pa_progress_resume). */
-static bool record_at_exit = false;
-
 /*
- * As a leader that has started from its origins exits, whatever the cause
- * (a clean server shutdown, the supervisor stopping it, an error): wait
- * until its writers are gone, then record where apply stands, for a
- * pg_upgrade (progress.c's header, "Upgrades").  A transaction in an exit
- * callback, as core's RemoveTempRelationsCallback runs one: an error here
- * only leaves the position unrecorded, which is safe.
+ * As a leader exits, whatever the cause (a clean server shutdown, the
+ * supervisor stopping it, an error): wait until its writers are gone, then
+ * record where apply stands, for a pg_upgrade (progress.c's header,
+ * "Upgrades").  A transaction in an exit
+ * callback, as core's RemoveTempRelationsCallback runs one, registered
+ * after leader_on_exit so that it runs before it and an error here (which
+ * ends this callback only) leaves the slot's cleanup to run: the position
+ * is then not recorded, which is safe.
  */
 static void
-record_position(void)
+record_position_on_exit(int code, Datum arg)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   10000);
 
+	pa_pool_shutdown();
 	while (!pa_pool_stopped())
 	{
 		if (GetCurrentTimestamp() > deadline)
@@ -150,7 +150,8 @@ record_position(void)
 	AbortOutOfAnyTransaction();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	(void) pa_progress_record_stop(MyPaLeader->sub->subid, true);
+	if (pa_extension_installed())
+		(void) pa_progress_record_stop(MyPaLeader->sub->subid, true);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }
@@ -161,11 +162,6 @@ leader_on_exit(int code, Datum arg)
 	PaSubSlot  *slot = MyPaLeader->slot;
 
 	pa_pool_shutdown();
-	if (record_at_exit)
-	{
-		record_at_exit = false;
-		record_position();
-	}
 	if (slot != NULL)
 	{
 		SpinLockAcquire(&slot->mutex);
@@ -564,6 +560,7 @@ pa_leader_main(Datum arg)
 		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
+		before_shmem_exit(record_position_on_exit, (Datum) 0);
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
@@ -595,7 +592,6 @@ pa_leader_main(Datum arg)
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
 		start = pa_progress_resume(sub, pa_effective_writers(slot));
-		record_at_exit = true;
 
 		pa_pool_init();
 		pa_dispatch_init();
