@@ -179,10 +179,9 @@ pa_progress_record_stop(Oid subid, bool skip_locked)
 
 /*
  * The restart point of subscription sub, for its leader, which calls this
- * outside a transaction before it starts any writer, and before any
- * writer of a pipeline before it can commit: the origins of
- * writers 0..nwriters-1 exist, and hold at least the recorded position,
- * which is cleared (the header's "Upgrades").  An error when the
+ * outside a transaction, before it starts any writer: the origins of
+ * writers 0..nwriters-1 exist and hold at least the recorded position,
+ * which is then cleared (the header's "Upgrades").  An error when the
  * subscription is past its initial copy and neither an origin nor a
  * recorded position is left.
  */

@@ -121,11 +121,11 @@ PaLeader   *MyPaLeader = NULL;
  * As a leader exits, whatever the cause (a clean server shutdown, the
  * supervisor stopping it, an error): wait until its writers are gone, then
  * record where apply stands, for a pg_upgrade (progress.c's header,
- * "Upgrades").  A transaction in an exit
- * callback, as core's RemoveTempRelationsCallback runs one, registered
- * after leader_on_exit so that it runs before it and an error here (which
- * ends this callback only) leaves the slot's cleanup to run: the position
- * is then not recorded, which is safe.
+ * "Upgrades").  A transaction in an exit callback, as core's
+ * RemoveTempRelationsCallback runs one.  Registered after leader_on_exit,
+ * so it runs before it, and an error here ends this callback only: the
+ * slot's cleanup still runs, and the position is not recorded, which is
+ * safe.  Interrupts are held meanwhile; the wait is bounded.
  */
 static void
 record_position_on_exit(int code, Datum arg)
