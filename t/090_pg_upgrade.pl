@@ -29,7 +29,9 @@ plan skip_all => 'PA_UPGRADE_FROM (an older PostgreSQL installation) is not set;
   unless $oldinstall;
 
 my $pub = provider_node('provider');
-my $old = subscriber_node('old_sub', install_path => $oldinstall, max_writers => 4);
+# a node that could have a synchronous standby (see the shutdown below)
+my $old = subscriber_node('old_sub', install_path => $oldinstall, max_writers => 4,
+	extra_conf => "wal_level = replica\nmax_wal_senders = 2\n");
 ok($old->pg_version < $pub->pg_version,
 	'the subscriber upgrades from ' . $old->pg_version . ' to ' . $pub->pg_version);
 
@@ -76,8 +78,26 @@ is( $old->safe_psql('postgres',
 		"SELECT stopped_lsn IS NOT NULL FROM parallel_apply.subscription WHERE sub_name = 'bench'"),
 	't', 'disable_subscription() records where bench stopped');
 my $applied_before = $old->safe_psql('postgres', 'SELECT count(*) FROM audit');
-# a clean shutdown, as pg_upgrade requires: audit's leader records too
+# a clean shutdown, as pg_upgrade requires: audit's leader records too,
+# waiting for no synchronous standby of the subscriber (one that is gone)
+$old->safe_psql('postgres', q{
+ALTER SYSTEM SET synchronous_standby_names = 'gone';
+SELECT pg_reload_conf();
+});
+# in effect once a commit waits for it: a session commits a WAL record
+# again and again until one does, and waits until the shutdown ends it
+my $probe_sql = "${PostgreSQL::Test::Utils::tmp_check}/090_probe.sql";
+PostgreSQL::Test::Utils::append_to_file($probe_sql,
+	"SELECT pg_logical_emit_message(true, 'probe', '') \\watch 0.05\n");
+my ($probe_out, $probe_err) = ('', '');
+my $probe = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $old->connstr('postgres'), '-f', $probe_sql ],
+	'>', \$probe_out, '2>', \$probe_err);
+ok( poll_until($old,
+		"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'SyncRep')"),
+	'commits on the old subscriber wait for a synchronous standby that is gone');
 $old->stop;
+eval { $probe->kill_kill; };
 
 my $new = subscriber_node('new_sub', bare => 1, max_writers => 4,
 	$pub->pg_version >= 18 ? (init_extra => ['--no-data-checksums']) : ());

@@ -125,7 +125,8 @@ PaLeader   *MyPaLeader = NULL;
  * RemoveTempRelationsCallback runs one.  Registered after leader_on_exit,
  * so it runs before it, and an error here ends this callback only: the
  * slot's cleanup still runs, and the position is not recorded, which is
- * safe.  Interrupts are held meanwhile; the wait is bounded.
+ * safe.  Interrupts are held meanwhile: the wait for the writers is bounded,
+ * and the commit waits for no standby.
  */
 static void
 record_position_on_exit(int code, Datum arg)
@@ -148,6 +149,8 @@ record_position_on_exit(int code, Datum arg)
 		ResetLatch(MyLatch);
 	}
 	AbortOutOfAnyTransaction();
+	/* no wait for a synchronous standby of this node, which may be gone */
+	SetConfigOption("synchronous_commit", "local", PGC_SUSET, PGC_S_OVERRIDE);
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (pa_extension_installed())
