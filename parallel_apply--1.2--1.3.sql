@@ -79,3 +79,14 @@ RETURNS TABLE (sequence_name text, last_value bigint, is_called boolean)
 AS 'MODULE_PATHNAME', 'pa_sync_sequences'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 REVOKE ALL ON FUNCTION sync_sequences(text, text[]) FROM PUBLIC;
+
+-- the position a pipeline stopped at, for a leader that finds its
+-- replication origins missing after pg_upgrade; set_subscription_position()
+-- when none was recorded
+ALTER TABLE parallel_apply.subscription ADD COLUMN stopped_lsn pg_lsn;
+
+CREATE FUNCTION set_subscription_position(subscription_name text, lsn pg_lsn)
+RETURNS void
+AS 'MODULE_PATHNAME', 'pa_set_subscription_position'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION set_subscription_position(text, pg_lsn) FROM PUBLIC;

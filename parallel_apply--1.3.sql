@@ -77,7 +77,13 @@ CREATE TABLE parallel_apply.subscription (
     two_phase          boolean NOT NULL DEFAULT false,
     -- the provider's slot is created with FAILOVER (PostgreSQL 17 and
     -- later providers), so a standby that syncs slots can take over (1.3)
-    failover           boolean NOT NULL DEFAULT false
+    failover           boolean NOT NULL DEFAULT false,
+    -- where apply stood when the pipeline last stopped with none of its
+    -- processes running (disable_subscription(), a clean stop): the end of
+    -- the last transaction applied, which a leader that finds the
+    -- replication origins missing (pg_upgrade does not carry them over)
+    -- resumes from; NULL once a leader has started from it (1.3)
+    stopped_lsn        pg_lsn
 );
 REVOKE ALL ON parallel_apply.subscription FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');
@@ -210,6 +216,14 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'pa_skip_transaction'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION skip_transaction(text, pg_lsn) FROM PUBLIC;
+
+-- after pg_upgrade of a subscription whose position was not recorded: the
+-- end of the last transaction it applied, to resume from
+CREATE FUNCTION set_subscription_position(subscription_name text, lsn pg_lsn)
+RETURNS void
+AS 'MODULE_PATHNAME', 'pa_set_subscription_position'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION set_subscription_position(text, pg_lsn) FROM PUBLIC;
 
 -- for a cut-over: the sequences owned by the published tables (and those
 -- named) set here to the provider's values

@@ -2,8 +2,8 @@
 -- subscriptions keep their settings and gain origin 'any', run_as_owner
 -- false and an owner (the bootstrap superuser), table_sync false (their
 -- tables are not recorded), disable_on_error false and no skip_lsn,
--- two_phase and failover false; the functions take and show the new
--- settings.
+-- two_phase and failover false, no stopped_lsn; the functions take and
+-- show the new settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -12,7 +12,7 @@ INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_
 ALTER EXTENSION parallel_apply UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 SELECT sub_name, enabled, sync_state, origin, sub_owner = 10 AS bootstrap_owner, run_as_owner,
-       table_sync, disable_on_error, skip_lsn, two_phase, failover
+       table_sync, disable_on_error, skip_lsn, two_phase, failover, stopped_lsn
   FROM parallel_apply.subscription;
 SELECT pg_get_function_identity_arguments('create_subscription'::regproc);
 SELECT pg_get_function_identity_arguments('alter_subscription_config'::regproc);

@@ -57,6 +57,15 @@
 	build_attrmap_by_name_if_req(indesc, outdesc)
 #endif
 
+/* stringToQualifiedNameList() gained an escontext argument in 16. */
+#if PG_VERSION_NUM >= 160000
+#define PA_STRING_TO_QUALIFIED_NAME_LIST(string) \
+	stringToQualifiedNameList(string, NULL)
+#else
+#define PA_STRING_TO_QUALIFIED_NAME_LIST(string) \
+	stringToQualifiedNameList(string)
+#endif
+
 /*
  * walrcv_connect() gained a must_use_password argument in 16, and in 17 a
  * replication argument before logical (false: a plain connection, as for

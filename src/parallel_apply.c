@@ -11,7 +11,11 @@
  * it must be in shared_preload_libraries: _PG_init then reserves the
  * shared memory of the pipelines (shmem.c) and registers the launcher that
  * starts a supervisor per database (supervisor.c).  Loaded any other way,
- * it only defines its GUCs.
+ * it only defines its GUCs.  Nor is the launcher registered in a server
+ * that pg_upgrade runs (binary upgrade mode), as PostgreSQL 17 does not
+ * start its logical replication launcher there: nothing may be applied to
+ * the old cluster while pg_upgrade reads it, nor to the new one while it
+ * is being made.
  *
  * The benchmark-only switches parallel_apply.debug_discard_changes and
  * parallel_apply.debug_replay_file make a subscriber drop what it receives;
@@ -138,5 +142,6 @@ _PG_init(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
-	pa_worker_register_launcher();
+	if (!IsBinaryUpgrade)
+		pa_worker_register_launcher();
 }

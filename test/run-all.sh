@@ -26,8 +26,10 @@
 # copied into the root and this script runs there, as root in a chroot,
 # for that version alone, the same steps as for 15.  With 15 and a newer
 # version selected, test/cross-version.sh then runs 15 and that version as
-# provider and subscriber of each other.  Each result is printed at the
-# end; the run fails when one fails.
+# provider and subscriber of each other, and with 15 and 17,
+# test/pg-upgrade.sh upgrades a 15 subscriber to 17 with pg_upgrade (t/090,
+# in the 17 root with Debian 12's 15 unpacked beside, tools/pg-upgrade-root.sh).
+# Each result is printed at the end; the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
 # /tmp/parallel_apply_test; in a root, the same path inside it),
@@ -213,6 +215,19 @@ for newer in $PG_VERSIONS; do
 		overall=1
 	fi
 done
+
+# pg_upgrade of a 15 subscriber to 17, under the same conditions
+case " $PG_VERSIONS " in *" 17 "*) with17=$with15 ;; *) with17=0 ;; esac
+if [ $with17 = 1 ]; then
+	say "pg_upgrade 15 -> 17 (test/pg-upgrade.sh)"
+	if PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
+		bash "$repo/test/pg-upgrade.sh" 17; then
+		results+=("pg_upgrade 15 -> 17: passed")
+	else
+		results+=("pg_upgrade 15 -> 17: FAILED")
+		overall=1
+	fi
+fi
 
 say "results"
 printf '%s\n' "${results[@]}"

@@ -358,6 +358,27 @@ pa_pool_shutdown(void)
 	}
 }
 
+/*
+ * Whether every writer this leader started has exited (or, stopped before
+ * it started, never will): none can commit anything more.
+ */
+bool
+pa_pool_stopped(void)
+{
+	if (MyPaLeader->writers == NULL)
+		return true;
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaPoolWriter *pw = &MyPaLeader->writers[w];
+		pid_t		pid;
+
+		if (pw->handle != NULL &&
+			GetBackgroundWorkerPid(pw->handle, &pid) != BGWH_STOPPED)
+			return false;
+	}
+	return true;
+}
+
 shm_mq_handle *
 pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
 {

@@ -38,6 +38,7 @@ extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
 extern bool pa_pool_writers_read(void);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);
+extern bool pa_pool_stopped(void);
 
 /* Writer side: attach to its queue. */
 extern shm_mq_handle *pa_pool_attach(dsm_handle handle, int writer,

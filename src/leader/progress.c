@@ -78,6 +78,28 @@
  * acknowledged synchronous commit, with its WAL writer slowed down so that
  * only this flush can have written the commit, and finds every row.
  *
+ * Upgrades.  pg_upgrade carries the extension's tables over but not the
+ * replication origins (pg_replication_origin is a shared catalog, their
+ * progress lives in pg_logical/), so the catalog keeps the position too,
+ * where it can be exact: parallel_apply.subscription.stopped_lsn, the
+ * maximum over the origins taken when none of the subscription's
+ * processes runs, so that no commit can follow it.  disable_subscription()
+ * records it once the pipeline is gone, and so does every leader as it
+ * exits (a clean server shutdown, the supervisor stopping it, an error):
+ * it stops its writers, waits until they are gone, then records, in an
+ * exit callback (receiver.c).  A row another transaction is changing is
+ * skipped: that one is disabling or altering the subscription.  A leader
+ * that starts moves the origins forward to the recorded position when they
+ * are behind it (after pg_upgrade they are missing: recreated, the first
+ * one set to it, logged once) and then clears it, before it starts any
+ * writer: so while a position is recorded nothing commits, it is exact,
+ * and recording never lowers it.  A subscription past its initial copy
+ * with no origin left and no recorded position (its last stop could not
+ * record: writers that did not exit, a crash) is not started from the
+ * provider's slot, which may lag what was applied: its leader fails with
+ * an error saying so, until set_subscription_position() gives the
+ * position (docs/subscriber.md, "Upgrading a subscriber with pg_upgrade").
+ *
  * src/leader/progress.c
  *
  *-------------------------------------------------------------------------
@@ -87,6 +109,8 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_replication_origin.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -96,8 +120,11 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
 #include "compat.h"
 #include "leader.h"
 #include "pool.h"
@@ -276,6 +303,155 @@ pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer)
 	else
 		PA_REPLORIGIN_SESSION_SETUP(id);
 	replorigin_session_origin = id;
+
+/* Whether any writer of subscription subid has an origin. */
+bool
+pa_progress_has_origins(Oid subid)
+{
+	bool		found = false;
+
+	for (int w = 0; w < PA_MAX_WRITERS_LIMIT && !found; w++)
+	{
+		char	   *name = pa_writer_origin_name(subid, w);
+
+		found = replorigin_by_name(name, true) != InvalidRepOriginId;
+		pfree(name);
+	}
+	return found;
+}
+
+/*
+ * The recorded position of subscription subid (the header's "Upgrades"),
+ * read in the caller's transaction, the row locked when for_update; false
+ * when none is recorded.
+ */
+static bool
+stopped_position(Oid subid, bool for_update, XLogRecPtr *lsn)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(subid)};
+	bool		isnull = true;
+
+	pa_catalog_query(for_update ?
+					 "SELECT stopped_lsn FROM parallel_apply.subscription WHERE sub_id = $1 FOR UPDATE" :
+					 "SELECT stopped_lsn FROM parallel_apply.subscription WHERE sub_id = $1",
+					 1, types, values, NULL, false, 0, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		*lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return !isnull;
+}
+
+/*
+ * Record where subscription subid's apply stands, the maximum over its
+ * origins, as its stopped position, in the caller's transaction.  Only
+ * once none of its processes runs: the caller has waited for them to be
+ * gone.  Nothing is recorded when it has no origin (its position is then
+ * not known here), nor, with skip_locked, when another transaction holds
+ * its row.  A position recorded before is never lowered: no writer
+ * commits while one is recorded (a leader clears it before it starts its
+ * writers), so it is exact, and origins behind it were just made by a
+ * leader that stopped before moving them.  True when recorded.
+ */
+bool
+pa_progress_record_stop(Oid subid, bool skip_locked)
+{
+	Oid			types[2] = {OIDOID, LSNOID};
+	Datum		values[2];
+
+	if (!pa_progress_has_origins(subid))
+		return false;
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = LSNGetDatum(pa_progress_start_lsn(subid));
+	return pa_catalog_exec(skip_locked ?
+						   "UPDATE parallel_apply.subscription s"
+						   " SET stopped_lsn = greatest(s.stopped_lsn, $2)"
+						   " FROM (SELECT sub_id FROM parallel_apply.subscription"
+						   "       WHERE sub_id = $1 FOR UPDATE SKIP LOCKED) l"
+						   " WHERE s.sub_id = l.sub_id" :
+						   "UPDATE parallel_apply.subscription"
+						   " SET stopped_lsn = greatest(stopped_lsn, $2) WHERE sub_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE) == 1;
+}
+
+/*
+ * The restart point of subscription sub, for its leader, which calls this
+ * outside a transaction, before it starts any writer: the origins of
+ * writers 0..nwriters-1 exist and hold at least the recorded position,
+ * which is then cleared (the header's "Upgrades").  An error when the
+ * subscription is past its initial copy and neither an origin nor a
+ * recorded position is left.
+ */
+XLogRecPtr
+pa_progress_resume(PaSubscription *sub, int nwriters)
+{
+	XLogRecPtr	start;
+	XLogRecPtr	stopped = InvalidXLogRecPtr;
+	bool		had_origins;
+	bool		recorded;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	had_origins = pa_progress_has_origins(sub->subid);
+	recorded = stopped_position(sub->subid, false, &stopped);
+	if (!had_origins && !recorded && sub->sync_state == PA_SYNC_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replication origins of parallel_apply subscription \"%s\" are missing and no position is recorded",
+						sub->name),
+				 errdetail("Its position is recorded when its pipeline stops, and was not the last time (see the server log); pg_upgrade does not carry replication origins over. Streaming from the provider's slot could apply again transactions applied before."),
+				 errhint("Give the end of the last transaction applied to set_subscription_position('%s', lsn); see \"Upgrading a subscriber with pg_upgrade\" in the documentation.",
+						 sub->name)));
+	/*
+	 * Made in a transaction of their own, committed before one is moved: an
+	 * advance whose origin's creation rolled back would leave its progress
+	 * to the next origin given the same id.
+	 */
+	pa_progress_ensure_origins(sub->subid, nwriters);
+	start = pa_progress_start_lsn(sub->subid);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	if (!recorded)
+		return start;
+
+	/*
+	 * Nothing records a position meanwhile: the pipeline that could is this
+	 * one, and set_subscription_position() refuses once origins exist.
+	 */
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (stopped_position(sub->subid, true, &stopped))
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(sub->subid)};
+
+		if (stopped > start)
+		{
+			char	   *name = pa_writer_origin_name(sub->subid, 0);
+
+			/* as pg_replication_origin_advance(): the origin stays */
+			LockRelationOid(ReplicationOriginRelationId, RowExclusiveLock);
+			replorigin_advance(replorigin_by_name(name, false), stopped,
+							   InvalidXLogRecPtr, false, true);
+			pfree(name);
+			if (!had_origins)
+				ereport(LOG,
+						(errmsg("parallel_apply subscription \"%s\": replication origins missing (after pg_upgrade?), resuming from the recorded position %X/%X",
+								sub->name, LSN_FORMAT_ARGS(stopped))));
+			else
+				ereport(LOG,
+						(errmsg("parallel_apply subscription \"%s\": resuming from the recorded position %X/%X, ahead of its replication origins' %X/%X",
+								sub->name, LSN_FORMAT_ARGS(stopped),
+								LSN_FORMAT_ARGS(start))));
+			start = stopped;
+		}
+		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = NULL WHERE sub_id = $1",
+							   1, types, values, NULL, SPI_OK_UPDATE);
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return start;
 }
 
 void

@@ -14,6 +14,7 @@
 
 #include "replication/walreceiver.h"
 
+#include "catalog.h"
 #include "pipeline.h"
 
 /* The most writers a subscription can ever have had (origins to scan). */
@@ -29,6 +30,11 @@ extern void pa_progress_drop_origins(Oid subid);
 
 /* Writer, as it starts: the origin it commits with. */
 extern void pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer);
+
+/* The position kept for pg_upgrade (progress.c's header, "Upgrades"). */
+extern bool pa_progress_has_origins(Oid subid);
+extern bool pa_progress_record_stop(Oid subid, bool skip_locked);
+extern XLogRecPtr pa_progress_resume(PaSubscription *sub, int nwriters);
 
 /* Writer, right after committing seq: record its remote and local end. */
 extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,

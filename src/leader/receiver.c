@@ -88,7 +88,9 @@
  *
  * Any error ends the whole pipeline: the error is recorded for
  * subscription_status(), the writers are terminated with the leader, and
- * the supervisor starts it again after a growing delay.
+ * the supervisor starts it again after a growing delay.  A leader that
+ * exits, for an error or not, waits until its writers are gone and records
+ * where apply stands, for pg_upgrade (progress.c, "Upgrades").
  *
  * src/leader/receiver.c
  *
@@ -126,6 +128,48 @@
 #include "sync.h"
 
 PaLeader   *MyPaLeader = NULL;
+
+/*
+ * As a leader exits, whatever the cause (a clean server shutdown, the
+ * supervisor stopping it, an error): wait until its writers are gone, then
+ * record where apply stands, for a pg_upgrade (progress.c's header,
+ * "Upgrades").  A transaction in an exit callback, as core's
+ * RemoveTempRelationsCallback runs one.  Registered after leader_on_exit,
+ * so it runs before it, and an error here ends this callback only: the
+ * slot's cleanup still runs, and the position is not recorded, which is
+ * safe.  Interrupts are held meanwhile: the wait for the writers is bounded,
+ * and the commit waits for no standby.
+ */
+static void
+record_position_on_exit(int code, Datum arg)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   10000);
+
+	pa_pool_shutdown();
+	while (!pa_pool_stopped())
+	{
+		if (GetCurrentTimestamp() > deadline)
+		{
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\": its writers did not exit, its position is not recorded",
+							MyPaLeader->sub->name)));
+			return;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	AbortOutOfAnyTransaction();
+	/* no wait for a synchronous standby of this node, which may be gone */
+	SetConfigOption("synchronous_commit", "local", PGC_SUSET, PGC_S_OVERRIDE);
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (pa_extension_installed())
+		(void) pa_progress_record_stop(MyPaLeader->sub->subid, true);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
 
 static void
 leader_on_exit(int code, Datum arg)
@@ -554,6 +598,7 @@ pa_leader_main(Datum arg)
 		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
+		before_shmem_exit(record_position_on_exit, (Datum) 0);
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
@@ -585,8 +630,9 @@ pa_leader_main(Datum arg)
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
 
 		pa_progress_await_writers(slot);
+		/* origins made, a recorded position (pg_upgrade) moved into them */
+		(void) pa_progress_resume(sub, pa_effective_writers(slot));
 		StartTransactionCommand();
-		pa_progress_ensure_origins(sub->subid, pa_effective_writers(slot));
 		pa_progress_fold_origins(sub->subid);
 		start = pa_progress_start_lsn(sub->subid);
 		pa_progress_acquire_origin(sub->subid);

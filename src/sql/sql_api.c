@@ -779,7 +779,11 @@ set_enabled(const char *name, bool enabled)
 	require_superuser(enabled ? "enable" : "disable");
 	sub = get_sub(name, false);
 	if (!enabled)
+	{
 		stop_pipeline(sub);
+		/* nothing runs: where apply stands, for pg_upgrade (progress.c) */
+		(void) pa_progress_record_stop(sub->subid, false);
+	}
 	values[0] = ObjectIdGetDatum(sub->subid);
 	values[1] = BoolGetDatum(enabled);
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
@@ -872,6 +876,57 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 	ereport(NOTICE,
 			(errmsg("remote transaction %u committed at %X/%X will be skipped",
 					xid, LSN_FORMAT_ARGS(lsn))));
+	PG_RETURN_VOID();
+}
+
+/*
+ * set_subscription_position(name, lsn): for a subscription whose
+ * replication origins are missing with no position recorded (pg_upgrade of
+ * a subscriber whose pipeline did not stop cleanly, see progress.c's
+ * "Upgrades"): lsn, the end of the last transaction applied, becomes its
+ * recorded position, which its next leader resumes from.  Refused while it
+ * has origins: they know its position.  '0/0' streams from where the
+ * provider's slot stands.
+ */
+PG_FUNCTION_INFO_V1(pa_set_subscription_position);
+Datum
+pa_set_subscription_position(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	XLogRecPtr	lsn = PG_GETARG_LSN(1);
+	PaSubscription *sub;
+	PaSubSlot  *slot;
+	Oid			types[2] = {OIDOID, LSNOID};
+	Datum		values[2];
+
+	require_superuser("set the position of");
+	sub = get_sub(name, false);
+	if (sub->sync_state != PA_SYNC_READY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", name),
+				 errdetail("It streams from its slot's consistent point once the copy is done.")));
+	if (pa_progress_has_origins(sub->subid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" has its replication origins", name),
+				 errdetail("They hold its position, %X/%X; a position is given only to a subscription whose origins are missing.",
+						   LSN_FORMAT_ARGS(pa_progress_start_lsn(sub->subid)))));
+
+	values[0] = ObjectIdGetDatum(sub->subid);
+	values[1] = LSNGetDatum(lsn);
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE);
+	/* a leader failing for want of it starts again now, not after backoff */
+	slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->next_start = 0;
+		slot->restarts = 0;
+		SpinLockRelease(&slot->mutex);
+	}
+	nudge_supervisor();
 	PG_RETURN_VOID();
 }
 

@@ -54,10 +54,14 @@ sub origins_guc
 # A node: a provider, a subscriber (the extension created in postgres),
 # or both (cascade, bidirectional).
 # max_origins => N: the node tracks at most N replication origins
+# install_path => DIR: of the PostgreSQL installed in DIR, not PATH's
+# bare => 1: configured, but neither started nor given the extension
+# (pg_upgrade's new cluster); init_extra => [...]: more initdb options
 sub make_node
 {
 	my ($name, $provider, $subscriber, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$opts{install_path} ? (install_path => $opts{install_path}) : ());
 	my $conf = '';
 	$conf .= $provider_conf if $provider;
 	$conf .= subscriber_conf($opts{max_writers} // 8) if $subscriber;
@@ -66,8 +70,10 @@ sub make_node
 	  if $subscriber && origins_guc($node) ne 'max_replication_slots';
 	$conf .= origins_guc($node) . " = $opts{max_origins}\n"
 	  if defined $opts{max_origins};
-	$node->init($provider ? (allows_streaming => 'logical') : ());
+	$node->init($provider ? (allows_streaming => 'logical') : (),
+		$opts{init_extra} ? (extra => $opts{init_extra}) : ());
 	$node->append_conf('postgresql.conf', $conf . ($opts{extra_conf} // '') . "\n");
+	return $node if $opts{bare};
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply') if $subscriber;
 	return $node;

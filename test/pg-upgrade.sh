@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# pg_upgrade of a subscriber from PostgreSQL 15 to NEWER (17, the default,
+# or 18): t/090_pg_upgrade.pl, which needs both versions in one place, run
+# in the Debian root of tools/pg-upgrade-root.sh (NEWER from Debian, 15
+# unpacked from this machine's Debian 12 packages).
+#
+#   sudo bash test/pg-upgrade.sh [NEWER]
+#
+# As root: makes or completes the root, builds the extension from this
+# tree with 15's PGXS here (PG15_CONFIG, default
+# /usr/lib/postgresql/15/bin/pg_config) and copies it into the root's 15,
+# builds and installs it into the root's NEWER, and runs the TAP file there
+# as TEST_USER (default pa_test), in a copy of the tree under
+# /tmp/pa_pg_upgrade (the root's /tmp), made afresh, removed when the test
+# passes (kept, with the servers' logs under tmp_check/log, when it fails).
+# Prints "pg_upgrade 15 -> NEWER: passed" or fails.
+# test/run-all.sh runs it when PG_VERSIONS names 15 and 17.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+newer=${1:-17}
+TEST_USER=${TEST_USER:-pa_test}
+PG15_CONFIG=${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+PG_ROOTS=${PG_ROOTS:-/opt/roots}
+case $newer in
+	17) root=$PG_ROOTS/trixie ;;
+	18) root=$PG_ROOTS/forky ;;
+	*) echo "test/pg-upgrade.sh: NEWER is 17 or 18" >&2; exit 2 ;;
+esac
+work=/tmp/pa_pg_upgrade
+
+say() { printf '\n=== %s\n' "$*"; }
+fail() { echo "pg_upgrade 15 -> $newer: FAILED: $*" >&2; exit 1; }
+
+if [ "$(id -u)" != 0 ]; then
+	echo "test/pg-upgrade.sh: run as root (installs the extension, chroot)" >&2
+	exit 1
+fi
+
+copy_tree() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
+		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
+		--exclude=./src/build_options.stamp -cf - . | tar -C "$1" -xf -
+}
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+
+say "the root: $root with 15 and $newer (tools/pg-upgrade-root.sh)"
+PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" bash "$repo/tools/pg-upgrade-root.sh" "$newer" "$root"
+rm -rf "$work" "$root$work"
+id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"
+
+say "building for 15 ($PG15_CONFIG), into the root's 15"
+copy_tree "$work/src15"
+chown -R "$TEST_USER" "$work"
+runuser -u "$TEST_USER" -- make -s -C "$work/src15" PG_CONFIG="$PG15_CONFIG" 2>&1 |
+	grep -E 'warning|error' && fail "the 15 build"
+install -m 755 "$work/src15/parallel_apply.so" "$root/usr/lib/postgresql/15/lib/"
+install -m 644 "$work/src15/parallel_apply.control" "$work"/src15/parallel_apply--*.sql \
+	"$root/usr/share/postgresql/15/extension/"
+
+say "building and installing for $newer in the root"
+copy_tree "$root$work/src"
+in_root chown -R "$TEST_USER" "$work"
+in_root runuser -u "$TEST_USER" -- make -s -C "$work/src" \
+	PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config 2>&1 | grep -E 'warning|error' &&
+	fail "the $newer build"
+in_root make -s -C "$work/src" PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config install >/dev/null
+
+say "t/090_pg_upgrade.pl: 15 -> $newer"
+start=$(date +%s)
+if ! in_root runuser -u "$TEST_USER" -- env PA_UPGRADE_FROM=/usr/lib/postgresql/15 \
+	make -s -C "$work/src" PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config \
+	tapcheck PROVE_TESTS=t/090_pg_upgrade.pl; then
+	for log in "$root$work"/src/tmp_check/log/regress_log_*; do
+		[ -f "$log" ] || continue
+		say "tail of $log"
+		tail -n 60 "$log"
+	done
+	fail "t/090_pg_upgrade.pl (logs: $root$work/src/tmp_check/log)"
+fi
+rm -rf "$work" "$root$work"
+echo "pg_upgrade 15 -> $newer: passed ($(($(date +%s) - start)) s)"
