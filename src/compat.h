@@ -184,16 +184,6 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
- * stringToQualifiedNameList() gained an escontext argument in 16 (NULL:
- * errors are thrown, as before).
- */
-#if PG_VERSION_NUM >= 160000
-#define PA_STRING_TO_QUALIFIED_NAME_LIST(s) stringToQualifiedNameList(s, NULL)
-#else
-#define PA_STRING_TO_QUALIFIED_NAME_LIST(s) stringToQualifiedNameList(s)
-#endif
-
-/*
  * Replication origins (progress.c).  replorigin_session_setup() gained an
  * acquired_by argument in 16: 0 acquires the origin (an error if another
  * process has it), a pid attaches to the origin that process acquired, so

@@ -303,6 +303,7 @@ pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer)
 	else
 		PA_REPLORIGIN_SESSION_SETUP(id);
 	replorigin_session_origin = id;
+}
 
 /* Whether any writer of subscription subid has an origin. */
 bool
