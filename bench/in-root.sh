@@ -65,6 +65,7 @@ chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 	if grep -q "warning:" "$log"; then echo "the build printed compiler warnings" >&2; exit 1; fi
 	make -s PG_CONFIG="$2" PA_DEBUG_SWITCHES="${3:-0}" install >/dev/null
 	script=$4
+	pgbin=$(dirname "$2")
 	shift 4
-	PGBIN=$(dirname "$2") exec bash "$script" "$@"' \
+	PGBIN=$pgbin exec bash "$script" "$@"' \
 	in-root "$src" "$pgconfig" "${PA_DEBUG_SWITCHES:-0}" "$script" "$@"
