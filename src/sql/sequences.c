@@ -53,20 +53,6 @@
 
 PG_FUNCTION_INFO_V1(pa_sync_sequences);
 
-/* 'a', 'b', ... as a quoted, comma-separated SQL list */
-static char *
-literal_list(List *items)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, items)
-		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
-						 quote_literal_cstr(lfirst(lc)));
-	return buf.data;
-}
-
 /*
  * The query on the provider: schema, name, last_value (NULL: never
  * called) and start_value of every sequence owned by a table the
@@ -97,7 +83,7 @@ provider_query(PaSubscription *sub, List *named)
 					 "  JOIN pg_catalog.pg_class sc ON sc.oid = d.objid AND sc.relkind = 'S'"
 					 "  JOIN pg_catalog.pg_namespace sn ON sn.oid = sc.relnamespace"
 					 "  WHERE pt.pubname IN (%s))",
-					 literal_list(sub->publications));
+					 pa_literal_list(sub->publications));
 	foreach(lc, named)
 	{
 		char	   *qualified = lfirst(lc);
@@ -243,7 +229,7 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 		ereport(WARNING,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("sequences not found on the provider: %s",
-						literal_list(missing_named)),
+						pa_literal_list(missing_named)),
 				 errdetail("A sequence named is looked for on the provider in the schema it has here.")));
 	return (Datum) 0;
 }

@@ -206,7 +206,6 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 {
 	char	   *v;
 	StringInfoData sql;
-	ListCell   *lc;
 
 	if (failover)
 		check_failover_provider(conn, made_here);
@@ -231,10 +230,8 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 		pa_check_provider_encoding(v);
 
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[");
-	foreach(lc, pubs)
-		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfo(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[%s",
+					 pa_literal_list(pubs));
 	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
 	v = pa_provider_value(conn, sql.data);
 	/* as CREATE SUBSCRIPTION (16): created, it streams once they exist */

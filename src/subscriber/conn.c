@@ -82,6 +82,19 @@ pa_provider_exec(WalReceiverConn *conn, const char *sql, int ntypes,
 	return res;
 }
 
+char *
+pa_literal_list(List *items)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, items)
+		appendStringInfo(&buf, "%s%s", buf.len > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	return buf.data;
+}
+
 /*
  * The first column of the first row of a query on the provider, as text;
  * NULL when there is no row or the value is NULL.

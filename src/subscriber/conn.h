@@ -22,6 +22,9 @@ extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
 										  WalRcvExecStatus expected,
 										  const char *what);
 
+/* 'a', 'b', ...: items as quoted SQL literals, for a query on the provider. */
+extern char *pa_literal_list(List *items);
+
 /* A query's first value on the provider, as text, or NULL; its encoding. */
 extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
 extern char *pa_provider_encoding(WalReceiverConn *conn);

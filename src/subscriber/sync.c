@@ -126,7 +126,6 @@ list_tables(PaSubscription *sub, const char *snapshot)
 	WalRcvExecResult *res;
 	TupleTableSlot *tslot;
 	List	   *tasks = NIL;
-	ListCell   *lc;
 
 	if (snapshot != NULL)
 		begin_snapshot(conn, snapshot);
@@ -146,10 +145,7 @@ list_tables(PaSubscription *sub, const char *snapshot)
 						   "   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
 						   "   AND e.extname = 'parallel_apply')"
 						   " AND t.pubname IN (");
-	foreach(lc, sub->publications)
-		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 quote_literal_cstr(lfirst(lc)));
-	appendStringInfoString(&sql, ") ORDER BY 1, 2");
+	appendStringInfo(&sql, "%s) ORDER BY 1, 2", pa_literal_list(sub->publications));
 	res = pa_provider_exec(conn, sql.data, 3, types, WALRCV_OK_TUPLES,
 						"list the published tables");
 
@@ -537,7 +533,6 @@ remote_publication_filters(const char *nspname, const char *relname,
 	StringInfoData sql;
 	WalRcvExecResult *res;
 	TupleTableSlot *tslot;
-	ListCell   *lc;
 	bool		unfiltered = false;
 	bool		first = true;
 	char	   *collist = NULL;
@@ -550,10 +545,7 @@ remote_publication_filters(const char *nspname, const char *relname,
 					 " FROM pg_catalog.pg_publication_tables t"
 					 " WHERE t.schemaname = %s AND t.tablename = %s AND t.pubname IN (",
 					 quote_literal_cstr(nspname), quote_literal_cstr(relname));
-	foreach(lc, publications)
-		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 quote_literal_cstr(lfirst(lc)));
-	appendStringInfoString(&sql, ") ORDER BY 1");
+	appendStringInfo(&sql, "%s) ORDER BY 1", pa_literal_list(publications));
 	res = pa_provider_exec(copy_conn, sql.data, 3, types, WALRCV_OK_TUPLES,
 						   "read the row filters and column lists of a published table");
 
