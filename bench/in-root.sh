@@ -28,21 +28,15 @@ shift 2
 (( EUID == 0 )) || { echo "bench/in-root.sh: run as root (it uses chroot)" >&2; exit 1; }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
-case $version in
-	17) root=$PG_ROOTS/trixie ;;
-	18) root=$PG_ROOTS/forky ;;
-	*) echo "bench/in-root.sh: no Debian root for PostgreSQL $version (17, 18)" >&2; exit 2 ;;
-esac
+. "$repo/tools/tree.sh"
+root=$(pa_root_for "$version")
+[ -n "$root" ] || { echo "bench/in-root.sh: no Debian root for PostgreSQL $version (17, 18)" >&2; exit 2; }
 bash "$repo/tools/pg-root.sh" "$version" "$root"
 
 # the revision measured, named as the benchmark would name it here
 rev=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
 src=/tmp/parallel_apply_bench_src
-rm -rf "$root$src"
-mkdir -p "$root$src"
-tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-	--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
-	--exclude=./src/build_options.stamp -cf - . | tar -C "$root$src" -xf -
+pa_copy_tree "$repo" "$root$src"
 
 # the benchmark's variables, passed through env -i
 pass=()

@@ -23,11 +23,9 @@ newer=${1:-18}
 TEST_USER=${TEST_USER:-pa_test}
 PG15_CONFIG=${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
-case $newer in
-	17) root=$PG_ROOTS/trixie ;;
-	18) root=$PG_ROOTS/forky ;;
-	*) echo "test/cross-version.sh: NEWER is 17 or 18" >&2; exit 2 ;;
-esac
+. "$repo/tools/tree.sh"
+root=$(pa_root_for "$newer")
+[ -n "$root" ] || { echo "test/cross-version.sh: NEWER is 17 or 18" >&2; exit 2; }
 work=/tmp/pa_cross_version
 
 say() { printf '\n=== %s\n' "$*"; }
@@ -38,25 +36,18 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-copy_tree() {
-	rm -rf "$1"
-	mkdir -p "$1"
-	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
-		--exclude=./src/build_options.stamp -cf - . | tar -C "$1" -xf -
-}
 
 say "building and installing into 15 ($PG15_CONFIG) and $newer ($root)"
 bash "$repo/tools/pg-root.sh" "$newer" "$root"
 # what a run before left (its servers stopped at its end)
 rm -rf "$work" "$root$work"
 id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"
-copy_tree "$work/src15"
+pa_copy_tree "$repo" "$work/src15"
 chown -R "$TEST_USER" "$work"
 runuser -u "$TEST_USER" -- make -s -C "$work/src15" PG_CONFIG="$PG15_CONFIG" 2>&1 | grep -E 'warning|error' && fail "the 15 build"
 make -s -C "$work/src15" PG_CONFIG="$PG15_CONFIG" install >/dev/null
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
-copy_tree "$root$work/src"
+pa_copy_tree "$repo" "$root$work/src"
 in_root chown -R "$TEST_USER" "$work"
 in_root runuser -u "$TEST_USER" -- make -s -C "$work/src" \
 	PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config 2>&1 | grep -E 'warning|error' && fail "the $newer build"

@@ -43,6 +43,7 @@ TEST_USER=${TEST_USER:-pa_test}
 TEST_DIR=${TEST_DIR:-/tmp/parallel_apply_test}
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 
+. "$repo/tools/tree.sh"
 say() { printf '\n=== %s\n' "$*"; }
 
 # build [PA_DEBUG_SWITCHES]: build, failing on a compiler warning, or on a
@@ -108,11 +109,7 @@ run_here() (
 	unset PA_DEBUG_SWITCHES
 
 	say "copying the tree to $TEST_DIR"
-	rm -rf "$TEST_DIR"
-	mkdir -p "$TEST_DIR"
-	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
-		--exclude=./src/build_options.stamp -cf - . | tar -C "$TEST_DIR" -xf - || exit 1
+	pa_copy_tree "$repo" "$TEST_DIR" || exit 1
 
 	say "installing what is missing, building, installing (the default build)"
 	bash "$repo/tools/setup.sh" "$TEST_DIR" "$TEST_USER" || exit 1
@@ -145,18 +142,11 @@ run_here() (
 # when it was not mounted before
 run_in_root() {
 	local version=$1 root src=/tmp/parallel_apply_src status=0 mounted=0
-	case $version in
-		17) root=$PG_ROOTS/trixie ;;
-		18) root=$PG_ROOTS/forky ;;
-	esac
+	root=$(pa_root_for "$version")
 	mountpoint -q "$root/proc" 2>/dev/null && mounted=1
 	say "PostgreSQL $version: the Debian root $root (tools/pg-root.sh)"
 	bash "$repo/tools/pg-root.sh" "$version" "$root" || return 1
-	rm -rf "$root$src"
-	mkdir -p "$root$src"
-	tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.bc' --exclude='*.so' \
-		--exclude=./results --exclude=./tmp_check --exclude=./bench/work \
-		--exclude=./src/build_options.stamp -cf - . | tar -C "$root$src" -xf - || return 1
+	pa_copy_tree "$repo" "$root$src" || return 1
 	chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 		PA_IN_ROOT=1 PG_VERSIONS="$version" \
 		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \

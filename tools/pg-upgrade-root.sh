@@ -28,9 +28,10 @@ if [ "${1:-}" = --umount ]; then
 fi
 newer=${1:-17}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
+. "$(dirname "${BASH_SOURCE[0]}")/tree.sh"
+root=${2:-$(pa_root_for "$newer")}
 case $newer in
-	17) root=${2:-$PG_ROOTS/trixie} ;;
-	18) root=${2:-$PG_ROOTS/forky} ;;
+	17|18) ;;
 	*) echo "tools/pg-upgrade-root.sh: NEWER is 17 or 18" >&2; exit 2 ;;
 esac
 old=15
