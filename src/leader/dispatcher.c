@@ -121,9 +121,11 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/buffile.h"
 #include "storage/latch.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "catalog.h"
 #include "dispatcher.h"
@@ -166,10 +168,27 @@ typedef struct PreparedKeys
 /* more than this, and its end waits for everything instead */
 #define PREPARED_KEYS_MAX	65536
 
+/*
+ * A transaction the provider streams while it is in progress (protocol
+ * version 4), collected until its STREAM_COMMIT: see "Streamed
+ * transactions" in the header comment.
+ */
+typedef struct PaStreamedTxn
+{
+	TransactionId xid;			/* hash key: the provider's top-level xid */
+	BufFile    *file;			/* its messages, NULL until the first */
+	List	   *aborted;		/* subtransactions rolled back (xids) */
+	uint64		nmsgs;
+	PaCommitData commit;		/* its STREAM_COMMIT, once read */
+} PaStreamedTxn;
+
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
 static HTAB *prepared_keys;
+static HTAB *streams;			/* PaStreamedTxn by xid */
+static ResourceOwner stream_owner;	/* their files, across transactions */
+static StringInfoData replay_buf;	/* a message read back from a file */
 
 /* a key's use: look it up (depend on its last writer), record it, or both */
 #define KEY_LOOKUP	0x01
@@ -203,6 +222,15 @@ pa_dispatch_init(void)
 						   sizeof(Oid), sizeof(RelationEntry));
 	prepared_keys = blob_table("parallel_apply prepared keys", 64,
 							   sizeof(TransactionId), sizeof(PreparedKeys));
+	streams = blob_table("parallel_apply streamed transactions", 16,
+						 sizeof(TransactionId), sizeof(PaStreamedTxn));
+	stream_owner = ResourceOwnerCreate(NULL, "parallel_apply streamed transactions");
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&replay_buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	L->last_writer = -1;
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
@@ -483,11 +511,15 @@ handle_relation(const char *data, int len, StringInfo in)
 	pa_read_end(in);
 
 	known = pa_relmap_lookup(rel.remoteid);
-	if (known != NULL && !same_relation(&known->remoterel, &rel))
+	if (txn->in_txn && known != NULL && !same_relation(&known->remoterel, &rel))
 		txn->barrier = true;	/* the provider's schema changed */
 	pa_relmap_update(&rel);
-	/* a table that joined the publications: copied before its changes */
-	pa_sync_relation(rel.nspname, rel.relname, txn->begin.final_lsn);
+	/*
+	 * A table that joined the publications: copied before its changes (in
+	 * a stream block, whose transaction commits later: from now on).
+	 */
+	pa_sync_relation(rel.nspname, rel.relname,
+					 txn->in_txn ? txn->begin.final_lsn : InvalidXLogRecPtr);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)
@@ -500,6 +532,23 @@ handle_relation(const char *data, int len, StringInfo in)
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
 		txn->new_relations = lappend_oid(txn->new_relations, rel.remoteid);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	else
+	{
+		/*
+		 * In a stream block: every writer learns it now, before any later
+		 * transaction, which may use it without a RELATION of its own (the
+		 * provider sent it once).
+		 */
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		for (int w = 0; w < pa_pool_size(); w++)
+		{
+			MyPaLeader->owed_writers = lappend_int(MyPaLeader->owed_writers, w);
+			MyPaLeader->owed_relids = lappend_oid(MyPaLeader->owed_relids,
+												  rel.remoteid);
+		}
 		MemoryContextSwitchTo(oldcxt);
 	}
 }
@@ -935,6 +984,242 @@ dispatch_txn(PaDispatchWait *wait)
 }
 
 /* ---------------------------------------------------------------------
+ * Streamed transactions, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static void start_txn(PaBeginData *begin);
+static void require_in_txn(bool inside, char type);
+static void dispatch_message(StringInfo in);
+
+/* A streaming message: only in a session that asked for streaming. */
+static void
+require_streaming(char type)
+{
+	if (!MyPaLeader->session_streaming)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' in a session without streaming",
+						type)));
+}
+
+static void
+require_block(bool inside, char type)
+{
+	if (TransactionIdIsValid(MyPaLeader->block_xid) != inside)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' %s a stream block",
+						type, inside ? "outside" : "inside")));
+}
+
+static PaStreamedTxn *
+find_stream(TransactionId xid, char type)
+{
+	PaStreamedTxn *st = hash_search(streams, &xid, HASH_FIND, NULL);
+
+	if (st == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' for transaction %u, which is not being streamed",
+						type, xid)));
+	return st;
+}
+
+/*
+ * Keep a message of a streamed transaction, without the xid it came with:
+ * subxid (0 for a RELATION), its length, its type byte and its body.
+ */
+static void
+stream_keep(PaStreamedTxn *st, TransactionId subxid, char type,
+			const char *body, int bodylen)
+{
+	ResourceOwner saved = CurrentResourceOwner;
+	uint32		hdr[2];
+
+	CurrentResourceOwner = stream_owner;
+	if (st->file == NULL)
+	{
+		/* it outlives transactions, and the message's memory */
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		st->file = BufFileCreateTemp(true);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	hdr[0] = subxid;
+	hdr[1] = (uint32) bodylen + 1;
+	BufFileWrite(st->file, (void *) hdr, sizeof(hdr));
+	BufFileWrite(st->file, (void *) &type, 1);
+	BufFileWrite(st->file, (void *) body, bodylen);
+	CurrentResourceOwner = saved;
+	st->nmsgs++;
+}
+
+static void
+stream_forget(PaStreamedTxn *st)
+{
+	TransactionId xid = st->xid;
+
+	if (st->file != NULL)
+		BufFileClose(st->file);
+	list_free(st->aborted);
+	hash_search(streams, &xid, HASH_REMOVE, NULL);
+}
+
+/* A change (type, the xid read) inside a stream block. */
+static void
+stream_change(char type, StringInfo in)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamedTxn *st = find_stream(L->block_xid, type);
+	TransactionId subxid = pa_read_stream_xid(in);
+
+	if (type == PA_MSG_MESSAGE)
+	{
+		PaMessageData message;
+
+		/* checked, not used (the leader does not ask for messages) */
+		pa_read_message(in, &message);
+		pa_read_end(in);
+		if (!message.transactional)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("unexpected non-transactional parallel_apply message inside a stream block")));
+		return;
+	}
+	stream_keep(st, subxid, type, in->data + in->cursor, in->len - in->cursor);
+}
+
+/*
+ * STREAM_COMMIT: the transaction is dispatched now, as if it had come
+ * whole: BEGIN, its messages read back (replay_next), COMMIT.
+ */
+static void
+start_replay(PaStreamedTxn *st, PaCommitData *commit)
+{
+	PaBeginData begin;
+
+	begin.final_lsn = commit->commit_lsn;
+	begin.commit_time = commit->commit_time;
+	begin.xid = st->xid;
+	start_txn(&begin);
+	st->commit = *commit;
+	MyPaLeader->replay = st;
+	if (st->file != NULL && BufFileSeek(st->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind a parallel_apply streamed transaction's file")));
+}
+
+/*
+ * The next message of the streamed transaction being dispatched, skipping
+ * those of rolled-back subtransactions; at the end, its COMMIT.
+ */
+static void
+replay_next(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	PaStreamedTxn *st = L->replay;
+
+	for (;;)
+	{
+		uint32		hdr[2];
+		size_t		got = 0;
+
+		if (st->file != NULL)
+			got = BufFileRead(st->file, hdr, sizeof(hdr));
+		if (got == 0)
+		{
+			txn->commit = st->commit;
+			txn->stage = PA_COMMIT_READ;
+			L->replay = NULL;
+			stream_forget(st);
+			return;
+		}
+		if (got != sizeof(hdr))
+			elog(ERROR, "truncated parallel_apply streamed transaction file");
+		resetStringInfo(&replay_buf);
+		enlargeStringInfo(&replay_buf, (int) hdr[1]);
+		if (BufFileRead(st->file, replay_buf.data, hdr[1]) != hdr[1])
+			elog(ERROR, "truncated parallel_apply streamed transaction file");
+		replay_buf.len = (int) hdr[1];
+		replay_buf.cursor = 0;
+		if (TransactionIdIsValid(hdr[0]) && list_member_oid(st->aborted, hdr[0]))
+			continue;
+		dispatch_message(&replay_buf);
+		return;
+	}
+}
+
+/* The streaming messages outside blocks' changes (dispatch_message). */
+static void
+dispatch_stream_message(char type, StringInfo in)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamStartData start;
+	PaStreamAbortData sa;
+	PaCommitData commit;
+	TransactionId xid;
+	PaStreamedTxn *st;
+	bool		found;
+
+	require_streaming(type);
+	switch (type)
+	{
+		case PA_MSG_STREAM_START:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_start(in, &start);
+			pa_read_end(in);
+			st = hash_search(streams, &start.xid, HASH_ENTER, &found);
+			if (found != ((start.flags & PA_STREAM_FIRST_SEGMENT) == 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("unexpected parallel_apply STREAM_START of transaction %u %s",
+								start.xid, found ?
+								"flagged first, which was streamed before" :
+								"not flagged first, which was not streamed before")));
+			if (!found)
+			{
+				st->file = NULL;
+				st->aborted = NIL;
+				st->nmsgs = 0;
+			}
+			L->block_xid = start.xid;
+			break;
+		case PA_MSG_STREAM_STOP:
+			require_block(true, type);
+			pa_read_end(in);
+			L->block_xid = InvalidTransactionId;
+			break;
+		case PA_MSG_STREAM_ABORT:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_abort(in, &sa);
+			pa_read_end(in);
+			st = find_stream(sa.xid, type);
+			if (sa.subxid == sa.xid)
+				stream_forget(st);
+			else
+			{
+				MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+				st->aborted = lappend_oid(st->aborted, sa.subxid);
+				MemoryContextSwitchTo(oldcxt);
+			}
+			break;
+		case PA_MSG_STREAM_COMMIT:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_commit(in, &xid, &commit);
+			pa_read_end(in);
+			start_replay(find_stream(xid, type), &commit);
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------------
  * Messages
  * ---------------------------------------------------------------------
  */
@@ -1085,6 +1370,14 @@ dispatch_message(StringInfo in)
 	int			encoding;
 
 	type = pa_read_msgtype(in);
+	if (TransactionIdIsValid(L->block_xid) && pa_stream_change_type(type))
+	{
+		/* kept until the transaction's end; see "Streamed transactions" */
+		stream_change(type, in);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(msg_cxt);
+		return;
+	}
 	if (txn->at_commit && type != PA_MSG_COMMIT_PREPARED)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1097,8 +1390,12 @@ dispatch_message(StringInfo in)
 			pa_read_startup(in, &startup);
 			pa_read_end(in);
 			pa_check_proto_version(startup.proto_version,
-								   PA_SUB_PROTO_VERSION(L->sub->two_phase),
-								   PA_SUB_PROTO_VERSION(L->sub->two_phase));
+								   L->asked_version, L->asked_version);
+			if (((startup.flags & PA_STARTUP_STREAMING) != 0) != L->asked_streaming)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the provider answers streaming %s, not as asked",
+								(startup.flags & PA_STARTUP_STREAMING) ? "on" : "off")));
 			if (((startup.flags & PA_STARTUP_TWO_PHASE) != 0) != L->sub->two_phase)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1130,8 +1427,16 @@ dispatch_message(StringInfo in)
 			SpinLockRelease(&L->slot->mutex);
 			L->session_version = startup.proto_version;
 			L->session_two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
+			L->session_streaming = (startup.flags & PA_STARTUP_STREAMING) != 0;
+			break;
+		case PA_MSG_STREAM_START:
+		case PA_MSG_STREAM_STOP:
+		case PA_MSG_STREAM_ABORT:
+		case PA_MSG_STREAM_COMMIT:
+			dispatch_stream_message(type, in);
 			break;
 		case PA_MSG_BEGIN:
+			require_block(false, type);
 			require_in_txn(false, type);
 			pa_read_begin(in, &begin);
 			pa_read_end(in);
@@ -1190,6 +1495,9 @@ dispatch_message(StringInfo in)
 			handle_relation(data, len, in);
 			if (txn->in_txn)
 				append_message(data, len);
+			else if (TransactionIdIsValid(L->block_xid))
+				stream_keep(find_stream(L->block_xid, type), InvalidTransactionId,
+							type, data + 1, len - 1);
 			break;
 		case PA_MSG_INSERT:
 		case PA_MSG_UPDATE:
@@ -1207,7 +1515,8 @@ dispatch_message(StringInfo in)
 			break;
 		case PA_MSG_ORIGIN:
 			/* checked, not used: the writers commit with origins of their own */
-			require_in_txn(true, type);
+			if (!TransactionIdIsValid(L->block_xid))
+				require_in_txn(true, type);
 			pa_read_origin(in, &origin, &origin_lsn);
 			pa_read_end(in);
 			break;
@@ -1278,6 +1587,12 @@ pa_dispatch_continue(PaDispatchWait *wait)
 			return false;
 		if (txn->stage != PA_COMMIT_NONE && !dispatch_txn(wait))
 			return false;
+		if (L->replay != NULL)
+		{
+			/* a streamed transaction at its STREAM_COMMIT, before the rest */
+			replay_next();
+			continue;
+		}
 		if (L->frame_next == L->frame_len)
 			break;
 		dispatch_message(&L->frame[L->frame_next++]);
@@ -1293,7 +1608,15 @@ pa_dispatch_continue(PaDispatchWait *wait)
 void
 pa_dispatch_new_session(void)
 {
+	HASH_SEQ_STATUS status;
+	PaStreamedTxn *st;
+
 	MyPaLeader->session_version = 0;
+	/* a new session streams what was in progress again, from its start */
+	MyPaLeader->block_xid = InvalidTransactionId;
+	hash_seq_init(&status, streams);
+	while ((st = hash_seq_search(&status)) != NULL)
+		stream_forget(st);
 }
 
 /* Forget the keys of committed transactions. */

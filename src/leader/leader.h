@@ -116,6 +116,12 @@ typedef struct PaLeader
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */
 	bool		session_two_phase;	/* its STARTUP has TWO_PHASE */
+	bool		session_streaming;	/* its STARTUP has STREAMING */
+	int			asked_version;	/* what START_REPLICATION asked for */
+	bool		asked_streaming;
+	TransactionId block_xid;	/* in a stream block: its transaction */
+	struct PaStreamedTxn *replay;	/* a streamed transaction being
+									 * dispatched at its STREAM_COMMIT */
 	StringInfoData *frame;		/* the frame's messages, views into it */
 	int			frame_len;
 	int			frame_next;		/* the next one to dispatch */

@@ -532,9 +532,16 @@ same_encoding(void)
  * our plugin also takes forward_origins (the subscription's origin).  With
  * two_phase the first START_REPLICATION marks the slot as decoding
  * prepared transactions from its start on (docs/protocol.md, section 1).
+ *
+ * Streaming of in-progress transactions (protocol version 4) is asked for
+ * whenever the subscription has no two_phase (the provider refuses the
+ * two together): a provider whose library speaks only up to version 3
+ * refuses version 4 (or the option), and the leader then asks
+ * again, on the same connection, for what it asked before (version 2,
+ * whole transactions), so an older provider keeps serving it.
  */
-static void
-start_streaming(XLogRecPtr start)
+static WalRcvExecResult *
+start_replication(XLogRecPtr start, int version, bool streaming)
 {
 	PaSubscription *sub = MyPaLeader->sub;
 	StringInfoData cmd;
@@ -549,22 +556,62 @@ start_streaming(XLogRecPtr start)
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
 					 " (proto_version '%d', publication_names %s, binary '%s',"
-					 " forward_origins '%s'%s)",
+					 " forward_origins '%s'%s%s)",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
-					 PA_SUB_PROTO_VERSION(sub->two_phase),
+					 version,
 					 quote_literal_cstr(names.data),
 					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true",
-					 sub->two_phase ? ", two_phase 'on'" : "");
+					 sub->two_phase ? ", two_phase 'on'" : "",
+					 streaming ? ", streaming 'on'" : "");
 	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
+	pfree(cmd.data);
+	pfree(names.data);
+	return res;
+}
+
+static void
+start_streaming(XLogRecPtr start)
+{
+	PaLeader   *L = MyPaLeader;
+	PaSubscription *sub = L->sub;
+	WalRcvExecResult *res;
+
+	L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
+	L->asked_streaming = false;
+	if (!sub->two_phase)
+	{
+		res = start_replication(start, PA_PROTO_VERSION_STREAM, true);
+		if (res->status == WALRCV_OK_COPY_BOTH)
+		{
+			L->asked_version = PA_PROTO_VERSION_STREAM;
+			L->asked_streaming = true;
+		}
+		else if (res->sqlstate == ERRCODE_FEATURE_NOT_SUPPORTED ||
+				 res->sqlstate == ERRCODE_INVALID_PARAMETER_VALUE)
+		{
+			/*
+			 * A provider before version 4 refuses the version or, first,
+			 * the unknown option "streaming"; any other refusal is met
+			 * again below and reported then.
+			 */
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\": the provider does not stream in-progress transactions, they are received at their commit",
+							sub->name),
+					 errdetail("The provider answered: %s",
+							   res->err ? res->err : "")));
+			walrcv_clear_result(res);
+			res = start_replication(start, L->asked_version, false);
+		}
+	}
+	else
+		res = start_replication(start, L->asked_version, false);
 	if (res->status != WALRCV_OK_COPY_BOTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not start streaming from the provider of parallel_apply subscription \"%s\": %s",
 						sub->name, res->err ? res->err : "unexpected result")));
 	walrcv_clear_result(res);
-	pfree(cmd.data);
-	pfree(names.data);
 }
 
 void
@@ -598,6 +645,8 @@ pa_leader_main(Datum arg)
 		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
+		/* until start_streaming(): a recording's version (replay.c) */
+		L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
 		before_shmem_exit(record_position_on_exit, (Datum) 0);
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
