@@ -29,9 +29,12 @@ my $schema = q{
 CREATE TABLE big (id int PRIMARY KEY, v text);
 CREATE TABLE small (id int PRIMARY KEY, v int);
 CREATE TABLE log (id bigint PRIMARY KEY, who text);
+CREATE TABLE u (id int PRIMARY KEY, k int);
 };
 $pub->safe_psql('postgres', $schema);
 $sub->safe_psql('postgres', $schema);
+# a unique index the provider does not have: a conflict no key tracks
+$sub->safe_psql('postgres', 'CREATE UNIQUE INDEX u_k ON u (k)');
 $pub->safe_psql('postgres', 'CREATE SEQUENCE log_id');
 $pub->safe_psql('postgres', 'CREATE PUBLICATION pub FOR ALL TABLES');
 $pub->safe_psql('postgres',
@@ -40,7 +43,18 @@ create_sub($sub, $pub, 'st', num_writers => 4);
 wait_caught_up($sub, 'st');
 ok(wait_for_writers($sub, 'st', 4), '4 writers run');
 
-my @tables = ([ 'big', 'id' ], [ 'small', 'id' ], [ 'log', 'id' ]);
+my @tables = ([ 'big', 'id' ], [ 'small', 'id' ], [ 'log', 'id' ], [ 'u', 'id' ]);
+
+# Is a writer applying a streamed transaction while it is open on the
+# provider: in a local transaction of its own, holding a lock on $table?
+sub applied_live
+{
+	my ($table) = @_;
+	return poll_until($sub, qq{
+SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+ WHERE a.query = 'applying a streamed remote transaction'
+   AND l.relation = '$table'::regclass AND l.granted});
+}
 
 # What the provider streamed and spilled for the subscription's slot.
 sub slot_stats
@@ -121,6 +135,7 @@ my $s = session_open($pub);
 session_query($s, 'BEGIN');
 session_query($s,
 	"INSERT INTO big SELECT g, 'open' FROM generate_series(300001, 320000) g");
+ok(applied_live('big'), 'a writer applies the open transaction as it arrives');
 for my $i (1 .. 30)
 {
 	$pub->safe_psql('postgres',
@@ -138,7 +153,33 @@ is($sub->safe_psql('postgres', "SELECT string_agg(who, ',' ORDER BY id) FROM log
 	join(',', (map { "small $_" } 1 .. 30), 'streamed', 'last'),
 	'the log in commit order');
 
-# 5. kill -9 of a writer while a transaction is being streamed: the
+# 5. An untracked conflict: a transaction that commits before the open
+# streamed one waits for a row the streamed one inserted here (a unique
+# index only the subscriber has); the streamed one's writer, waiting for
+# its next block, rolls back and applies it at its commit instead: no
+# hang, and both arrive.
+session_query($s, 'BEGIN');
+session_query($s, 'INSERT INTO u VALUES (1000, 5)');
+session_query($s,
+	"INSERT INTO big SELECT g, 'conflict' FROM generate_series(500001, 520000) g");
+ok(applied_live('u'), 'the streamed transaction holds its row here');
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO u VALUES (2000, 5);
+DELETE FROM u WHERE id = 2000;
+INSERT INTO log VALUES (nextval('log_id'), 'waits for the streamed one');
+COMMIT;
+});
+ok( poll_until($sub,
+		"SELECT count(*) = 1 FROM log WHERE who = 'waits for the streamed one'"),
+	'the earlier transaction committed while the streamed one is open');
+session_query($s, "INSERT INTO log VALUES (nextval('log_id'), 'streamed after')");
+session_query($s, 'COMMIT');
+wait_caught_up($sub, 'st');
+rows_equal($pub, $sub, \@tables, 'an untracked conflict with a streamed transaction');
+no_errors($sub, 'st', 'an untracked conflict with a streamed transaction');
+
+# 6. kill -9 of a writer while a transaction is being streamed: the
 # server restarts, the provider streams the transaction again from its
 # start, and it is applied once.
 my ($streamed3) = split / /, slot_stats();
@@ -148,9 +189,10 @@ session_query($s,
 ok( poll_until($pub,
 		"SELECT stream_txns > $streamed3 FROM pg_stat_replication_slots s JOIN pg_replication_slots r USING (slot_name) WHERE r.plugin = 'parallel_apply' AND NOT r.temporary"),
 	'the open transaction is being streamed');
+ok(applied_live('big'), 'a writer applies it');
 my ($wpid) = $sub->safe_psql('postgres',
-	"SELECT pid FROM writer_status() WHERE subscription_name = 'st' AND pid IS NOT NULL ORDER BY (state = 'applying') DESC, writer LIMIT 1");
-ok($wpid =~ /^\d+$/, 'a writer to kill');
+	"SELECT pid FROM pg_stat_activity WHERE query = 'applying a streamed remote transaction'");
+ok($wpid =~ /^\d+$/, 'the writer to kill');
 kill 'KILL', $wpid;
 session_query($s,
 	"INSERT INTO big SELECT g, 'crash' FROM generate_series(420001, 430000) g");
@@ -164,11 +206,11 @@ rows_equal($pub, $sub, \@tables, 'after kill -9 of a writer mid-stream');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM big WHERE v = 'crash'"),
 	'30000', 'the streamed transaction applied once');
 
-# 6. A subscription of one writer.
+# 7. A subscription of one writer: the leader keeps the transaction.
 $sub->safe_psql('postgres', 'CREATE TABLE one (id int PRIMARY KEY, v text)');
 $pub->safe_psql('postgres', 'CREATE TABLE one (id int PRIMARY KEY, v text)');
 $sub->safe_psql('postgres', "SELECT drop_subscription('st')");
-$sub->safe_psql('postgres', 'TRUNCATE big, small, log');
+$sub->safe_psql('postgres', 'TRUNCATE big, small, log, u');
 create_sub($sub, $pub, 'one', num_writers => 1);
 wait_caught_up($sub, 'one');
 $pub->safe_psql('postgres', q{

@@ -176,10 +176,21 @@ typedef struct PreparedKeys
 typedef struct PaStreamedTxn
 {
 	TransactionId xid;			/* hash key: the provider's top-level xid */
+	int			writer;			/* applying it live, or -1: kept here */
+	/* kept here (writer -1) */
 	BufFile    *file;			/* its messages, NULL until the first */
 	List	   *aborted;		/* subtransactions rolled back (xids) */
 	uint64		nmsgs;
 	PaCommitData commit;		/* its STREAM_COMMIT, once read */
+	/* applied live (writer >= 0) */
+	StringInfoData pending;		/* records not sent to the writer yet */
+	bool		begun;			/* its PA_Q_LIVE_BEGIN is sent */
+	bool		ended;			/* forget it once pending is sent */
+	PaTxnHeader header;			/* PA_Q_LIVE_BEGIN's */
+	PaTxnKey   *keys;			/* the keys of its changes */
+	int			nkeys;
+	int			maxkeys;
+	bool		barrier;		/* a TRUNCATE or a changed RELATION */
 } PaStreamedTxn;
 
 static MemoryContext msg_cxt;	/* reset after each message */
@@ -232,6 +243,8 @@ pa_dispatch_init(void)
 		MemoryContextSwitchTo(oldcxt);
 	}
 	L->last_writer = -1;
+	L->live_reserved = MemoryContextAllocZero(TopMemoryContext,
+											  sizeof(bool) * pa_max_writers);
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
@@ -307,7 +320,15 @@ room_or_wait(int w, PaDispatchWait *wait)
 bool
 pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
 {
-	if (nwriters == pa_pool_size() || pa_pool_size() != 1)
+	if (nwriters == pa_pool_size())
+		return true;
+	/* not while a writer applies a streamed transaction: after its end */
+	if (MyPaLeader->nlive > 0)
+	{
+		wait->kind = PA_WAIT_NONE;
+		return false;
+	}
+	if (pa_pool_size() != 1)
 		return true;
 	if (MyPaLeader->txn.in_txn)
 	{
@@ -498,20 +519,22 @@ same_relation(PaRelationData *a, PaRelationData *b)
 	return true;
 }
 
-static void
-handle_relation(const char *data, int len, StringInfo in)
+static bool
+handle_relation(const char *data, int len, StringInfo in, int except)
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
 	PaRelationData rel;
 	PaRelMapEntry *known;
 	RelationEntry *re;
 	bool		found;
+	bool		changed;
 
 	pa_read_relation(in, &rel);
 	pa_read_end(in);
 
 	known = pa_relmap_lookup(rel.remoteid);
-	if (txn->in_txn && known != NULL && !same_relation(&known->remoterel, &rel))
+	changed = known != NULL && !same_relation(&known->remoterel, &rel);
+	if (txn->in_txn && changed)
 		txn->barrier = true;	/* the provider's schema changed */
 	pa_relmap_update(&rel);
 	/*
@@ -545,12 +568,15 @@ handle_relation(const char *data, int len, StringInfo in)
 
 		for (int w = 0; w < pa_pool_size(); w++)
 		{
+			if (w == except)
+				continue;		/* it has it in its stream */
 			MyPaLeader->owed_writers = lappend_int(MyPaLeader->owed_writers, w);
 			MyPaLeader->owed_relids = lappend_oid(MyPaLeader->owed_relids,
 												  rel.remoteid);
 		}
 		MemoryContextSwitchTo(oldcxt);
 	}
+	return changed;
 }
 
 /*
@@ -655,6 +681,8 @@ pick_writer(void)
 		int			w = (L->next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
+		if (L->live_reserved[w])
+			continue;			/* applying a streamed transaction */
 		if (load < best_load)
 		{
 			best = w;
@@ -663,6 +691,7 @@ pick_writer(void)
 				break;
 		}
 	}
+	Assert(best >= 0);
 	L->next_rr = (best + 1) % n;
 	return best;
 }
@@ -675,7 +704,7 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
-	h->barrier = txn->barrier || txn->streaming;
+	h->barrier = txn->barrier || (txn->streaming && !txn->live);
 	h->twophase = txn->twophase;
 	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
 	h->seq = txn->seq;
@@ -764,13 +793,15 @@ assign_writer(void)
 		if (per_writer[w] != 0)
 			ndepwriters++;
 	chain = ndepwriters > 0 && !pa_pool_writers_read();
-	if (writer >= pa_pool_size())
+	if (writer >= pa_pool_size() ||
+		(writer >= 0 && MyPaLeader->live_reserved[writer]))
 		writer = -1;
 	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
 	{
 		/* follow the chain */
 	}
 	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+			 !MyPaLeader->live_reserved[last_writer] &&
 			 (has_room(last_writer) ||
 			  (chain && per_writer[last_writer] != 0)))
 		writer = last_writer;
@@ -865,7 +896,7 @@ end_txn(void)
 
 	L->last_writer = txn->writer;
 	L->last_seq = txn->seq;
-	if (txn->barrier || txn->streaming || txn->wait_after)
+	if (txn->barrier || (txn->streaming && !txn->live) || txn->wait_after)
 		L->wait_before_next = txn->seq;
 	if (txn->twophase == PA_Q_2PC_PREPARE)
 		keep_prepared_keys();
@@ -874,6 +905,7 @@ end_txn(void)
 		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
 		pa_dispatch_housekeeping();
 	txn->streaming = false;
+	txn->live = false;
 	txn->stage = PA_COMMIT_NONE;
 	txn->in_txn = false;
 	SpinLockAcquire(&L->slot->mutex);
@@ -915,6 +947,28 @@ flush_stream(PaDispatchWait *wait)
 	resetStringInfo(&txn->msgs);
 	txn->flush = false;
 	return true;
+}
+
+/*
+ * A streamed transaction applied live is dispatched: its keys, gathered
+ * as its changes arrived, are its own from now on (see "Streamed
+ * transactions" in the header comment).
+ */
+static void
+record_keys(int writer)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		KeyEntry   *ke;
+
+		if (!(txn->keys[i].mode & KEY_RECORD))
+			continue;
+		ke = hash_search(keytab, &txn->keys[i].hash, HASH_ENTER, NULL);
+		ke->seq = txn->seq;
+		ke->writer = writer;
+	}
 }
 
 /*
@@ -975,6 +1029,8 @@ dispatch_txn(PaDispatchWait *wait)
 				return false;
 		}
 		pa_pool_dispatched(txn->writer, txn->seq);
+		if (txn->live)
+			record_keys(txn->writer);
 		txn->stage = PA_COMMIT_RELATIONS;
 	}
 	if (!broadcast_new_relations(txn->writer, wait))
@@ -1037,6 +1093,15 @@ stream_keep(PaStreamedTxn *st, TransactionId subxid, char type,
 	ResourceOwner saved = CurrentResourceOwner;
 	uint32		hdr[2];
 
+	if (st->writer >= 0)
+	{
+		/* to its writer, a chunk at a time */
+		pa_q_append_live_record(&st->pending, subxid, type, body, bodylen);
+		if (st->pending.len >= PA_STREAM_CHUNK)
+			MyPaLeader->live_flush = st;
+		return;
+	}
+
 	CurrentResourceOwner = stream_owner;
 	if (st->file == NULL)
 	{
@@ -1063,6 +1128,14 @@ stream_forget(PaStreamedTxn *st)
 	if (st->file != NULL)
 		BufFileClose(st->file);
 	list_free(st->aborted);
+	if (st->writer >= 0)
+	{
+		/* its writer takes other work again */
+		MyPaLeader->live_reserved[st->writer] = false;
+		MyPaLeader->nlive--;
+		pfree(st->pending.data);
+		pfree(st->keys);
+	}
 	hash_search(streams, &xid, HASH_REMOVE, NULL);
 }
 
@@ -1087,7 +1160,125 @@ stream_change(char type, StringInfo in)
 					 errmsg("unexpected non-transactional parallel_apply message inside a stream block")));
 		return;
 	}
+	if (type == PA_MSG_TRUNCATE)
+		st->barrier = true;
+	else if (st->writer >= 0 && pa_pool_size() > 1)
+	{
+		/* its keys, gathered where the transaction being assembled would */
+		PaLeaderTxn *txn = &L->txn;
+		int			cursor = in->cursor;
+
+		Assert(!txn->in_txn);
+		txn->nkeys = 0;
+		track_change(type, in);
+		for (int i = 0; i < txn->nkeys; i++)
+		{
+			if (st->nkeys == st->maxkeys)
+			{
+				st->maxkeys *= 2;
+				st->keys = repalloc(st->keys, st->maxkeys * sizeof(PaTxnKey));
+			}
+			st->keys[st->nkeys++] = txn->keys[i];
+		}
+		txn->nkeys = 0;
+		in->cursor = cursor;
+	}
 	stream_keep(st, subxid, type, in->data + in->cursor, in->len - in->cursor);
+}
+
+/*
+ * A writer of its own for a streamed transaction, to apply it as it
+ * arrives: one with nothing in flight, while another remains for the rest
+ * of the work; else -1, and the leader keeps it until its end.
+ */
+static int
+live_writer(void)
+{
+	PaLeader   *L = MyPaLeader;
+	int			n = pa_pool_size();
+
+	if (n < 2 || n - L->nlive < 2)
+		return -1;
+	for (int i = 0; i < n; i++)
+	{
+		int			w = (L->next_rr + i) % n;
+
+		if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
+			w != L->last_writer)
+		{
+			L->live_reserved[w] = true;
+			L->nlive++;
+			L->next_rr = (w + 1) % n;
+			return w;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Send the records gathered for a live transaction's writer, its
+ * PA_Q_LIVE_BEGIN first; forget it after its last ones.
+ */
+static bool
+flush_live(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamedTxn *st = L->live_flush;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+	if (!st->begun)
+	{
+		if (!sent_or_wait(st->writer, iov,
+						  pa_q_write_live_begin(iov, &st->header), wait))
+			return false;
+		st->begun = true;
+	}
+	if (st->pending.len > 0)
+	{
+		if (!sent_or_wait(st->writer, iov,
+						  pa_q_write_live_chunk(iov, &st->pending), wait))
+			return false;
+		resetStringInfo(&st->pending);
+	}
+	L->live_flush = NULL;
+	if (st->ended)
+		stream_forget(st);
+	return true;
+}
+
+/*
+ * STREAM_COMMIT of a transaction applied live: dispatched now, in its
+ * place in the commit order, as PA_Q_STREAM_END to its writer, after its
+ * last records (flush_live), with the keys of its changes.
+ */
+static void
+commit_live(PaStreamedTxn *st, PaCommitData *commit)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PaBeginData begin;
+
+	begin.final_lsn = commit->commit_lsn;
+	begin.commit_time = commit->commit_time;
+	begin.xid = st->xid;
+	start_txn(&begin);
+	txn->streaming = true;
+	txn->live = true;
+	txn->stream_writer = st->writer;
+	txn->begin_sent = true;
+	txn->barrier = st->barrier;
+	for (int i = 0; i < st->nkeys; i++)
+	{
+		if (txn->nkeys == txn->maxkeys)
+		{
+			txn->maxkeys *= 2;
+			txn->keys = repalloc(txn->keys, txn->maxkeys * sizeof(PaTxnKey));
+		}
+		txn->keys[txn->nkeys++] = st->keys[i];
+	}
+	txn->commit = *commit;
+	txn->stage = PA_COMMIT_READ;
+	st->ended = true;
+	MyPaLeader->live_flush = st;
 }
 
 /*
@@ -1185,12 +1376,33 @@ dispatch_stream_message(char type, StringInfo in)
 				st->file = NULL;
 				st->aborted = NIL;
 				st->nmsgs = 0;
+				st->writer = live_writer();
+				st->begun = false;
+				st->ended = false;
+				st->barrier = false;
+				if (st->writer >= 0)
+				{
+					MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+					initStringInfo(&st->pending);
+					st->maxkeys = 256;
+					st->nkeys = 0;
+					st->keys = palloc(st->maxkeys * sizeof(PaTxnKey));
+					MemoryContextSwitchTo(oldcxt);
+					memset(&st->header, 0, sizeof(st->header));
+					st->header.xid = start.xid;
+					st->header.prev_writer = -1;
+					L->live_flush = st;	/* PA_Q_LIVE_BEGIN at once */
+				}
 			}
 			L->block_xid = start.xid;
 			break;
 		case PA_MSG_STREAM_STOP:
 			require_block(true, type);
 			pa_read_end(in);
+			st = find_stream(L->block_xid, type);
+			if (st->writer >= 0 && st->pending.len > 0)
+				L->live_flush = st;	/* the block, to its writer */
 			L->block_xid = InvalidTransactionId;
 			break;
 		case PA_MSG_STREAM_ABORT:
@@ -1199,7 +1411,14 @@ dispatch_stream_message(char type, StringInfo in)
 			pa_read_stream_abort(in, &sa);
 			pa_read_end(in);
 			st = find_stream(sa.xid, type);
-			if (sa.subxid == sa.xid)
+			if (st->writer >= 0)
+			{
+				/* its writer rolls back to the savepoint, or everything */
+				pa_q_append_live_record(&st->pending, sa.subxid, 0, NULL, 0);
+				st->ended = sa.subxid == sa.xid;
+				L->live_flush = st;
+			}
+			else if (sa.subxid == sa.xid)
 				stream_forget(st);
 			else
 			{
@@ -1214,7 +1433,11 @@ dispatch_stream_message(char type, StringInfo in)
 			require_block(false, type);
 			pa_read_stream_commit(in, &xid, &commit);
 			pa_read_end(in);
-			start_replay(find_stream(xid, type), &commit);
+			st = find_stream(xid, type);
+			if (st->writer >= 0)
+				commit_live(st, &commit);
+			else
+				start_replay(st, &commit);
 			break;
 	}
 }
@@ -1243,6 +1466,7 @@ start_txn(PaBeginData *begin)
 
 	txn->in_txn = true;
 	txn->streaming = false;
+	txn->live = false;
 	txn->stream_writer = -1;
 	txn->begin = *begin;
 	txn->seq = MyPaLeader->last_seq + 1;
@@ -1492,12 +1716,18 @@ dispatch_message(StringInfo in)
 			}
 			break;
 		case PA_MSG_RELATION:
-			handle_relation(data, len, in);
+			if (TransactionIdIsValid(L->block_xid))
+			{
+				PaStreamedTxn *st = find_stream(L->block_xid, type);
+
+				if (handle_relation(data, len, in, st->writer))
+					st->barrier = true;
+				stream_keep(st, InvalidTransactionId, type, data + 1, len - 1);
+				break;
+			}
+			(void) handle_relation(data, len, in, -1);
 			if (txn->in_txn)
 				append_message(data, len);
-			else if (TransactionIdIsValid(L->block_xid))
-				stream_keep(find_stream(L->block_xid, type), InvalidTransactionId,
-							type, data + 1, len - 1);
 			break;
 		case PA_MSG_INSERT:
 		case PA_MSG_UPDATE:
@@ -1582,6 +1812,8 @@ pa_dispatch_continue(PaDispatchWait *wait)
 	for (;;)
 	{
 		if (L->owed_writers != NIL && !send_owed_relations(wait))
+			return false;
+		if (L->live_flush != NULL && !flush_live(wait))
 			return false;
 		if (txn->flush && txn->stage == PA_COMMIT_NONE && !flush_stream(wait))
 			return false;

@@ -53,6 +53,8 @@ typedef struct PaLeaderTxn
 {
 	bool		in_txn;
 	bool		streaming;		/* sent in chunks, see dispatcher.c */
+	bool		live;			/* streamed by the provider and applied by
+								 * stream_writer as it arrived */
 	int			stream_writer;
 	PaBeginData begin;
 	uint64		seq;
@@ -122,6 +124,11 @@ typedef struct PaLeader
 	TransactionId block_xid;	/* in a stream block: its transaction */
 	struct PaStreamedTxn *replay;	/* a streamed transaction being
 									 * dispatched at its STREAM_COMMIT */
+	struct PaStreamedTxn *live_flush;	/* one whose records are to be sent
+										 * to its writer */
+	bool	   *live_reserved;	/* per writer: applies a streamed
+								 * transaction, takes nothing else */
+	int			nlive;
 	StringInfoData *frame;		/* the frame's messages, views into it */
 	int			frame_len;
 	int			frame_next;		/* the next one to dispatch */
