@@ -5,9 +5,11 @@
  *		finds what it depends on, and hands it to one writer.
  *
  * The provider sends whole transactions, in commit order, one after the
- * other (the plugin does not stream in-progress transactions).  Each gets
- * a sequence number, seq, in that order; writers commit in seq order (see
- * writer.c), so the subscriber only ever shows states the provider had.
+ * other, and (protocol version 4) blocks of large transactions still in
+ * progress, in between: see "Streamed transactions" below.  Each
+ * transaction gets a sequence number, seq, in commit order (a streamed
+ * one at its STREAM_COMMIT); writers commit in seq order (see writer.c),
+ * so the subscriber only ever shows states the provider had.
  *
  * Dependencies.  For every row a change touches, the dispatcher computes
  * 64-bit hashes of its key values: the provider's replica identity and
@@ -80,6 +82,39 @@
  * that carried them and broadcast to every other writer right after it;
  * each queue is FIFO, so every writer knows the definition a transaction
  * was decoded with before it applies that transaction.
+ *
+ * Streamed transactions.  A transaction the provider streams while it is
+ * in progress comes in blocks (STREAM_START ... STREAM_STOP), each change
+ * with the xid of its subtransaction, between other transactions and
+ * blocks of other streamed ones, and ends with STREAM_COMMIT or
+ * STREAM_ABORT; a subtransaction that rolls back is a STREAM_ABORT naming
+ * it.  At its first block it gets a writer of its own (live_writer): one
+ * with nothing in flight, taken out of every other assignment
+ * (live_reserved) until the transaction's end, and only while another
+ * writer remains for the rest.  That writer applies it as it arrives, in
+ * a local transaction of its own with a savepoint per subtransaction
+ * (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and message, or a
+ * STREAM_ABORT), and keeps the records in a file (writer.c, "Live").  The
+ * keys of its changes are gathered as they arrive, and become its own in
+ * the key table at its STREAM_COMMIT, when it gets its seq, in the
+ * provider's commit order, and is sent to its writer as PA_Q_STREAM_END;
+ * from there on it is an ordinary transaction in flight, which later ones
+ * that share a key depend on.  Not before: every transaction dispatched
+ * while it is open commits before it, and must not wait for it.  A
+ * TRUNCATE or a changed RELATION in it makes it a barrier at its end (the
+ * next transaction waits for its commit).  With one writer, or none free,
+ * the leader keeps the transaction instead, in a temporary file of its own
+ * per transaction (stream_keep: subxid, message), notes the
+ * subtransactions rolled back, drops it at its STREAM_ABORT, and at its
+ * STREAM_COMMIT dispatches it as if it had come whole then (start_replay,
+ * replay_next: BEGIN, its messages but those rolled back, COMMIT), before
+ * the rest of the frame.  A RELATION in a block is learnt at once, and
+ * sent to every writer (but the live one, which has it in its records)
+ * before anything later: the transactions that commit before the streamed
+ * one may use it without a RELATION of their own.  The pool does not
+ * change size while a writer applies a streamed transaction.  A new
+ * session forgets every streamed transaction kept: the provider streams
+ * what is still in progress again from its start.
  *
  * Prepared transactions (two_phase).  A prepared transaction (BEGIN
  * PREPARE ... PREPARE) is dispatched as any transaction, in the place of

@@ -82,6 +82,39 @@
  *	  STREAM_END is there, after everything before it has committed (it is
  *	  a barrier); nothing after it is dispatched until it has committed.
  *
+ *	- A transaction streamed by the provider while it is in progress,
+ *	  kept by the leader (one writer, or none free), is a whole
+ *	  transaction once its STREAM_COMMIT is read: the cases above.
+ *
+ *	- One applied as it arrives by a writer of its own (dispatcher.c,
+ *	  "Streamed transactions") is the exception to the first case: that
+ *	  writer holds locks (rows, relations) while it waits for the leader,
+ *	  for its next block, and every transaction dispatched meanwhile
+ *	  commits before it.  Those do not depend on it (its keys join the key
+ *	  table only at its STREAM_COMMIT), and its writer takes nothing else
+ *	  until its end, so no commit-order or dependency wait of theirs is on
+ *	  it.  It waits for them only in lock waits while it applies a block
+ *	  (they do not wait for it: they are earlier), and for its commit turn
+ *	  at its end, a lock wait like any.  What is left is a conflict the
+ *	  keys do not see, where an earlier transaction waits for a lock the
+ *	  streamed one holds: (a) while its writer applies a block or waits
+ *	  for its commit turn, the waits on both sides are lock waits, and the
+ *	  deadlock detector breaks the cycle; the streamed one's writer, if it
+ *	  is the one canceled (or asked to retry by the other), rolls back and
+ *	  applies the transaction from its file at its end, after everything
+ *	  before it; (b) while its writer waits for its queue, the cycle goes
+ *	  through the leader (which may wait for that earlier transaction's
+ *	  commit, or room behind it, before it sends the next block), which no
+ *	  detector sees: so that writer, every deadlock_timeout as it waits,
+ *	  looks whether another writer of the subscription waits for a lock
+ *	  (not a commit-order one), and when the same one still does at the
+ *	  next look, rolls back and leaves the transaction to its end, as in
+ *	  (a): the locks are released and the earlier transaction goes on.
+ *	  That is also what it does after any error while applying a block.
+ *	  So the streamed transaction's locks never hold up an earlier one for
+ *	  longer than two deadlock_timeouts while the leader waits, and every
+ *	  wait ends in a commit or a retry.
+ *
  *	- A RELATION goes inline to the writer of its transaction and then to
  *	  every other writer, before any later transaction: each queue is in
  *	  order, so no writer waits for a definition.

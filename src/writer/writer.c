@@ -82,6 +82,35 @@
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
  *
+ * Live.  A transaction the provider streams while it is in progress may
+ * be given to a writer of its own from its first block (dispatcher.c,
+ * "Streamed transactions"), as PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs and, at
+ * its commit, PA_Q_STREAM_END with its seq.  The writer opens a local
+ * transaction at once and applies each chunk as it arrives: a
+ * subtransaction (BeginInternalSubTransaction) for each provider
+ * subtransaction when its first change comes, released when a change of
+ * an enclosing one comes, and rolled back, with those it encloses, at its
+ * STREAM_ABORT (any subtransaction that started after it and is still
+ * open is one of its own: subtransactions nest).  Updates are not kept
+ * across a subtransaction boundary (coalesce.c).  Every record is also
+ * written to the writer's temporary file as it arrives, with the
+ * subtransactions rolled back noted.  At PA_Q_STREAM_END the writer takes
+ * the transaction's commit-order lock, waits for its turn and commits, as
+ * try_apply() does.  It has no seq before, is never the earliest, and is
+ * not asked to retry by others: a missing row is a retriable error.  Any
+ * error while applying a chunk or waiting for the turn (a deadlock, a
+ * retry request, a conflict the keys did not see) rolls the whole local
+ * transaction back, and the rest of it only goes to the file; at its end
+ * it is then applied from the file (apply_spill), as a barrier, after
+ * every earlier transaction, with the usual retries.  The same happens
+ * when, waiting for its next chunk, the writer sees another writer of the
+ * subscription in a lock wait (not a commit-order one) twice in a row,
+ * deadlock_timeout apart (peek_message_live): that writer may wait for a
+ * lock of the streamed transaction while the leader waits for it, a
+ * cycle no deadlock detector sees (receiver.c, "Deadlock freedom").  A
+ * STREAM_ABORT of the whole transaction rolls it back and ends it.  A
+ * crash loses the local transaction: the provider streams it again.
+ *
  * Failing transactions.  An error that is not a transient conflict counts
  * only when it is exact: met by the earliest transaction in flight,
  * applied alone.  Any other error (in a group, or with earlier
@@ -1599,6 +1628,7 @@ live_begin(const char *data, Size len)
 	set_current(0);
 	/* it commits after everything received so far (pa_relmap_skip) */
 	pa_relmap_commit_lsn = PG_UINT64_MAX;
+	pa_conflict_probe_unique = false;	/* no seq: not the one to probe */
 	/* no seq yet, never the earliest: a missing row is a retriable error */
 	MyWriter->first_seq = PG_UINT64_MAX;
 	MyWriter->committed_before_change = 0;
