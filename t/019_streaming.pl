@@ -30,6 +30,7 @@ CREATE TABLE big (id int PRIMARY KEY, v text);
 CREATE TABLE small (id int PRIMARY KEY, v int);
 CREATE TABLE log (id bigint PRIMARY KEY, who text);
 CREATE TABLE u (id int PRIMARY KEY, k int);
+CREATE TABLE tr (id int PRIMARY KEY);
 };
 $pub->safe_psql('postgres', $schema);
 $sub->safe_psql('postgres', $schema);
@@ -43,7 +44,7 @@ create_sub($sub, $pub, 'st', num_writers => 4);
 wait_caught_up($sub, 'st');
 ok(wait_for_writers($sub, 'st', 4), '4 writers run');
 
-my @tables = ([ 'big', 'id' ], [ 'small', 'id' ], [ 'log', 'id' ], [ 'u', 'id' ]);
+my @tables = ([ 'big', 'id' ], [ 'small', 'id' ], [ 'log', 'id' ], [ 'u', 'id' ], [ 'tr', 'id' ]);
 
 # Is a writer applying a streamed transaction while it is open on the
 # provider: in a local transaction of its own, holding a lock on $table?
@@ -79,6 +80,20 @@ rows_equal($pub, $sub, \@tables, 'a streamed transaction committed');
 my ($streamed1, $spilled1) = split / /, slot_stats();
 cmp_ok($streamed1, '>', $streamed0, 'the provider streamed it');
 is($spilled1, $spilled0, 'the provider spilled nothing');
+
+# A TRUNCATE, and a table's rows changed after it, in a streamed transaction.
+$pub->safe_psql('postgres', "INSERT INTO tr SELECT generate_series(1, 100)");
+$pub->safe_psql('postgres', q{
+BEGIN;
+INSERT INTO big SELECT g, 'with truncate' FROM generate_series(50001, 60000) g;
+TRUNCATE tr;
+INSERT INTO tr SELECT generate_series(1000, 1100);
+INSERT INTO big SELECT g, 'with truncate' FROM generate_series(60001, 70000) g;
+COMMIT;
+INSERT INTO tr VALUES (1);
+});
+wait_caught_up($sub, 'st');
+rows_equal($pub, $sub, \@tables, 'a streamed transaction with a TRUNCATE');
 
 # 2. One that aborts: none of its rows arrive; what follows does.
 $pub->safe_psql('postgres', q{
@@ -210,7 +225,7 @@ is($sub->safe_psql('postgres', "SELECT count(*) FROM big WHERE v = 'crash'"),
 $sub->safe_psql('postgres', 'CREATE TABLE one (id int PRIMARY KEY, v text)');
 $pub->safe_psql('postgres', 'CREATE TABLE one (id int PRIMARY KEY, v text)');
 $sub->safe_psql('postgres', "SELECT drop_subscription('st')");
-$sub->safe_psql('postgres', 'TRUNCATE big, small, log, u');
+$sub->safe_psql('postgres', 'TRUNCATE big, small, log, u, tr');
 create_sub($sub, $pub, 'one', num_writers => 1);
 wait_caught_up($sub, 'one');
 $pub->safe_psql('postgres', q{

@@ -106,8 +106,9 @@
  *	  through the leader (which may wait for that earlier transaction's
  *	  commit, or room behind it, before it sends the next block), which no
  *	  detector sees: so that writer, every deadlock_timeout as it waits,
- *	  looks whether another writer of the subscription waits for a lock
- *	  (not a commit-order one), and when the same one still does at the
+ *	  looks whether another writer of the subscription, or the leader
+ *	  (reading a table's keys, it opens the table), waits for a lock (not
+ *	  a commit-order one), and when the same one still does at the
  *	  next look, rolls back and leaves the transaction to its end, as in
  *	  (a): the locks are released and the earlier transaction goes on.
  *	  That is also what it does after any error while applying a block.

@@ -104,8 +104,8 @@
  * it is then applied from the file (apply_spill), as a barrier, after
  * every earlier transaction, with the usual retries.  The same happens
  * when, waiting for its next chunk, the writer sees another writer of the
- * subscription in a lock wait (not a commit-order one) twice in a row,
- * deadlock_timeout apart (peek_message_live): that writer may wait for a
+ * subscription (or its leader) in a lock wait (not a commit-order one)
+ * twice in a row, deadlock_timeout apart (peek_message_live): it may wait for a
  * lock of the streamed transaction while the leader waits for it, a
  * cycle no deadlock detector sees (receiver.c, "Deadlock freedom").  A
  * STREAM_ABORT of the whole transaction rolls it back and ends it.  A
@@ -1885,17 +1885,18 @@ live_end(const char *data, Size len)
 }
 
 /*
- * Does another writer of the subscription wait for a lock that is not a
- * commit-order one (writer.c's advisory locks)?  It may be one the live
- * transaction holds, while this writer waits for the leader, which may
- * wait for that writer: a cycle no deadlock detector sees.
+ * Does another writer of the subscription, or its leader, wait for a lock
+ * that is not a commit-order one (writer.c's advisory locks)?  It may be
+ * one the live transaction holds, while this writer waits for the leader,
+ * which may wait for that writer (or open a relation to read its keys): a
+ * cycle no deadlock detector sees.
  */
 static pid_t
 other_writer_in_lock_wait(void)
 {
 	PaSubSlot  *slot = MyWriter->slot;
 
-	for (int w = 0; w < pa_max_writers; w++)
+	for (int w = -1; w < pa_max_writers; w++)
 	{
 		pid_t		pid;
 		PGPROC	   *proc;
@@ -1904,7 +1905,7 @@ other_writer_in_lock_wait(void)
 		if (w == MyWriter->index)
 			continue;
 		SpinLockAcquire(&slot->mutex);
-		pid = slot->writers[w].pid;
+		pid = w < 0 ? slot->leader_pid : slot->writers[w].pid;
 		SpinLockRelease(&slot->mutex);
 		if (pid == 0 || (proc = BackendPidGetProc(pid)) == NULL)
 			continue;
