@@ -58,7 +58,7 @@ DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 
 REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
-	plugin_partition plugin_row_filter plugin_errors plugin_twophase extension_upgrade
+	plugin_partition plugin_row_filter plugin_errors plugin_twophase plugin_streaming extension_upgrade
 TAP_TESTS = 1
 
 PA_SRC_DIRS = src src/provider src/protocol src/subscriber src/leader src/writer src/sql src/debug

@@ -18,10 +18,10 @@ SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '0',
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', 'one', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1 ', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '-1', 'publication_names', 'pub_errs');
-SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '4', 'max_proto_version', '5', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '5', 'max_proto_version', '6', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', ' 1', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '+1', 'publication_names', 'pub_errs');
-SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '4', 'publication_names', 'pub_errs');
+SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '5', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'max_proto_version', '0', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'min_proto_version', '3', 'max_proto_version', '2', 'publication_names', 'pub_errs');
 SELECT * FROM peek_changes_text('errs', NULL, NULL, false, 'proto_version', '1', 'max_proto_version', '1', 'publication_names', 'pub_errs');
@@ -105,8 +105,8 @@ SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x58000000
 -- COMMIT flags are 0 (the COMMIT ends the BATCH: its flags byte is 25 bytes before the end)
 SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1),
                                   (SELECT set_byte(data, length(data) - 25, 1) FROM fr WHERE n = 2)]);
--- the version: one this reader speaks (1 to 3); BATCH only from version 2 on
-SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, 1, 4) FROM fr WHERE n = 1)]);
+-- the version: one this reader speaks (1 to 4); BATCH only from version 2 on
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, 1, 5) FROM fr WHERE n = 1)]);
 SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, 1, 0) FROM fr WHERE n = 1)]);
 CREATE TEMP TABLE fr1 AS
   SELECT n, data FROM pg_logical_slot_peek_binary_changes('frames', NULL, NULL,
@@ -123,8 +123,9 @@ CREATE TEMP TABLE frb AS
 CREATE FUNCTION pg_temp.flags_at() RETURNS int LANGUAGE sql
   AS $$ SELECT 7 + octet_length(getdatabaseencoding()) $$;
 SELECT * FROM render_frames((SELECT array_agg(data ORDER BY n) FROM frb));
-SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at(), 16) FROM fr WHERE n = 1)]);  -- unknown flag 0x10
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at(), 32) FROM fr WHERE n = 1)]);  -- unknown flag 0x20
 SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at(), 8) FROM fr WHERE n = 1)]);   -- TWO_PHASE, version 2
+SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at(), 16) FROM fr WHERE n = 1)]);  -- STREAMING, version 2
 SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at() + 4, 1) FROM fr WHERE n = 1)]); -- a limit, binary off
 SELECT * FROM render_frames(ARRAY[(SELECT set_byte(data, pg_temp.flags_at() + 4, 17) FROM frb WHERE n = 1)]); -- 10001
 -- a binary datum of a type at or above the STARTUP's limit is refused: binary

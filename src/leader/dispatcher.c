@@ -5,9 +5,11 @@
  *		finds what it depends on, and hands it to one writer.
  *
  * The provider sends whole transactions, in commit order, one after the
- * other (the plugin does not stream in-progress transactions).  Each gets
- * a sequence number, seq, in that order; writers commit in seq order (see
- * writer.c), so the subscriber only ever shows states the provider had.
+ * other, and (protocol version 4) blocks of large transactions still in
+ * progress, in between: see "Streamed transactions" below.  Each
+ * transaction gets a sequence number, seq, in commit order (a streamed
+ * one at its STREAM_COMMIT); writers commit in seq order (see writer.c),
+ * so the subscriber only ever shows states the provider had.
  *
  * Dependencies.  For every row a change touches, the dispatcher computes
  * 64-bit hashes of its key values: the provider's replica identity and
@@ -81,6 +83,39 @@
  * each queue is FIFO, so every writer knows the definition a transaction
  * was decoded with before it applies that transaction.
  *
+ * Streamed transactions.  A transaction the provider streams while it is
+ * in progress comes in blocks (STREAM_START ... STREAM_STOP), each change
+ * with the xid of its subtransaction, between other transactions and
+ * blocks of other streamed ones, and ends with STREAM_COMMIT or
+ * STREAM_ABORT; a subtransaction that rolls back is a STREAM_ABORT naming
+ * it.  At its first block it gets a writer of its own (live_writer): one
+ * with nothing in flight, taken out of every other assignment
+ * (live_reserved) until the transaction's end, and only while another
+ * writer remains for the rest.  That writer applies it as it arrives, in
+ * a local transaction of its own with a savepoint per subtransaction
+ * (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and message, or a
+ * STREAM_ABORT), and keeps the records in a file (writer.c, "Live").  The
+ * keys of its changes are gathered as they arrive, and become its own in
+ * the key table at its STREAM_COMMIT, when it gets its seq, in the
+ * provider's commit order, and is sent to its writer as PA_Q_STREAM_END;
+ * from there on it is an ordinary transaction in flight, which later ones
+ * that share a key depend on.  Not before: every transaction dispatched
+ * while it is open commits before it, and must not wait for it.  A
+ * TRUNCATE or a changed RELATION in it makes it a barrier at its end (the
+ * next transaction waits for its commit).  With one writer, or none free,
+ * the leader keeps the transaction instead, in a temporary file of its own
+ * per transaction (stream_keep: subxid, message), notes the
+ * subtransactions rolled back, drops it at its STREAM_ABORT, and at its
+ * STREAM_COMMIT dispatches it as if it had come whole then (start_replay,
+ * replay_next: BEGIN, its messages but those rolled back, COMMIT), before
+ * the rest of the frame.  A RELATION in a block is learnt at once, and
+ * sent to every writer (but the live one, which has it in its records)
+ * before anything later: the transactions that commit before the streamed
+ * one may use it without a RELATION of their own.  The pool does not
+ * change size while a writer applies a streamed transaction.  A new
+ * session forgets every streamed transaction kept: the provider streams
+ * what is still in progress again from its start.
+ *
  * Prepared transactions (two_phase).  A prepared transaction (BEGIN
  * PREPARE ... PREPARE) is dispatched as any transaction, in the place of
  * its PREPARE in the provider's commit order, and its writer ends it with
@@ -121,9 +156,11 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/buffile.h"
 #include "storage/latch.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "catalog.h"
 #include "dispatcher.h"
@@ -166,10 +203,38 @@ typedef struct PreparedKeys
 /* more than this, and its end waits for everything instead */
 #define PREPARED_KEYS_MAX	65536
 
+/*
+ * A transaction the provider streams while it is in progress (protocol
+ * version 4), collected until its STREAM_COMMIT: see "Streamed
+ * transactions" in the header comment.
+ */
+typedef struct PaStreamedTxn
+{
+	TransactionId xid;			/* hash key: the provider's top-level xid */
+	int			writer;			/* applying it live, or -1: kept here */
+	/* kept here (writer -1) */
+	BufFile    *file;			/* its messages, NULL until the first */
+	List	   *aborted;		/* subtransactions rolled back (xids) */
+	uint64		nmsgs;
+	PaCommitData commit;		/* its STREAM_COMMIT, once read */
+	/* applied live (writer >= 0) */
+	StringInfoData pending;		/* records not sent to the writer yet */
+	bool		begun;			/* its PA_Q_LIVE_BEGIN is sent */
+	bool		ended;			/* forget it once pending is sent */
+	PaTxnHeader header;			/* PA_Q_LIVE_BEGIN's */
+	PaTxnKey   *keys;			/* the keys of its changes */
+	int			nkeys;
+	int			maxkeys;
+	bool		barrier;		/* a TRUNCATE or a changed RELATION */
+} PaStreamedTxn;
+
 static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
 static HTAB *prepared_keys;
+static HTAB *streams;			/* PaStreamedTxn by xid */
+static ResourceOwner stream_owner;	/* their files, across transactions */
+static StringInfoData replay_buf;	/* a message read back from a file */
 
 /* a key's use: look it up (depend on its last writer), record it, or both */
 #define KEY_LOOKUP	0x01
@@ -203,7 +268,18 @@ pa_dispatch_init(void)
 						   sizeof(Oid), sizeof(RelationEntry));
 	prepared_keys = blob_table("parallel_apply prepared keys", 64,
 							   sizeof(TransactionId), sizeof(PreparedKeys));
+	streams = blob_table("parallel_apply streamed transactions", 16,
+						 sizeof(TransactionId), sizeof(PaStreamedTxn));
+	stream_owner = ResourceOwnerCreate(NULL, "parallel_apply streamed transactions");
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&replay_buf);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	L->last_writer = -1;
+	L->live_reserved = MemoryContextAllocZero(TopMemoryContext,
+											  sizeof(bool) * pa_max_writers);
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
@@ -279,7 +355,15 @@ room_or_wait(int w, PaDispatchWait *wait)
 bool
 pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
 {
-	if (nwriters == pa_pool_size() || pa_pool_size() != 1)
+	if (nwriters == pa_pool_size())
+		return true;
+	/* not while a writer applies a streamed transaction: after its end */
+	if (MyPaLeader->nlive > 0)
+	{
+		wait->kind = PA_WAIT_NONE;
+		return false;
+	}
+	if (pa_pool_size() != 1)
 		return true;
 	if (MyPaLeader->txn.in_txn)
 	{
@@ -470,24 +554,30 @@ same_relation(PaRelationData *a, PaRelationData *b)
 	return true;
 }
 
-static void
-handle_relation(const char *data, int len, StringInfo in)
+static bool
+handle_relation(const char *data, int len, StringInfo in, int except)
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
 	PaRelationData rel;
 	PaRelMapEntry *known;
 	RelationEntry *re;
 	bool		found;
+	bool		changed;
 
 	pa_read_relation(in, &rel);
 	pa_read_end(in);
 
 	known = pa_relmap_lookup(rel.remoteid);
-	if (known != NULL && !same_relation(&known->remoterel, &rel))
+	changed = known != NULL && !same_relation(&known->remoterel, &rel);
+	if (txn->in_txn && changed)
 		txn->barrier = true;	/* the provider's schema changed */
 	pa_relmap_update(&rel);
-	/* a table that joined the publications: copied before its changes */
-	pa_sync_relation(rel.nspname, rel.relname, txn->begin.final_lsn);
+	/*
+	 * A table that joined the publications: copied before its changes (in
+	 * a stream block, whose transaction commits later: from now on).
+	 */
+	pa_sync_relation(rel.nspname, rel.relname,
+					 txn->in_txn ? txn->begin.final_lsn : InvalidXLogRecPtr);
 
 	re = hash_search(relations, &rel.remoteid, HASH_ENTER, &found);
 	if (found)
@@ -502,6 +592,26 @@ handle_relation(const char *data, int len, StringInfo in)
 		txn->new_relations = lappend_oid(txn->new_relations, rel.remoteid);
 		MemoryContextSwitchTo(oldcxt);
 	}
+	else
+	{
+		/*
+		 * In a stream block: every writer learns it now, before any later
+		 * transaction, which may use it without a RELATION of its own (the
+		 * provider sent it once).
+		 */
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		for (int w = 0; w < pa_pool_size(); w++)
+		{
+			if (w == except)
+				continue;		/* it has it in its stream */
+			MyPaLeader->owed_writers = lappend_int(MyPaLeader->owed_writers, w);
+			MyPaLeader->owed_relids = lappend_oid(MyPaLeader->owed_relids,
+												  rel.remoteid);
+		}
+		MemoryContextSwitchTo(oldcxt);
+	}
+	return changed;
 }
 
 /*
@@ -606,6 +716,8 @@ pick_writer(void)
 		int			w = (L->next_rr + i) % n;
 		uint64		load = pa_pool_inflight(w);
 
+		if (L->live_reserved[w])
+			continue;			/* applying a streamed transaction */
 		if (load < best_load)
 		{
 			best = w;
@@ -614,6 +726,7 @@ pick_writer(void)
 				break;
 		}
 	}
+	Assert(best >= 0);
 	L->next_rr = (best + 1) % n;
 	return best;
 }
@@ -626,7 +739,7 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 
 	memset(h, 0, sizeof(*h));
 	h->kind = kind;
-	h->barrier = txn->barrier || txn->streaming;
+	h->barrier = txn->barrier || (txn->streaming && !txn->live);
 	h->twophase = txn->twophase;
 	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
 	h->seq = txn->seq;
@@ -715,13 +828,15 @@ assign_writer(void)
 		if (per_writer[w] != 0)
 			ndepwriters++;
 	chain = ndepwriters > 0 && !pa_pool_writers_read();
-	if (writer >= pa_pool_size())
+	if (writer >= pa_pool_size() ||
+		(writer >= 0 && MyPaLeader->live_reserved[writer]))
 		writer = -1;
 	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
 	{
 		/* follow the chain */
 	}
 	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+			 !MyPaLeader->live_reserved[last_writer] &&
 			 (has_room(last_writer) ||
 			  (chain && per_writer[last_writer] != 0)))
 		writer = last_writer;
@@ -816,7 +931,7 @@ end_txn(void)
 
 	L->last_writer = txn->writer;
 	L->last_seq = txn->seq;
-	if (txn->barrier || txn->streaming || txn->wait_after)
+	if (txn->barrier || (txn->streaming && !txn->live) || txn->wait_after)
 		L->wait_before_next = txn->seq;
 	if (txn->twophase == PA_Q_2PC_PREPARE)
 		keep_prepared_keys();
@@ -825,6 +940,7 @@ end_txn(void)
 		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
 		pa_dispatch_housekeeping();
 	txn->streaming = false;
+	txn->live = false;
 	txn->stage = PA_COMMIT_NONE;
 	txn->in_txn = false;
 	SpinLockAcquire(&L->slot->mutex);
@@ -866,6 +982,28 @@ flush_stream(PaDispatchWait *wait)
 	resetStringInfo(&txn->msgs);
 	txn->flush = false;
 	return true;
+}
+
+/*
+ * A streamed transaction applied live is dispatched: its keys, gathered
+ * as its changes arrived, are its own from now on (see "Streamed
+ * transactions" in the header comment).
+ */
+static void
+record_keys(int writer)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	for (int i = 0; i < txn->nkeys; i++)
+	{
+		KeyEntry   *ke;
+
+		if (!(txn->keys[i].mode & KEY_RECORD))
+			continue;
+		ke = hash_search(keytab, &txn->keys[i].hash, HASH_ENTER, NULL);
+		ke->seq = txn->seq;
+		ke->writer = writer;
+	}
 }
 
 /*
@@ -926,12 +1064,417 @@ dispatch_txn(PaDispatchWait *wait)
 				return false;
 		}
 		pa_pool_dispatched(txn->writer, txn->seq);
+		if (txn->live)
+			record_keys(txn->writer);
 		txn->stage = PA_COMMIT_RELATIONS;
 	}
 	if (!broadcast_new_relations(txn->writer, wait))
 		return false;
 	end_txn();
 	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Streamed transactions, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static void start_txn(PaBeginData *begin);
+static void require_in_txn(bool inside, char type);
+static void dispatch_message(StringInfo in);
+
+/* A streaming message: only in a session that asked for streaming. */
+static void
+require_streaming(char type)
+{
+	if (!MyPaLeader->session_streaming)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' in a session without streaming",
+						type)));
+}
+
+static void
+require_block(bool inside, char type)
+{
+	if (TransactionIdIsValid(MyPaLeader->block_xid) != inside)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' %s a stream block",
+						type, inside ? "outside" : "inside")));
+}
+
+static PaStreamedTxn *
+find_stream(TransactionId xid, char type)
+{
+	PaStreamedTxn *st = hash_search(streams, &xid, HASH_FIND, NULL);
+
+	if (st == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("unexpected parallel_apply message '%c' for transaction %u, which is not being streamed",
+						type, xid)));
+	return st;
+}
+
+/*
+ * Keep a message of a streamed transaction, without the xid it came with:
+ * subxid (0 for a RELATION), its length, its type byte and its body.
+ */
+static void
+stream_keep(PaStreamedTxn *st, TransactionId subxid, char type,
+			const char *body, int bodylen)
+{
+	ResourceOwner saved = CurrentResourceOwner;
+	uint32		hdr[2];
+
+	if (st->writer >= 0)
+	{
+		/* to its writer, a chunk at a time */
+		pa_q_append_live_record(&st->pending, subxid, type, body, bodylen);
+		if (st->pending.len >= PA_STREAM_CHUNK)
+			MyPaLeader->live_flush = st;
+		return;
+	}
+
+	CurrentResourceOwner = stream_owner;
+	if (st->file == NULL)
+	{
+		/* it outlives transactions, and the message's memory */
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		st->file = BufFileCreateTemp(true);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	hdr[0] = subxid;
+	hdr[1] = (uint32) bodylen + 1;
+	BufFileWrite(st->file, (void *) hdr, sizeof(hdr));
+	BufFileWrite(st->file, (void *) &type, 1);
+	BufFileWrite(st->file, (void *) body, bodylen);
+	CurrentResourceOwner = saved;
+	st->nmsgs++;
+}
+
+static void
+stream_forget(PaStreamedTxn *st)
+{
+	TransactionId xid = st->xid;
+
+	if (st->file != NULL)
+		BufFileClose(st->file);
+	list_free(st->aborted);
+	if (st->writer >= 0)
+	{
+		/* its writer takes other work again */
+		MyPaLeader->live_reserved[st->writer] = false;
+		MyPaLeader->nlive--;
+		pfree(st->pending.data);
+		pfree(st->keys);
+	}
+	hash_search(streams, &xid, HASH_REMOVE, NULL);
+}
+
+/* A change (type, the xid read) inside a stream block. */
+static void
+stream_change(char type, StringInfo in)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamedTxn *st = find_stream(L->block_xid, type);
+	TransactionId subxid = pa_read_stream_xid(in);
+
+	if (type == PA_MSG_MESSAGE)
+	{
+		PaMessageData message;
+
+		/* checked, not used (the leader does not ask for messages) */
+		pa_read_message(in, &message);
+		pa_read_end(in);
+		if (!message.transactional)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("unexpected non-transactional parallel_apply message inside a stream block")));
+		return;
+	}
+	if (type == PA_MSG_TRUNCATE)
+		st->barrier = true;
+	else if (st->writer >= 0 && pa_pool_size() > 1)
+	{
+		/* its keys, gathered where the transaction being assembled would */
+		PaLeaderTxn *txn = &L->txn;
+		int			cursor = in->cursor;
+
+		Assert(!txn->in_txn);
+		txn->nkeys = 0;
+		track_change(type, in);
+		for (int i = 0; i < txn->nkeys; i++)
+		{
+			if (st->nkeys == st->maxkeys)
+			{
+				st->maxkeys *= 2;
+				st->keys = repalloc(st->keys, st->maxkeys * sizeof(PaTxnKey));
+			}
+			st->keys[st->nkeys++] = txn->keys[i];
+		}
+		txn->nkeys = 0;
+		in->cursor = cursor;
+	}
+	stream_keep(st, subxid, type, in->data + in->cursor, in->len - in->cursor);
+}
+
+/*
+ * A writer of its own for a streamed transaction, to apply it as it
+ * arrives: one with nothing in flight, while another remains for the rest
+ * of the work; else -1, and the leader keeps it until its end.
+ */
+static int
+live_writer(void)
+{
+	PaLeader   *L = MyPaLeader;
+	int			n = pa_pool_size();
+
+	if (n < 2 || n - L->nlive < 2)
+		return -1;
+	for (int i = 0; i < n; i++)
+	{
+		int			w = (L->next_rr + i) % n;
+
+		if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
+			w != L->last_writer)
+		{
+			L->live_reserved[w] = true;
+			L->nlive++;
+			L->next_rr = (w + 1) % n;
+			return w;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Send the records gathered for a live transaction's writer, its
+ * PA_Q_LIVE_BEGIN first; forget it after its last ones.
+ */
+static bool
+flush_live(PaDispatchWait *wait)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamedTxn *st = L->live_flush;
+	shm_mq_iovec iov[PA_Q_MAX_IOV];
+
+	if (!st->begun)
+	{
+		if (!sent_or_wait(st->writer, iov,
+						  pa_q_write_live_begin(iov, &st->header), wait))
+			return false;
+		st->begun = true;
+	}
+	if (st->pending.len > 0)
+	{
+		if (!sent_or_wait(st->writer, iov,
+						  pa_q_write_live_chunk(iov, &st->pending), wait))
+			return false;
+		resetStringInfo(&st->pending);
+	}
+	L->live_flush = NULL;
+	if (st->ended)
+		stream_forget(st);
+	return true;
+}
+
+/*
+ * STREAM_COMMIT of a transaction applied live: dispatched now, in its
+ * place in the commit order, as PA_Q_STREAM_END to its writer, after its
+ * last records (flush_live), with the keys of its changes.
+ */
+static void
+commit_live(PaStreamedTxn *st, PaCommitData *commit)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+	PaBeginData begin;
+
+	begin.final_lsn = commit->commit_lsn;
+	begin.commit_time = commit->commit_time;
+	begin.xid = st->xid;
+	start_txn(&begin);
+	txn->streaming = true;
+	txn->live = true;
+	txn->stream_writer = st->writer;
+	txn->begin_sent = true;
+	txn->barrier = st->barrier;
+	for (int i = 0; i < st->nkeys; i++)
+	{
+		if (txn->nkeys == txn->maxkeys)
+		{
+			txn->maxkeys *= 2;
+			txn->keys = repalloc(txn->keys, txn->maxkeys * sizeof(PaTxnKey));
+		}
+		txn->keys[txn->nkeys++] = st->keys[i];
+	}
+	txn->commit = *commit;
+	txn->stage = PA_COMMIT_READ;
+	st->ended = true;
+	MyPaLeader->live_flush = st;
+}
+
+/*
+ * STREAM_COMMIT: the transaction is dispatched now, as if it had come
+ * whole: BEGIN, its messages read back (replay_next), COMMIT.
+ */
+static void
+start_replay(PaStreamedTxn *st, PaCommitData *commit)
+{
+	PaBeginData begin;
+
+	begin.final_lsn = commit->commit_lsn;
+	begin.commit_time = commit->commit_time;
+	begin.xid = st->xid;
+	start_txn(&begin);
+	st->commit = *commit;
+	MyPaLeader->replay = st;
+	if (st->file != NULL && BufFileSeek(st->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind a parallel_apply streamed transaction's file")));
+}
+
+/*
+ * The next message of the streamed transaction being dispatched, skipping
+ * those of rolled-back subtransactions; at the end, its COMMIT.
+ */
+static void
+replay_next(void)
+{
+	PaLeader   *L = MyPaLeader;
+	PaLeaderTxn *txn = &L->txn;
+	PaStreamedTxn *st = L->replay;
+
+	for (;;)
+	{
+		uint32		hdr[2];
+		size_t		got = 0;
+
+		if (st->file != NULL)
+			got = BufFileRead(st->file, hdr, sizeof(hdr));
+		if (got == 0)
+		{
+			txn->commit = st->commit;
+			txn->stage = PA_COMMIT_READ;
+			L->replay = NULL;
+			stream_forget(st);
+			return;
+		}
+		if (got != sizeof(hdr))
+			elog(ERROR, "truncated parallel_apply streamed transaction file");
+		resetStringInfo(&replay_buf);
+		enlargeStringInfo(&replay_buf, (int) hdr[1]);
+		if (BufFileRead(st->file, replay_buf.data, hdr[1]) != hdr[1])
+			elog(ERROR, "truncated parallel_apply streamed transaction file");
+		replay_buf.len = (int) hdr[1];
+		replay_buf.cursor = 0;
+		if (TransactionIdIsValid(hdr[0]) && list_member_oid(st->aborted, hdr[0]))
+			continue;
+		dispatch_message(&replay_buf);
+		return;
+	}
+}
+
+/* The streaming messages outside blocks' changes (dispatch_message). */
+static void
+dispatch_stream_message(char type, StringInfo in)
+{
+	PaLeader   *L = MyPaLeader;
+	PaStreamStartData start;
+	PaStreamAbortData sa;
+	PaCommitData commit;
+	TransactionId xid;
+	PaStreamedTxn *st;
+	bool		found;
+
+	require_streaming(type);
+	switch (type)
+	{
+		case PA_MSG_STREAM_START:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_start(in, &start);
+			pa_read_end(in);
+			st = hash_search(streams, &start.xid, HASH_ENTER, &found);
+			if (found != ((start.flags & PA_STREAM_FIRST_SEGMENT) == 0))
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("unexpected parallel_apply STREAM_START of transaction %u %s",
+								start.xid, found ?
+								"flagged first, which was streamed before" :
+								"not flagged first, which was not streamed before")));
+			if (!found)
+			{
+				st->file = NULL;
+				st->aborted = NIL;
+				st->nmsgs = 0;
+				st->writer = live_writer();
+				st->begun = false;
+				st->ended = false;
+				st->barrier = false;
+				if (st->writer >= 0)
+				{
+					MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+					initStringInfo(&st->pending);
+					st->maxkeys = 256;
+					st->nkeys = 0;
+					st->keys = palloc(st->maxkeys * sizeof(PaTxnKey));
+					MemoryContextSwitchTo(oldcxt);
+					memset(&st->header, 0, sizeof(st->header));
+					st->header.xid = start.xid;
+					st->header.prev_writer = -1;
+					L->live_flush = st;	/* PA_Q_LIVE_BEGIN at once */
+				}
+			}
+			L->block_xid = start.xid;
+			break;
+		case PA_MSG_STREAM_STOP:
+			require_block(true, type);
+			pa_read_end(in);
+			st = find_stream(L->block_xid, type);
+			if (st->writer >= 0 && st->pending.len > 0)
+				L->live_flush = st;	/* the block, to its writer */
+			L->block_xid = InvalidTransactionId;
+			break;
+		case PA_MSG_STREAM_ABORT:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_abort(in, &sa);
+			pa_read_end(in);
+			st = find_stream(sa.xid, type);
+			if (st->writer >= 0)
+			{
+				/* its writer rolls back to the savepoint, or everything */
+				pa_q_append_live_record(&st->pending, sa.subxid, 0, NULL, 0);
+				st->ended = sa.subxid == sa.xid;
+				L->live_flush = st;
+			}
+			else if (sa.subxid == sa.xid)
+				stream_forget(st);
+			else
+			{
+				MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+				st->aborted = lappend_oid(st->aborted, sa.subxid);
+				MemoryContextSwitchTo(oldcxt);
+			}
+			break;
+		case PA_MSG_STREAM_COMMIT:
+			require_in_txn(false, type);
+			require_block(false, type);
+			pa_read_stream_commit(in, &xid, &commit);
+			pa_read_end(in);
+			st = find_stream(xid, type);
+			if (st->writer >= 0)
+				commit_live(st, &commit);
+			else
+				start_replay(st, &commit);
+			break;
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -958,6 +1501,7 @@ start_txn(PaBeginData *begin)
 
 	txn->in_txn = true;
 	txn->streaming = false;
+	txn->live = false;
 	txn->stream_writer = -1;
 	txn->begin = *begin;
 	txn->seq = MyPaLeader->last_seq + 1;
@@ -1085,6 +1629,14 @@ dispatch_message(StringInfo in)
 	int			encoding;
 
 	type = pa_read_msgtype(in);
+	if (TransactionIdIsValid(L->block_xid) && pa_stream_change_type(type))
+	{
+		/* kept until the transaction's end; see "Streamed transactions" */
+		stream_change(type, in);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(msg_cxt);
+		return;
+	}
 	if (txn->at_commit && type != PA_MSG_COMMIT_PREPARED)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1097,8 +1649,12 @@ dispatch_message(StringInfo in)
 			pa_read_startup(in, &startup);
 			pa_read_end(in);
 			pa_check_proto_version(startup.proto_version,
-								   PA_SUB_PROTO_VERSION(L->sub->two_phase),
-								   PA_SUB_PROTO_VERSION(L->sub->two_phase));
+								   L->asked_version, L->asked_version);
+			if (((startup.flags & PA_STARTUP_STREAMING) != 0) != L->asked_streaming)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the provider answers streaming %s, not as asked",
+								(startup.flags & PA_STARTUP_STREAMING) ? "on" : "off")));
 			if (((startup.flags & PA_STARTUP_TWO_PHASE) != 0) != L->sub->two_phase)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1130,8 +1686,16 @@ dispatch_message(StringInfo in)
 			SpinLockRelease(&L->slot->mutex);
 			L->session_version = startup.proto_version;
 			L->session_two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
+			L->session_streaming = (startup.flags & PA_STARTUP_STREAMING) != 0;
+			break;
+		case PA_MSG_STREAM_START:
+		case PA_MSG_STREAM_STOP:
+		case PA_MSG_STREAM_ABORT:
+		case PA_MSG_STREAM_COMMIT:
+			dispatch_stream_message(type, in);
 			break;
 		case PA_MSG_BEGIN:
+			require_block(false, type);
 			require_in_txn(false, type);
 			pa_read_begin(in, &begin);
 			pa_read_end(in);
@@ -1187,7 +1751,16 @@ dispatch_message(StringInfo in)
 			}
 			break;
 		case PA_MSG_RELATION:
-			handle_relation(data, len, in);
+			if (TransactionIdIsValid(L->block_xid))
+			{
+				PaStreamedTxn *st = find_stream(L->block_xid, type);
+
+				if (handle_relation(data, len, in, st->writer))
+					st->barrier = true;
+				stream_keep(st, InvalidTransactionId, type, data + 1, len - 1);
+				break;
+			}
+			(void) handle_relation(data, len, in, -1);
 			if (txn->in_txn)
 				append_message(data, len);
 			break;
@@ -1207,7 +1780,8 @@ dispatch_message(StringInfo in)
 			break;
 		case PA_MSG_ORIGIN:
 			/* checked, not used: the writers commit with origins of their own */
-			require_in_txn(true, type);
+			if (!TransactionIdIsValid(L->block_xid))
+				require_in_txn(true, type);
 			pa_read_origin(in, &origin, &origin_lsn);
 			pa_read_end(in);
 			break;
@@ -1274,10 +1848,18 @@ pa_dispatch_continue(PaDispatchWait *wait)
 	{
 		if (L->owed_writers != NIL && !send_owed_relations(wait))
 			return false;
+		if (L->live_flush != NULL && !flush_live(wait))
+			return false;
 		if (txn->flush && txn->stage == PA_COMMIT_NONE && !flush_stream(wait))
 			return false;
 		if (txn->stage != PA_COMMIT_NONE && !dispatch_txn(wait))
 			return false;
+		if (L->replay != NULL)
+		{
+			/* a streamed transaction at its STREAM_COMMIT, before the rest */
+			replay_next();
+			continue;
+		}
 		if (L->frame_next == L->frame_len)
 			break;
 		dispatch_message(&L->frame[L->frame_next++]);
@@ -1293,7 +1875,15 @@ pa_dispatch_continue(PaDispatchWait *wait)
 void
 pa_dispatch_new_session(void)
 {
+	HASH_SEQ_STATUS status;
+	PaStreamedTxn *st;
+
 	MyPaLeader->session_version = 0;
+	/* a new session streams what was in progress again, from its start */
+	MyPaLeader->block_xid = InvalidTransactionId;
+	hash_seq_init(&status, streams);
+	while ((st = hash_seq_search(&status)) != NULL)
+		stream_forget(st);
 }
 
 /* Forget the keys of committed transactions. */

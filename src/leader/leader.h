@@ -53,6 +53,8 @@ typedef struct PaLeaderTxn
 {
 	bool		in_txn;
 	bool		streaming;		/* sent in chunks, see dispatcher.c */
+	bool		live;			/* streamed by the provider and applied by
+								 * stream_writer as it arrived */
 	int			stream_writer;
 	PaBeginData begin;
 	uint64		seq;
@@ -116,6 +118,17 @@ typedef struct PaLeader
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */
 	bool		session_two_phase;	/* its STARTUP has TWO_PHASE */
+	bool		session_streaming;	/* its STARTUP has STREAMING */
+	int			asked_version;	/* what START_REPLICATION asked for */
+	bool		asked_streaming;
+	TransactionId block_xid;	/* in a stream block: its transaction */
+	struct PaStreamedTxn *replay;	/* a streamed transaction being
+									 * dispatched at its STREAM_COMMIT */
+	struct PaStreamedTxn *live_flush;	/* one whose records are to be sent
+										 * to its writer */
+	bool	   *live_reserved;	/* per writer: applies a streamed
+								 * transaction, takes nothing else */
+	int			nlive;
 	StringInfoData *frame;		/* the frame's messages, views into it */
 	int			frame_len;
 	int			frame_next;		/* the next one to dispatch */

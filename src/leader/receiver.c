@@ -82,6 +82,40 @@
  *	  STREAM_END is there, after everything before it has committed (it is
  *	  a barrier); nothing after it is dispatched until it has committed.
  *
+ *	- A transaction streamed by the provider while it is in progress,
+ *	  kept by the leader (one writer, or none free), is a whole
+ *	  transaction once its STREAM_COMMIT is read: the cases above.
+ *
+ *	- One applied as it arrives by a writer of its own (dispatcher.c,
+ *	  "Streamed transactions") is the exception to the first case: that
+ *	  writer holds locks (rows, relations) while it waits for the leader,
+ *	  for its next block, and every transaction dispatched meanwhile
+ *	  commits before it.  Those do not depend on it (its keys join the key
+ *	  table only at its STREAM_COMMIT), and its writer takes nothing else
+ *	  until its end, so no commit-order or dependency wait of theirs is on
+ *	  it.  It waits for them only in lock waits while it applies a block
+ *	  (they do not wait for it: they are earlier), and for its commit turn
+ *	  at its end, a lock wait like any.  What is left is a conflict the
+ *	  keys do not see, where an earlier transaction waits for a lock the
+ *	  streamed one holds: (a) while its writer applies a block or waits
+ *	  for its commit turn, the waits on both sides are lock waits, and the
+ *	  deadlock detector breaks the cycle; the streamed one's writer, if it
+ *	  is the one canceled (or asked to retry by the other), rolls back and
+ *	  applies the transaction from its file at its end, after everything
+ *	  before it; (b) while its writer waits for its queue, the cycle goes
+ *	  through the leader (which may wait for that earlier transaction's
+ *	  commit, or room behind it, before it sends the next block), which no
+ *	  detector sees: so that writer, every deadlock_timeout as it waits,
+ *	  looks whether another writer of the subscription, or the leader
+ *	  (reading a table's keys, it opens the table), waits for a lock (not
+ *	  a commit-order one), and when the same one still does at the
+ *	  next look, rolls back and leaves the transaction to its end, as in
+ *	  (a): the locks are released and the earlier transaction goes on.
+ *	  That is also what it does after any error while applying a block.
+ *	  So the streamed transaction's locks never hold up an earlier one for
+ *	  longer than two deadlock_timeouts while the leader waits, and every
+ *	  wait ends in a commit or a retry.
+ *
  *	- A RELATION goes inline to the writer of its transaction and then to
  *	  every other writer, before any later transaction: each queue is in
  *	  order, so no writer waits for a definition.
@@ -532,9 +566,16 @@ same_encoding(void)
  * our plugin also takes forward_origins (the subscription's origin).  With
  * two_phase the first START_REPLICATION marks the slot as decoding
  * prepared transactions from its start on (docs/protocol.md, section 1).
+ *
+ * Streaming of in-progress transactions (protocol version 4) is asked for
+ * whenever the subscription has no two_phase (the provider refuses the
+ * two together): a provider whose library speaks only up to version 3
+ * refuses version 4 (or the option), and the leader then asks
+ * again, on the same connection, for what it asked before (version 2,
+ * whole transactions), so an older provider keeps serving it.
  */
-static void
-start_streaming(XLogRecPtr start)
+static WalRcvExecResult *
+start_replication(XLogRecPtr start, int version, bool streaming)
 {
 	PaSubscription *sub = MyPaLeader->sub;
 	StringInfoData cmd;
@@ -549,22 +590,62 @@ start_streaming(XLogRecPtr start)
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
 					 " (proto_version '%d', publication_names %s, binary '%s',"
-					 " forward_origins '%s'%s)",
+					 " forward_origins '%s'%s%s)",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
-					 PA_SUB_PROTO_VERSION(sub->two_phase),
+					 version,
 					 quote_literal_cstr(names.data),
 					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true",
-					 sub->two_phase ? ", two_phase 'on'" : "");
+					 sub->two_phase ? ", two_phase 'on'" : "",
+					 streaming ? ", streaming 'on'" : "");
 	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
+	pfree(cmd.data);
+	pfree(names.data);
+	return res;
+}
+
+static void
+start_streaming(XLogRecPtr start)
+{
+	PaLeader   *L = MyPaLeader;
+	PaSubscription *sub = L->sub;
+	WalRcvExecResult *res;
+
+	L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
+	L->asked_streaming = false;
+	if (!sub->two_phase)
+	{
+		res = start_replication(start, PA_PROTO_VERSION_STREAM, true);
+		if (res->status == WALRCV_OK_COPY_BOTH)
+		{
+			L->asked_version = PA_PROTO_VERSION_STREAM;
+			L->asked_streaming = true;
+		}
+		else if (res->sqlstate == ERRCODE_FEATURE_NOT_SUPPORTED ||
+				 res->sqlstate == ERRCODE_INVALID_PARAMETER_VALUE)
+		{
+			/*
+			 * A provider before version 4 refuses the version or, first,
+			 * the unknown option "streaming"; any other refusal is met
+			 * again below and reported then.
+			 */
+			ereport(LOG,
+					(errmsg("parallel_apply subscription \"%s\": the provider does not stream in-progress transactions, they are received at their commit",
+							sub->name),
+					 errdetail("The provider answered: %s",
+							   res->err ? res->err : "")));
+			walrcv_clear_result(res);
+			res = start_replication(start, L->asked_version, false);
+		}
+	}
+	else
+		res = start_replication(start, L->asked_version, false);
 	if (res->status != WALRCV_OK_COPY_BOTH)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not start streaming from the provider of parallel_apply subscription \"%s\": %s",
 						sub->name, res->err ? res->err : "unexpected result")));
 	walrcv_clear_result(res);
-	pfree(cmd.data);
-	pfree(names.data);
 }
 
 void
@@ -598,6 +679,8 @@ pa_leader_main(Datum arg)
 		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
+		/* until start_streaming(): a recording's version (replay.c) */
+		L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
 		before_shmem_exit(record_position_on_exit, (Datum) 0);
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,

@@ -223,23 +223,35 @@ write_tuple(StringInfo out, TupleDesc desc, const PaColumnOutput *cols,
 	}
 }
 
+/*
+ * A change's type byte and, inside a stream block (xid valid), the xid of
+ * its (sub)transaction.
+ */
+static inline void
+write_change_type(StringInfo out, char type, TransactionId xid)
+{
+	pq_sendbyte(out, type);
+	if (TransactionIdIsValid(xid))
+		pq_sendint32(out, xid);
+}
+
 void
-pa_write_insert(StringInfo out, Oid relid, TupleDesc desc,
+pa_write_insert(StringInfo out, TransactionId xid, Oid relid, TupleDesc desc,
 				const PaColumnOutput *cols, Datum *newvals, bool *newnulls)
 {
-	pq_sendbyte(out, PA_MSG_INSERT);
+	write_change_type(out, PA_MSG_INSERT, xid);
 	pq_sendint32(out, relid);
 	pq_sendbyte(out, PA_TUPLE_NEW);
 	write_tuple(out, desc, cols, newvals, newnulls);
 }
 
 void
-pa_write_update(StringInfo out, Oid relid, TupleDesc desc,
+pa_write_update(StringInfo out, TransactionId xid, Oid relid, TupleDesc desc,
 				const PaColumnOutput *cols, char oldkind,
 				Datum *oldvals, bool *oldnulls,
 				Datum *newvals, bool *newnulls)
 {
-	pq_sendbyte(out, PA_MSG_UPDATE);
+	write_change_type(out, PA_MSG_UPDATE, xid);
 	pq_sendint32(out, relid);
 	if (oldvals != NULL)
 	{
@@ -252,21 +264,22 @@ pa_write_update(StringInfo out, Oid relid, TupleDesc desc,
 }
 
 void
-pa_write_delete(StringInfo out, Oid relid, TupleDesc desc,
+pa_write_delete(StringInfo out, TransactionId xid, Oid relid, TupleDesc desc,
 				const PaColumnOutput *cols, char oldkind,
 				Datum *oldvals, bool *oldnulls)
 {
 	Assert(oldkind == PA_TUPLE_KEY || oldkind == PA_TUPLE_OLD);
-	pq_sendbyte(out, PA_MSG_DELETE);
+	write_change_type(out, PA_MSG_DELETE, xid);
 	pq_sendint32(out, relid);
 	pq_sendbyte(out, oldkind);
 	write_tuple(out, desc, cols, oldvals, oldnulls);
 }
 
 void
-pa_write_truncate(StringInfo out, int nrelids, const Oid *relids, uint8 flags)
+pa_write_truncate(StringInfo out, TransactionId xid, int nrelids,
+				  const Oid *relids, uint8 flags)
 {
-	pq_sendbyte(out, PA_MSG_TRUNCATE);
+	write_change_type(out, PA_MSG_TRUNCATE, xid);
 	pq_sendbyte(out, flags);
 	pq_sendint32(out, nrelids);
 	for (int i = 0; i < nrelids; i++)
@@ -274,9 +287,9 @@ pa_write_truncate(StringInfo out, int nrelids, const Oid *relids, uint8 flags)
 }
 
 void
-pa_write_message(StringInfo out, const PaMessageData *msg)
+pa_write_message(StringInfo out, TransactionId xid, const PaMessageData *msg)
 {
-	pq_sendbyte(out, PA_MSG_MESSAGE);
+	write_change_type(out, PA_MSG_MESSAGE, xid);
 	pq_sendbyte(out, msg->transactional ? PA_MESSAGE_TRANSACTIONAL : 0);
 	pq_sendint64(out, msg->lsn);
 	write_string(out, msg->prefix);
@@ -345,6 +358,47 @@ pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
 	pq_sendint64(out, fin->prepare_time);
 	pq_sendint32(out, fin->xid);
 	write_string(out, fin->gid);
+}
+
+/*
+ * The streaming messages (version 4, streaming): the changes of an
+ * in-progress transaction come in blocks, STREAM_START ... STREAM_STOP,
+ * each change carrying the xid of its (sub)transaction; the transaction
+ * ends with STREAM_COMMIT or STREAM_ABORT, between blocks, and
+ * STREAM_ABORT of a subtransaction discards that subtransaction's changes.
+ */
+void
+pa_write_stream_start(StringInfo out, const PaStreamStartData *start)
+{
+	pq_sendbyte(out, PA_MSG_STREAM_START);
+	pq_sendint32(out, start->xid);
+	pq_sendbyte(out, start->flags);
+}
+
+void
+pa_write_stream_stop(StringInfo out)
+{
+	pq_sendbyte(out, PA_MSG_STREAM_STOP);
+}
+
+void
+pa_write_stream_commit(StringInfo out, TransactionId xid,
+					   const PaCommitData *commit)
+{
+	pq_sendbyte(out, PA_MSG_STREAM_COMMIT);
+	pq_sendint32(out, xid);
+	pq_sendbyte(out, commit->flags);
+	pq_sendint64(out, commit->commit_lsn);
+	pq_sendint64(out, commit->end_lsn);
+	pq_sendint64(out, commit->commit_time);
+}
+
+void
+pa_write_stream_abort(StringInfo out, const PaStreamAbortData *sa)
+{
+	pq_sendbyte(out, PA_MSG_STREAM_ABORT);
+	pq_sendint32(out, sa->xid);
+	pq_sendint32(out, sa->subxid);
 }
 
 /* ---------------------------------------------------------------------
@@ -556,12 +610,20 @@ pa_read_startup(StringInfo in, PaStartupData *startup)
 	startup->encoding = read_string(in);
 	startup->flags = read_byte(in);
 	if (startup->flags & ~(PA_STARTUP_BINARY | PA_STARTUP_FORWARD_ORIGINS |
-						   PA_STARTUP_MESSAGES | PA_STARTUP_TWO_PHASE))
+						   PA_STARTUP_MESSAGES | PA_STARTUP_TWO_PHASE |
+						   PA_STARTUP_STREAMING))
 		malformed("Unknown STARTUP flags.");
 	if ((startup->flags & PA_STARTUP_TWO_PHASE) &&
 		startup->proto_version < PA_PROTO_VERSION_TWO_PHASE)
 		malformed("TWO_PHASE is set in protocol version %d.",
 				  startup->proto_version);
+	if ((startup->flags & PA_STARTUP_STREAMING) &&
+		startup->proto_version < PA_PROTO_VERSION_STREAM)
+		malformed("STREAMING is set in protocol version %d.",
+				  startup->proto_version);
+	if ((startup->flags & PA_STARTUP_STREAMING) &&
+		(startup->flags & PA_STARTUP_TWO_PHASE))
+		malformed("STREAMING and TWO_PHASE are both set.");
 	startup->binary_type_limit = read_uint32(in);
 	if (!(startup->flags & PA_STARTUP_BINARY) && startup->binary_type_limit != 0)
 		malformed("binary_type_limit is %u while binary is off.",
@@ -881,4 +943,69 @@ pa_read_rollback_prepared(StringInfo in, PaFinishPreparedData *fin)
 	fin->prepare_time = read_int64(in);
 	fin->xid = read_uint32(in);
 	fin->gid = read_string(in);
+}
+
+void
+pa_read_stream_start(StringInfo in, PaStreamStartData *start)
+{
+	start->xid = read_uint32(in);
+	if (!TransactionIdIsNormal(start->xid))
+		malformed("STREAM_START names transaction %u.", start->xid);
+	start->flags = read_byte(in);
+	if (start->flags & ~PA_STREAM_FIRST_SEGMENT)
+		malformed("Unknown STREAM_START flags.");
+}
+
+void
+pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
+{
+	*xid = read_uint32(in);
+	if (!TransactionIdIsNormal(*xid))
+		malformed("STREAM_COMMIT names transaction %u.", *xid);
+	commit->flags = read_byte(in);
+	if (commit->flags != 0)
+		malformed("Unknown STREAM_COMMIT flags.");
+	commit->commit_lsn = (XLogRecPtr) read_int64(in);
+	commit->end_lsn = (XLogRecPtr) read_int64(in);
+	commit->commit_time = read_int64(in);
+	if (commit->end_lsn <= commit->commit_lsn)
+		malformed("STREAM_COMMIT ends at %X/%X, not after its commit at %X/%X.",
+				  LSN_FORMAT_ARGS(commit->end_lsn),
+				  LSN_FORMAT_ARGS(commit->commit_lsn));
+}
+
+void
+pa_read_stream_abort(StringInfo in, PaStreamAbortData *sa)
+{
+	sa->xid = read_uint32(in);
+	sa->subxid = read_uint32(in);
+	if (!TransactionIdIsNormal(sa->xid) ||
+		!TransactionIdIsNormal(sa->subxid))
+		malformed("STREAM_ABORT names transaction %u, subtransaction %u.",
+				  sa->xid, sa->subxid);
+}
+
+/*
+ * Does a message of this type carry an xid inside a stream block?  Every
+ * change does (INSERT, UPDATE, DELETE, TRUNCATE, transactional MESSAGE:
+ * a non-transactional one never comes inside a block); RELATION and
+ * ORIGIN do not.
+ */
+bool
+pa_stream_change_type(char type)
+{
+	return type == PA_MSG_INSERT || type == PA_MSG_UPDATE ||
+		type == PA_MSG_DELETE || type == PA_MSG_TRUNCATE ||
+		type == PA_MSG_MESSAGE;
+}
+
+/* The xid that follows the type byte of a change inside a stream block. */
+TransactionId
+pa_read_stream_xid(StringInfo in)
+{
+	TransactionId xid = read_uint32(in);
+
+	if (!TransactionIdIsNormal(xid))
+		malformed("A streamed change names transaction %u.", xid);
+	return xid;
 }

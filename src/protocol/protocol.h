@@ -29,13 +29,16 @@
 
 /* Protocol versions this build can speak. */
 #define PA_PROTO_VERSION_MIN	1
-#define PA_PROTO_VERSION_MAX	3
+#define PA_PROTO_VERSION_MAX	4
 
 /* The first version that sends BATCH. */
 #define PA_PROTO_VERSION_BATCH	2
 
 /* The first version that may send prepared transactions (two_phase). */
 #define PA_PROTO_VERSION_TWO_PHASE	3
+
+/* The first version that may stream in-progress transactions (streaming). */
+#define PA_PROTO_VERSION_STREAM	4
 
 /* Message types: the first byte of every message. */
 #define PA_MSG_STARTUP		'S'
@@ -54,6 +57,11 @@
 #define PA_MSG_PREPARE			'P'
 #define PA_MSG_COMMIT_PREPARED	'K'
 #define PA_MSG_ROLLBACK_PREPARED 'r'
+/* version 4, with the streaming option only */
+#define PA_MSG_STREAM_START		's'
+#define PA_MSG_STREAM_STOP		'e'
+#define PA_MSG_STREAM_COMMIT	'c'
+#define PA_MSG_STREAM_ABORT		'A'
 
 /* Tuple markers inside INSERT, UPDATE and DELETE. */
 #define PA_TUPLE_NEW		'N'
@@ -71,6 +79,10 @@
 #define PA_STARTUP_FORWARD_ORIGINS	0x02
 #define PA_STARTUP_MESSAGES			0x04
 #define PA_STARTUP_TWO_PHASE		0x08	/* version 3 */
+#define PA_STARTUP_STREAMING		0x10	/* version 4 */
+
+/* STREAM_START flags. */
+#define PA_STREAM_FIRST_SEGMENT		0x01
 
 /* COMMIT flags: none defined, the byte is 0. */
 
@@ -165,6 +177,20 @@ typedef struct PaFinishPreparedData
 	char	   *gid;
 } PaFinishPreparedData;
 
+/* STREAM_START: a block of changes of an in-progress transaction. */
+typedef struct PaStreamStartData
+{
+	TransactionId xid;			/* the top-level transaction */
+	uint8		flags;			/* PA_STREAM_* */
+} PaStreamStartData;
+
+/* STREAM_ABORT: subxid == xid aborts the whole transaction. */
+typedef struct PaStreamAbortData
+{
+	TransactionId xid;
+	TransactionId subxid;
+} PaStreamAbortData;
+
 typedef struct PaRelationData
 {
 	Oid			remoteid;
@@ -215,19 +241,23 @@ extern void pa_write_origin(StringInfo out, const char *origin,
 							XLogRecPtr origin_lsn);
 extern void pa_write_relation(StringInfo out, Relation rel,
 							  const PaColumnOutput *cols);
-extern void pa_write_insert(StringInfo out, Oid relid, TupleDesc desc,
+extern void pa_write_insert(StringInfo out, TransactionId xid, Oid relid,
+							TupleDesc desc,
 							const PaColumnOutput *cols,
 							Datum *newvals, bool *newnulls);
-extern void pa_write_update(StringInfo out, Oid relid, TupleDesc desc,
+extern void pa_write_update(StringInfo out, TransactionId xid, Oid relid,
+							TupleDesc desc,
 							const PaColumnOutput *cols, char oldkind,
 							Datum *oldvals, bool *oldnulls,
 							Datum *newvals, bool *newnulls);
-extern void pa_write_delete(StringInfo out, Oid relid, TupleDesc desc,
+extern void pa_write_delete(StringInfo out, TransactionId xid, Oid relid,
+							TupleDesc desc,
 							const PaColumnOutput *cols, char oldkind,
 							Datum *oldvals, bool *oldnulls);
-extern void pa_write_truncate(StringInfo out, int nrelids, const Oid *relids,
-							  uint8 flags);
-extern void pa_write_message(StringInfo out, const PaMessageData *msg);
+extern void pa_write_truncate(StringInfo out, TransactionId xid, int nrelids,
+							  const Oid *relids, uint8 flags);
+extern void pa_write_message(StringInfo out, TransactionId xid,
+							 const PaMessageData *msg);
 extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
 extern void pa_write_begin_prepare(StringInfo out,
 								   const PaBeginPrepareData *begin);
@@ -236,6 +266,13 @@ extern void pa_write_commit_prepared(StringInfo out,
 									 const PaFinishPreparedData *fin);
 extern void pa_write_rollback_prepared(StringInfo out,
 									   const PaFinishPreparedData *fin);
+extern void pa_write_stream_start(StringInfo out,
+								  const PaStreamStartData *start);
+extern void pa_write_stream_stop(StringInfo out);
+extern void pa_write_stream_commit(StringInfo out, TransactionId xid,
+								   const PaCommitData *commit);
+extern void pa_write_stream_abort(StringInfo out,
+								  const PaStreamAbortData *sa);
 
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
@@ -260,6 +297,12 @@ extern void pa_read_prepare(StringInfo in, PaPrepareData *prepare);
 extern void pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin);
 extern void pa_read_rollback_prepared(StringInfo in,
 									  PaFinishPreparedData *fin);
+extern void pa_read_stream_start(StringInfo in, PaStreamStartData *start);
+extern void pa_read_stream_commit(StringInfo in, TransactionId *xid,
+								  PaCommitData *commit);
+extern void pa_read_stream_abort(StringInfo in, PaStreamAbortData *sa);
+extern TransactionId pa_read_stream_xid(StringInfo in);
+extern bool pa_stream_change_type(char type);
 extern void pa_read_end(StringInfo in);
 typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,

@@ -18,7 +18,9 @@
  * whose version and binary_type_limit hold for the rest of it, a change
  * must follow BEGIN and the RELATION of its relation, COMMIT must match
  * its BEGIN (PREPARE its BEGIN PREPARE, and the two-phase messages come
- * only in a session whose STARTUP says two_phase).  Binary datums
+ * only in a session whose STARTUP says two_phase; the streaming ones only
+ * in one that says streaming, a change in a stream block carries an xid,
+ * and a streamed transaction's end names one that was streamed).  Binary datums
  * are decoded with the type's receive function and shown through its
  * output function, so a test sees the value, and which of the two forms
  * carried it.
@@ -61,6 +63,10 @@ typedef struct RenderState
 	bool		two_phase;		/* from STARTUP */
 	bool		in_txn;
 	bool		in_prepared;	/* in_txn, begun by BEGIN PREPARE */
+	bool		streaming;		/* from STARTUP */
+	bool		in_stream;		/* between STREAM_START and STREAM_STOP */
+	TransactionId stream_xid;	/* ... of this transaction */
+	List	   *open_streams;	/* xids streamed and not ended */
 	PaBeginData begin;
 	PaBeginPrepareData begin_prepare;
 	List	   *relations;		/* PaRelationData * received so far */
@@ -86,10 +92,11 @@ find_relation(RenderState *st, Oid remoteid, const char *msgname)
 	return NULL;				/* keep compiler quiet */
 }
 
+/* Inside a transaction: between BEGIN and COMMIT, or in a stream block. */
 static void
 require_txn(RenderState *st, const char *msgname, bool inside)
 {
-	if (st->in_txn != inside)
+	if ((st->in_txn || st->in_stream) != inside)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("%s %s a transaction", msgname,
@@ -106,10 +113,48 @@ require_two_phase(RenderState *st, const char *msgname)
 				 errmsg("%s in a session without two_phase", msgname)));
 }
 
+/* A streaming message: only in a session whose STARTUP has STREAMING. */
+static void
+require_streaming(RenderState *st, const char *msgname)
+{
+	if (!st->streaming)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("%s in a session without streaming", msgname)));
+}
+
+/* Not in a stream block (an end of transaction, a stream's start). */
+static void
+require_not_in_stream(RenderState *st, const char *msgname)
+{
+	if (st->in_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("%s inside a stream block", msgname)));
+}
+
+/* A streamed transaction's end: it must have been streamed. */
+static void
+end_stream(RenderState *st, const char *msgname, TransactionId xid,
+		   bool forget)
+{
+	require_streaming(st, msgname);
+	require_not_in_stream(st, msgname);
+	require_txn(st, msgname, false);
+	if (!list_member_oid(st->open_streams, xid))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("%s of transaction %u, which was not streamed",
+						msgname, xid)));
+	if (forget)
+		st->open_streams = list_delete_oid(st->open_streams, xid);
+}
+
 /* The end of a transaction: COMMIT of BEGIN, PREPARE of BEGIN PREPARE. */
 static void
 require_txn_kind(RenderState *st, const char *msgname, bool prepared)
 {
+	require_not_in_stream(st, msgname);
 	if (st->in_txn && st->in_prepared != prepared)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -278,6 +323,9 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	PaCommitData commit;
 	PaPrepareData prepare;
 	PaFinishPreparedData fin;
+	PaStreamStartData sstart;
+	PaStreamAbortData sabort;
+	TransactionId xid = InvalidTransactionId;
 	PaTupleData oldtup,
 				newtup;
 	PaMessageData msg;
@@ -289,6 +337,10 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	int			nrelids;
 	uint8		flags;
 
+	/* a change in a stream block: the xid of its (sub)transaction first */
+	if (st->in_stream && pa_stream_change_type(type))
+		xid = pa_read_stream_xid(in);
+
 	switch (type)
 	{
 		case PA_MSG_STARTUP:
@@ -296,6 +348,7 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 			st->proto_version = startup.proto_version;
 			st->binary_type_limit = startup.binary_type_limit;
 			st->two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
+			st->streaming = (startup.flags & PA_STARTUP_STREAMING) != 0;
 			appendStringInfo(buf, "STARTUP proto_version=%d encoding=%s binary=%s forward_origins=%s messages=%s binary_type_limit=%u",
 							 startup.proto_version, startup.encoding,
 							 (startup.flags & PA_STARTUP_BINARY) ? "on" : "off",
@@ -304,6 +357,8 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 							 startup.binary_type_limit);
 			if (st->two_phase)
 				appendStringInfoString(buf, " two_phase=on");
+			if (st->streaming)
+				appendStringInfoString(buf, " streaming=on");
 			if (st->verbose)
 				appendStringInfo(buf, " server_version=%d plugin=\"%s\"",
 								 startup.server_version_num,
@@ -411,6 +466,63 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 					appendStringInfoString(buf, " (inconsistent)");
 			}
 			break;
+		case PA_MSG_STREAM_START:
+			require_streaming(st, "STREAM START");
+			require_not_in_stream(st, "STREAM START");
+			require_txn(st, "STREAM START", false);
+			pa_read_stream_start(in, &sstart);
+			if (((sstart.flags & PA_STREAM_FIRST_SEGMENT) != 0) ==
+				list_member_oid(st->open_streams, sstart.xid))
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("STREAM START of transaction %u %s",
+								sstart.xid,
+								(sstart.flags & PA_STREAM_FIRST_SEGMENT) ?
+								"flagged first, which was streamed before" :
+								"not flagged first, which was not streamed before")));
+			if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
+				st->open_streams = lappend_oid(st->open_streams, sstart.xid);
+			st->in_stream = true;
+			st->stream_xid = sstart.xid;
+			appendStringInfoString(buf, "STREAM START");
+			if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
+				appendStringInfoString(buf, " first");
+			if (st->verbose)
+				appendStringInfo(buf, " xid=%u", sstart.xid);
+			break;
+		case PA_MSG_STREAM_STOP:
+			require_streaming(st, "STREAM STOP");
+			if (!st->in_stream)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("STREAM STOP outside a stream block")));
+			st->in_stream = false;
+			appendStringInfoString(buf, "STREAM STOP");
+			break;
+		case PA_MSG_STREAM_COMMIT:
+			pa_read_stream_commit(in, &xid, &commit);
+			end_stream(st, "STREAM COMMIT", xid, true);
+			appendStringInfoString(buf, "STREAM COMMIT");
+			if (st->verbose)
+				appendStringInfo(buf, " xid=%u commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
+								 xid, LSN_FORMAT_ARGS(commit.commit_lsn),
+								 LSN_FORMAT_ARGS(commit.end_lsn),
+								 timestamptz_to_str(commit.commit_time));
+			else if (commit.commit_time == 0)
+				appendStringInfoString(buf, " (inconsistent)");
+			xid = InvalidTransactionId;
+			break;
+		case PA_MSG_STREAM_ABORT:
+			pa_read_stream_abort(in, &sabort);
+			end_stream(st, "STREAM ABORT", sabort.xid,
+					   sabort.subxid == sabort.xid);
+			appendStringInfoString(buf, "STREAM ABORT");
+			if (sabort.subxid != sabort.xid)
+				appendStringInfoString(buf, " subtransaction");
+			if (st->verbose)
+				appendStringInfo(buf, " xid=%u subxid=%u",
+								 sabort.xid, sabort.subxid);
+			break;
 		case PA_MSG_ORIGIN:
 			require_txn(st, "ORIGIN", true);
 			pa_read_origin(in, &origin, &origin_lsn);
@@ -478,6 +590,8 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 		default:
 			pa_unknown_message(type);
 	}
+	if (TransactionIdIsValid(xid) && st->verbose)
+		appendStringInfo(buf, " xid=%u", xid);
 	pa_read_end(in);
 }
 

@@ -64,8 +64,30 @@
  * prepared transaction that sends nothing at its PREPARE sends nothing at
  * its COMMIT or ROLLBACK PREPARED either when both are decoded in one
  * session; across sessions that is not known, so the client must accept
- * the end of a transaction it never saw prepared.  No stream_prepare
- * callback: in-progress transactions are not streamed.
+ * the end of a transaction it never saw prepared.
+ *
+ * Streaming (version 4, the streaming option).  A transaction whose
+ * changes outgrow logical_decoding_work_mem is sent while it is in
+ * progress, instead of being spilled to disk here and sent at its commit:
+ * PostgreSQL calls the stream_* callbacks, and the client gets
+ *
+ *	STREAM_START [ORIGIN] {RELATION | change}* STREAM_STOP	a block, as
+ *								often as the reorder buffer fills up
+ *	STREAM_ABORT					a subtransaction rolled back, between blocks
+ *	STREAM_COMMIT | STREAM_ABORT	its end
+ *
+ * interleaved with whole transactions and with blocks of other streamed
+ * transactions.  Every change in a block carries the xid of its
+ * (sub)transaction (a transactional MESSAGE: of its top-level one, which
+ * is all PostgreSQL says), so the client can discard a subtransaction's
+ * changes at its STREAM_ABORT.  STREAM_START is deferred to the first
+ * published change of a block, like BEGIN; a transaction that sent no
+ * block sends nothing at its end.  The first block sent for a transaction
+ * in the session is flagged FIRST_SEGMENT.  A client that does not ask
+ * gets every transaction at its commit, as before (ctx->streaming off).
+ * Streaming together with two_phase is refused for now: a streamed
+ * prepared transaction would need STREAM_PREPARE, which no client here
+ * applies yet; so there is no stream_prepare callback.
  *
  * src/provider/output_plugin.c
  *
@@ -161,7 +183,8 @@ parse_options(PaOutputData *data, List *options)
 				seen_binary = false,
 				seen_origins = false,
 				seen_messages = false,
-				seen_two_phase = false;
+				seen_two_phase = false,
+				seen_streaming = false;
 	int			client_min = 0;
 	int			client_max = INT_MAX;
 	ListCell   *lc;
@@ -170,6 +193,7 @@ parse_options(PaOutputData *data, List *options)
 	data->forward_origins = true;
 	data->messages = false;
 	data->two_phase = false;
+	data->streaming = false;
 
 	foreach(lc, options)
 	{
@@ -223,12 +247,17 @@ parse_options(PaOutputData *data, List *options)
 			check_not_seen(elem, &seen_two_phase);
 			data->two_phase = option_bool(elem);
 		}
+		else if (strcmp(elem->defname, "streaming") == 0)
+		{
+			check_not_seen(elem, &seen_streaming);
+			data->streaming = option_bool(elem);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized parallel_apply option \"%s\"",
 							elem->defname),
-					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins, messages and two_phase.")));
+					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins, messages, two_phase and streaming.")));
 	}
 
 	if (seen_version && (seen_min || seen_max))
@@ -279,6 +308,16 @@ parse_options(PaOutputData *data, List *options)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parallel_apply option \"two_phase\" needs protocol version %d or later, not %d",
 						PA_PROTO_VERSION_TWO_PHASE, data->proto_version)));
+	if (data->streaming && data->proto_version < PA_PROTO_VERSION_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"streaming\" needs protocol version %d or later, not %d",
+						PA_PROTO_VERSION_STREAM, data->proto_version)));
+	if (data->streaming && data->two_phase)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply option \"streaming\" cannot be combined with \"two_phase\""),
+				 errdetail("Streamed prepared transactions are not supported.")));
 }
 
 /*
@@ -351,7 +390,10 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 
 	/* creating the slot passes no options; decoding does */
 	if (is_init)
+	{
+		ctx->streaming = false;
 		return;
+	}
 
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(ctx->context);
@@ -373,6 +415,8 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 		ctx->twophase_opt_given = true;
 	else
 		ctx->twophase = false;
+	/* in-progress transactions only for a client that asks (streaming) */
+	ctx->streaming = data->streaming;
 	{
 		HASHCTL		hctl;
 
@@ -382,6 +426,9 @@ pa_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 		data->unsent_prepares = hash_create("parallel_apply unsent prepares",
 											32, &hctl,
 											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		data->streamed_xids = hash_create("parallel_apply streamed xids",
+										  32, &hctl,
+										  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	pa_relcache_startup(data);
 }
@@ -484,7 +531,8 @@ send_startup(LogicalDecodingContext *ctx)
 	s.flags = (data->binary ? PA_STARTUP_BINARY : 0) |
 		(data->forward_origins ? PA_STARTUP_FORWARD_ORIGINS : 0) |
 		(data->messages ? PA_STARTUP_MESSAGES : 0) |
-		(data->two_phase ? PA_STARTUP_TWO_PHASE : 0);
+		(data->two_phase ? PA_STARTUP_TWO_PHASE : 0) |
+		(data->streaming ? PA_STARTUP_STREAMING : 0);
 	s.binary_type_limit = data->binary ? PA_BINARY_SAFE_TYPE_LIMIT : 0;
 	s.plugin_version = PARALLEL_APPLY_VERSION;
 
@@ -503,7 +551,13 @@ pa_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	data->prepare_begin = false;
 }
 
-/* Send STARTUP, BEGIN and ORIGIN if this transaction has not yet. */
+static void ensure_stream_start(LogicalDecodingContext *ctx,
+								ReorderBufferTXN *txn);
+
+/*
+ * Send STARTUP, BEGIN and ORIGIN if this transaction has not yet; in a
+ * stream block, STARTUP and its STREAM_START.
+ */
 static void
 ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 {
@@ -511,6 +565,11 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	PaBeginData b;
 	char	   *origin;
 
+	if (data->in_stream)
+	{
+		ensure_stream_start(ctx, txn);
+		return;
+	}
 	if (data->begin_sent)
 		return;
 	if (!data->startup_sent)
@@ -596,6 +655,16 @@ send_relation(LogicalDecodingContext *ctx, PaRelSyncEntry *entry)
 	pa_write_relation(msg_start(ctx, false), pubrel, entry->cols);
 	msg_end(ctx, false, false);
 	RelationClose(pubrel);
+}
+
+/*
+ * The xid a change carries: in a stream block, that of its own
+ * (sub)transaction; else none.
+ */
+static TransactionId
+stream_xid(PaOutputData *data, ReorderBufferChange *change)
+{
+	return data->in_stream ? change->txn->xid : InvalidTransactionId;
 }
 
 /*
@@ -700,15 +769,17 @@ pa_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	switch (action)
 	{
 		case REORDER_BUFFER_CHANGE_INSERT:
-			pa_write_insert(out, relid, entry->desc, entry->cols,
-							newvals, newnulls);
+			pa_write_insert(out, stream_xid(data, change), relid,
+							entry->desc, entry->cols, newvals, newnulls);
 			break;
 		case REORDER_BUFFER_CHANGE_UPDATE:
-			pa_write_update(out, relid, entry->desc, entry->cols,
+			pa_write_update(out, stream_xid(data, change), relid,
+							entry->desc, entry->cols,
 							oldkind, oldvals, oldnulls, newvals, newnulls);
 			break;
 		default:
-			pa_write_delete(out, relid, entry->desc, entry->cols,
+			pa_write_delete(out, stream_xid(data, change), relid,
+							entry->desc, entry->cols,
 							oldkind, oldvals, oldnulls);
 			break;
 	}
@@ -759,7 +830,8 @@ pa_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 			flags |= PA_TRUNCATE_CASCADE;
 		if (change->data.truncate.restart_seqs)
 			flags |= PA_TRUNCATE_RESTART_SEQS;
-		pa_write_truncate(msg_start(ctx, true), n, relids, flags);
+		pa_write_truncate(msg_start(ctx, true), stream_xid(data, change),
+						  n, relids, flags);
 		msg_end(ctx, true, false);
 	}
 
@@ -789,13 +861,15 @@ pa_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	m.content = (char *) message;
 	if (transactional)
 	{
-		pa_write_message(msg_start(ctx, true), &m);
+		pa_write_message(msg_start(ctx, true),
+						 data->in_stream ? txn->xid : InvalidTransactionId,
+						 &m);
 		msg_end(ctx, true, false);
 	}
 	else
 	{
 		OutputPluginPrepareWrite(ctx, true);
-		pa_write_message(ctx->out, &m);
+		pa_write_message(ctx->out, InvalidTransactionId, &m);
 		OutputPluginWrite(ctx, true);
 	}
 }
@@ -900,6 +974,114 @@ pa_rollback_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	finish_prepared(ctx, txn, false, prepare_end_lsn, prepare_time);
 }
 
+/* ---------------------------------------------------------------------
+ * Streaming, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static void
+pa_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	data->in_stream = true;
+	data->stream_block_sent = false;
+}
+
+/* Send STARTUP, STREAM_START and ORIGIN if this block has not yet. */
+static void
+ensure_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	ReorderBufferTXN *top = txn->toptxn ? txn->toptxn : txn;
+	PaStreamStartData s;
+	bool		found;
+	char	   *origin;
+
+	if (data->stream_block_sent)
+		return;
+	if (!data->startup_sent)
+		send_startup(ctx);
+	(void) hash_search(data->streamed_xids, &top->xid, HASH_ENTER, &found);
+	s.xid = top->xid;
+	s.flags = found ? 0 : PA_STREAM_FIRST_SEGMENT;
+	pa_write_stream_start(msg_start(ctx, false), &s);
+	msg_end(ctx, false, false);
+	/* as after BEGIN, once per transaction */
+	if (!found && top->origin_id != InvalidRepOriginId)
+	{
+		if (!replorigin_by_oid(top->origin_id, true, &origin))
+			origin = "";
+		pa_write_origin(msg_start(ctx, false), origin, top->origin_lsn);
+		msg_end(ctx, false, false);
+	}
+	data->stream_block_sent = true;
+}
+
+static void
+pa_stream_stop(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+
+	if (data->stream_block_sent)
+	{
+		pa_write_stream_stop(msg_start(ctx, true));
+		msg_end(ctx, true, true);
+	}
+	data->in_stream = false;
+	data->stream_block_sent = false;
+}
+
+/*
+ * A streamed (sub)transaction rolled back: STREAM_ABORT, alone, if a
+ * block of its transaction was sent in this session.
+ */
+static void
+pa_stream_abort(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				XLogRecPtr abort_lsn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	ReorderBufferTXN *top = txn->toptxn ? txn->toptxn : txn;
+	PaStreamAbortData sa;
+	bool		found;
+
+	(void) hash_search(data->streamed_xids, &top->xid,
+					   top == txn ? HASH_REMOVE : HASH_FIND, &found);
+	if (!found)
+		return;
+	sa.xid = top->xid;
+	sa.subxid = txn->xid;
+	OutputPluginPrepareWrite(ctx, true);
+	pa_write_stream_abort(ctx->out, &sa);
+	OutputPluginWrite(ctx, true);
+}
+
+/* A streamed transaction committed: STREAM_COMMIT, alone, as for abort. */
+static void
+pa_stream_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				 XLogRecPtr commit_lsn)
+{
+	PaOutputData *data = ctx->output_plugin_private;
+	PaCommitData c;
+	bool		found;
+
+	(void) hash_search(data->streamed_xids, &txn->xid, HASH_REMOVE, &found);
+	if (!found)
+	{
+		/* nothing was published: tell the walsender, send nothing */
+		OutputPluginUpdateProgress(ctx, true);
+		return;
+	}
+	OutputPluginUpdateProgress(ctx, false);
+	c.flags = 0;
+	c.commit_lsn = commit_lsn;
+	c.end_lsn = txn->end_lsn;
+	c.commit_time = txn->xact_time.commit_time;
+	OutputPluginPrepareWrite(ctx, true);
+	pa_write_stream_commit(ctx->out, txn->xid, &c);
+	OutputPluginWrite(ctx, true);
+}
+
 static bool
 pa_filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 {
@@ -923,4 +1105,11 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->commit_prepared_cb = pa_commit_prepared;
 	cb->rollback_prepared_cb = pa_rollback_prepared;
 	cb->shutdown_cb = pa_shutdown;
+	cb->stream_start_cb = pa_stream_start;
+	cb->stream_stop_cb = pa_stream_stop;
+	cb->stream_abort_cb = pa_stream_abort;
+	cb->stream_commit_cb = pa_stream_commit;
+	cb->stream_change_cb = pa_change;
+	cb->stream_truncate_cb = pa_truncate;
+	cb->stream_message_cb = pa_message;
 }

@@ -36,6 +36,11 @@ typedef struct PaOutputData
 								 * BEGIN is BEGIN PREPARE */
 	bool		at_commit;		/* ... decoded at its COMMIT PREPARED */
 	struct HTAB *unsent_prepares;	/* xids whose PREPARE sent nothing */
+	/* protocol version 4: in-progress transactions streamed */
+	bool		streaming;		/* the client asked for it */
+	bool		in_stream;		/* between stream_start and stream_stop */
+	bool		stream_block_sent;	/* ... and its STREAM_START is sent */
+	struct HTAB *streamed_xids; /* top xids with a block sent */
 	/* protocol version 2: the messages of a transaction go out batched */
 	StringInfo	msg;			/* the message being formatted */
 	StringInfo	batch;			/* messages waiting: uint32 length + bytes */

@@ -41,6 +41,7 @@
 
 /* the kind bytes the iovecs point to */
 static const char kind_stream_chunk = PA_Q_STREAM_CHUNK;
+static const char kind_live_chunk = PA_Q_LIVE_CHUNK;
 static const char kind_relation = PA_Q_RELATION;
 
 /* ---------------------------------------------------------------------
@@ -109,6 +110,42 @@ int
 pa_q_write_stream_end(shm_mq_iovec *iov, PaTxnHeader *h)
 {
 	return write_stream_header(iov, h, PA_Q_STREAM_END);
+}
+
+/* PA_Q_LIVE_BEGIN: *h. */
+int
+pa_q_write_live_begin(shm_mq_iovec *iov, PaTxnHeader *h)
+{
+	return write_stream_header(iov, h, PA_Q_LIVE_BEGIN);
+}
+
+/* PA_Q_LIVE_CHUNK: records of a streamed transaction applied live. */
+int
+pa_q_write_live_chunk(shm_mq_iovec *iov, StringInfo records)
+{
+	set_iov(&iov[0], &kind_live_chunk, 1);
+	set_iov(&iov[1], records->data, records->len);
+	return 2;
+}
+
+/*
+ * Append one record: a protocol message (type, then body) of subxid, or,
+ * with type 0, the STREAM_ABORT of subxid.
+ */
+void
+pa_q_append_live_record(StringInfo records, TransactionId subxid, char type,
+						const char *body, int bodylen)
+{
+	uint32		hdr[2];
+
+	hdr[0] = subxid;
+	hdr[1] = type == 0 ? 0 : (uint32) bodylen + 1;
+	appendBinaryStringInfo(records, (const char *) hdr, sizeof(hdr));
+	if (type != 0)
+	{
+		appendBinaryStringInfo(records, &type, 1);
+		appendBinaryStringInfo(records, body, bodylen);
+	}
 }
 
 /* PA_Q_RELATION: one RELATION protocol message. */
@@ -255,7 +292,8 @@ pa_q_read_stream_header(const char *data, Size len, PaTxnHeader *h)
 
 	cursor_start(&in, data, len);
 	if (len < 1 ||
-		(data[0] != PA_Q_STREAM_BEGIN && data[0] != PA_Q_STREAM_END))
+		(data[0] != PA_Q_STREAM_BEGIN && data[0] != PA_Q_STREAM_END &&
+		 data[0] != PA_Q_LIVE_BEGIN))
 		elog(ERROR, "parallel_apply queue message is not a stream's beginning or end");
 	(void) read_header(&in, data[0], h);
 	cursor_end(&in);
@@ -273,6 +311,58 @@ pa_q_read_stream_chunk(const char *data, Size len,
 	(void) cursor_bytes(&in, 1);
 	*batch_len = in.len - in.cursor;
 	*batch = cursor_bytes(&in, *batch_len);
+}
+
+/* A PA_Q_LIVE_CHUNK message: its records, in data. */
+void
+pa_q_read_live_chunk(const char *data, Size len,
+					 const char **records, Size *records_len)
+{
+	StringInfoData in;
+
+	cursor_start(&in, data, len);
+	cursor_kind(&in, PA_Q_LIVE_CHUNK);
+	(void) cursor_bytes(&in, 1);
+	*records_len = in.len - in.cursor;
+	*records = cursor_bytes(&in, *records_len);
+}
+
+/*
+ * The next record of a live chunk (it, from pa_q_messages()): its subxid
+ * and msg, a view of its message (length 0: a STREAM_ABORT); false at
+ * the end.
+ */
+bool
+pa_q_next_live_record(StringInfo it, TransactionId *subxid, StringInfo msg)
+{
+	uint32		hdr[2];
+
+	if (it->cursor >= it->len)
+		return false;
+	memcpy(hdr, cursor_bytes(it, sizeof(hdr)), sizeof(hdr));
+	*subxid = hdr[0];
+	pa_stringinfo_over(msg, cursor_bytes(it, hdr[1]), (int) hdr[1]);
+	return true;
+}
+
+/* The same, from a file the records were written to, into buf. */
+bool
+pa_q_file_live_record(BufFile *file, TransactionId *subxid, StringInfo buf)
+{
+	uint32		hdr[2];
+	size_t		got = BufFileRead(file, hdr, sizeof(hdr));
+
+	if (got == 0)
+		return false;
+	if (got != sizeof(hdr))
+		elog(ERROR, "truncated parallel_apply spill file");
+	*subxid = hdr[0];
+	resetStringInfo(buf);
+	enlargeStringInfo(buf, (int) hdr[1]);
+	if (hdr[1] > 0 && BufFileRead(file, buf->data, hdr[1]) != hdr[1])
+		elog(ERROR, "truncated parallel_apply spill file");
+	buf->len = (int) hdr[1];
+	return true;
 }
 
 /* A PA_Q_RELATION message: msg, a view of its RELATION protocol message. */

@@ -22,6 +22,8 @@
 #define PA_Q_STREAM_BEGIN	'S' /* a large transaction, in chunks */
 #define PA_Q_STREAM_CHUNK	'K'
 #define PA_Q_STREAM_END		'E'
+#define PA_Q_LIVE_BEGIN		'L' /* a streamed transaction, applied live */
+#define PA_Q_LIVE_CHUNK		'k' /* its records as they arrive */
 #define PA_Q_RELATION		'R' /* a RELATION every writer must know */
 #define PA_Q_COPY			'Y' /* initial copy of one table */
 
@@ -84,6 +86,10 @@ extern int	pa_q_write_txn(shm_mq_iovec *iov, PaTxnHeader *h,
 extern int	pa_q_write_stream_begin(shm_mq_iovec *iov, PaTxnHeader *h);
 extern int	pa_q_write_stream_chunk(shm_mq_iovec *iov, StringInfo batch);
 extern int	pa_q_write_stream_end(shm_mq_iovec *iov, PaTxnHeader *h);
+extern int	pa_q_write_live_begin(shm_mq_iovec *iov, PaTxnHeader *h);
+extern int	pa_q_write_live_chunk(shm_mq_iovec *iov, StringInfo records);
+extern void pa_q_append_live_record(StringInfo records, TransactionId subxid,
+									char type, const char *body, int bodylen);
 extern int	pa_q_write_relation(shm_mq_iovec *iov, const char *msg, int len);
 extern void pa_q_write_copy(StringInfo out, const PaCopyTask *task);
 
@@ -107,6 +113,12 @@ extern void pa_q_read_stream_header(const char *data, Size len,
 									PaTxnHeader *h);
 extern void pa_q_read_stream_chunk(const char *data, Size len,
 								   const char **batch, Size *batch_len);
+extern void pa_q_read_live_chunk(const char *data, Size len,
+								 const char **records, Size *records_len);
+extern bool pa_q_next_live_record(StringInfo it, TransactionId *subxid,
+								  StringInfo msg);
+extern bool pa_q_file_live_record(BufFile *file, TransactionId *subxid,
+								  StringInfo buf);
 extern void pa_q_read_relation(const char *data, Size len, StringInfo msg);
 extern void pa_q_read_copy(const char *data, Size len, PaCopyTask *task);
 

@@ -82,6 +82,35 @@
  * Large transactions come in chunks; the writer spills them to a
  * temporary file and applies them alone once the last chunk is there.
  *
+ * Live.  A transaction the provider streams while it is in progress may
+ * be given to a writer of its own from its first block (dispatcher.c,
+ * "Streamed transactions"), as PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs and, at
+ * its commit, PA_Q_STREAM_END with its seq.  The writer opens a local
+ * transaction at once and applies each chunk as it arrives: a
+ * subtransaction (BeginInternalSubTransaction) for each provider
+ * subtransaction when its first change comes, released when a change of
+ * an enclosing one comes, and rolled back, with those it encloses, at its
+ * STREAM_ABORT (any subtransaction that started after it and is still
+ * open is one of its own: subtransactions nest).  Updates are not kept
+ * across a subtransaction boundary (coalesce.c).  Every record is also
+ * written to the writer's temporary file as it arrives, with the
+ * subtransactions rolled back noted.  At PA_Q_STREAM_END the writer takes
+ * the transaction's commit-order lock, waits for its turn and commits, as
+ * try_apply() does.  It has no seq before, is never the earliest, and is
+ * not asked to retry by others: a missing row is a retriable error.  Any
+ * error while applying a chunk or waiting for the turn (a deadlock, a
+ * retry request, a conflict the keys did not see) rolls the whole local
+ * transaction back, and the rest of it only goes to the file; at its end
+ * it is then applied from the file (apply_spill), as a barrier, after
+ * every earlier transaction, with the usual retries.  The same happens
+ * when, waiting for its next chunk, the writer sees another writer of the
+ * subscription (or its leader) in a lock wait (not a commit-order one)
+ * twice in a row, deadlock_timeout apart (peek_message_live): it may wait for a
+ * lock of the streamed transaction while the leader waits for it, a
+ * cycle no deadlock detector sees (receiver.c, "Deadlock freedom").  A
+ * STREAM_ABORT of the whole transaction rolls it back and ends it.  A
+ * crash loses the local transaction: the provider streams it again.
+ *
  * Failing transactions.  An error that is not a transient conflict counts
  * only when it is exact: met by the earliest transaction in flight,
  * applied alone.  Any other error (in a group, or with earlier
@@ -173,6 +202,8 @@
 #include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/procarray.h"
 #include "storage/proc.h"
 #include "storage/s_lock.h"
 #include "tcop/tcopprot.h"
@@ -278,7 +309,17 @@ typedef struct PaWriter
 	uint64		committed_before_change;	/* committed_seq read before
 											 * the change being applied */
 	BufFile    *spill;			/* a streamed transaction */
+	bool		spill_live;		/* ... in live records (queue.c) */
 	ResourceOwner spill_owner;	/* see create_spill_file() */
+
+	/* a streamed transaction applied as it arrives, see "Live" above */
+	bool		live;			/* one is open here */
+	bool		live_applying;	/* its local transaction is open (else it is
+								 * applied from the file at its end) */
+	TransactionId live_xid;
+	List	   *live_aborted;	/* its subtransactions rolled back */
+	List	   *live_subxacts;	/* subxids with a subtransaction open here,
+								 * innermost last */
 	bool		applying_kept;	/* applying what coalesce.c kept */
 
 	/* failing transactions, see "Failing transactions" above */
@@ -976,11 +1017,26 @@ apply_spill(void)
 	if (BufFileSeek(MyWriter->spill, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR, (errcode_for_file_access(),
 						errmsg("could not rewind parallel_apply spill file")));
-	while (pa_q_file_message(MyWriter->spill, &buf))
+	if (MyWriter->spill_live)
 	{
-		apply_one(buf.data, buf.len);
-		CHECK_FOR_INTERRUPTS();
+		TransactionId subxid;
+
+		/* without what rolled back, which its records name */
+		while (pa_q_file_live_record(MyWriter->spill, &subxid, &buf))
+		{
+			if (buf.len == 0 ||
+				list_member_oid(MyWriter->live_aborted, subxid))
+				continue;
+			apply_one(buf.data, buf.len);
+			CHECK_FOR_INTERRUPTS();
+		}
 	}
+	else
+		while (pa_q_file_message(MyWriter->spill, &buf))
+		{
+			apply_one(buf.data, buf.len);
+			CHECK_FOR_INTERRUPTS();
+		}
 	pfree(buf.data);
 }
 
@@ -1504,6 +1560,399 @@ create_spill_file(void)
 	return file;
 }
 
+/* ---------------------------------------------------------------------
+ * Live: a streamed transaction applied as it arrives, see the header
+ * comment
+ * ---------------------------------------------------------------------
+ */
+
+/* Append to the spill file (its owner: create_spill_file()). */
+static void
+spill_write(const char *p, Size n)
+{
+	ResourceOwner saved = CurrentResourceOwner;
+
+	CurrentResourceOwner = MyWriter->spill_owner;
+	BufFileWrite(MyWriter->spill, (void *) p, n);
+	CurrentResourceOwner = saved;
+}
+
+/*
+ * Stop applying the live transaction: roll back what was applied; it is
+ * applied from its file at its end instead, after every earlier
+ * transaction, as a large one.
+ */
+static void
+live_defer(const char *why)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	if (!MyWriter->live_applying)
+		return;
+	ereport(DEBUG1,
+			(errmsg("parallel_apply: streamed remote transaction %u is applied at its commit: %s",
+					MyWriter->live_xid, why)));
+	pa_coalesce_discard(&MyWriter->kept);
+	(void) pa_coalesce_take_count(&MyWriter->kept, true);
+	AbortOutOfAnyTransaction();
+	reset_conflicts();
+	list_free(MyWriter->live_subxacts);
+	MyWriter->live_subxacts = NIL;
+	MyWriter->live_applying = false;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* PA_Q_LIVE_BEGIN: a streamed transaction starts, applied live if it can. */
+static void
+live_begin(const char *data, Size len)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	MemoryContextReset(MyWriter->txn_cxt);
+	memset(&MyWriter->group[0], 0, sizeof(GroupTxn));
+	pa_q_read_stream_header(data, len, &MyWriter->group[0].hdr);
+	MyWriter->group[0].hdr.ndeps = 0;
+	MyWriter->group_n = 1;
+	if (MyWriter->spill != NULL)
+		BufFileClose(MyWriter->spill);
+	MyWriter->spill = create_spill_file();
+	MyWriter->spill_live = true;
+	MyWriter->live = true;
+	MyWriter->live_xid = MyWriter->group[0].hdr.xid;
+	MyWriter->live_aborted = NIL;
+	MyWriter->live_subxacts = NIL;
+	/* skip_transaction() is decided at the commit: then from the file */
+	MyWriter->live_applying = MyWriter->skip_lsn == InvalidXLogRecPtr;
+
+	set_current(0);
+	/* it commits after everything received so far (pa_relmap_skip) */
+	pa_relmap_commit_lsn = PG_UINT64_MAX;
+	pa_conflict_probe_unique = false;	/* no seq: not the one to probe */
+	/* no seq yet, never the earliest: a missing row is a retriable error */
+	MyWriter->first_seq = PG_UINT64_MAX;
+	MyWriter->committed_before_change = 0;
+	reset_conflicts();
+	SpinLockAcquire(&slot->mutex);
+	MyWriter->me->seq = 0;
+	MyWriter->me->state = PA_WRITER_APPLYING;
+	SpinLockRelease(&slot->mutex);
+	pgstat_report_activity(STATE_RUNNING, "applying a streamed remote transaction");
+	if (MyWriter->live_applying)
+		StartTransactionCommand();
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * The change that comes next belongs to subxid: the subtransactions open
+ * here above its own are over (released into it), and one not open yet
+ * starts.  The top-level xid closes them all.
+ */
+static void
+live_enter(TransactionId subxid)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	int			pos = -1;
+
+	for (int i = 0; i < list_length(MyWriter->live_subxacts); i++)
+		if (list_nth_oid(MyWriter->live_subxacts, i) == subxid)
+			pos = i;
+	if (subxid != MyWriter->live_xid && pos < 0)
+	{
+		flush_kept(InvalidOid);
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(TopMemoryContext);
+		MyWriter->live_subxacts = lappend_oid(MyWriter->live_subxacts, subxid);
+		MemoryContextSwitchTo(oldcxt);
+		return;
+	}
+	while (list_length(MyWriter->live_subxacts) > pos + 1)
+	{
+		flush_kept(InvalidOid);
+		ReleaseCurrentSubTransaction();
+		MyWriter->live_subxacts = list_truncate(MyWriter->live_subxacts,
+												list_length(MyWriter->live_subxacts) - 1);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * STREAM_ABORT of subxid: roll back to where it started.  One not open
+ * here was released into its parent, whose own STREAM_ABORT follows.
+ */
+static void
+live_rollback(TransactionId subxid)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	int			pos = -1;
+
+	for (int i = 0; i < list_length(MyWriter->live_subxacts); i++)
+		if (list_nth_oid(MyWriter->live_subxacts, i) == subxid)
+			pos = i;
+	if (pos < 0)
+		return;
+	/* what is kept was kept in it, or in what it rolls back with it */
+	pa_coalesce_discard(&MyWriter->kept);
+	while (list_length(MyWriter->live_subxacts) > pos)
+	{
+		RollbackAndReleaseCurrentSubTransaction();
+		MyWriter->live_subxacts = list_truncate(MyWriter->live_subxacts,
+												list_length(MyWriter->live_subxacts) - 1);
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* The live transaction is over: committed, or rolled back. */
+static void
+live_finish(void)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+
+	if (MyWriter->spill != NULL)
+		BufFileClose(MyWriter->spill);
+	MyWriter->spill = NULL;
+	MyWriter->spill_live = false;
+	MyWriter->live = false;
+	MyWriter->live_applying = false;
+	list_free(MyWriter->live_aborted);
+	list_free(MyWriter->live_subxacts);
+	MyWriter->live_aborted = MyWriter->live_subxacts = NIL;
+	SpinLockAcquire(&slot->mutex);
+	MyWriter->me->seq = 0;
+	MyWriter->me->state = PA_WRITER_IDLE;
+	SpinLockRelease(&slot->mutex);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * PA_Q_LIVE_CHUNK: keep its records in the file, and apply them now while
+ * the transaction is applied live.  An error rolls back and leaves the
+ * transaction to its end (live_defer).  The STREAM_ABORT of the whole
+ * transaction ends it.
+ */
+static void
+live_chunk(const char *data, Size len)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	const char *records;
+	Size		n;
+	StringInfoData it;
+	StringInfoData msg;
+	TransactionId subxid;
+
+	if (!MyWriter->live)
+		elog(ERROR, "parallel_apply live chunk outside a streamed transaction");
+	pa_q_read_live_chunk(data, len, &records, &n);
+	spill_write(records, n);
+	pa_q_messages(&it, records, n);
+	while (pa_q_next_live_record(&it, &subxid, &msg))
+	{
+		if (msg.len != 0)
+			continue;
+		if (subxid == MyWriter->live_xid)
+		{
+			/* rolled back on the provider: so here */
+			if (MyWriter->live_applying)
+				AbortOutOfAnyTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			reset_conflicts();
+			pa_coalesce_discard(&MyWriter->kept);
+			live_finish();
+			return;
+		}
+		MemoryContextSwitchTo(TopMemoryContext);
+		MyWriter->live_aborted = lappend_oid(MyWriter->live_aborted, subxid);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	if (!MyWriter->live_applying)
+		return;
+
+	PG_TRY();
+	{
+		pa_q_messages(&it, records, n);
+		while (pa_q_next_live_record(&it, &subxid, &msg))
+		{
+			if (msg.len == 0)
+				live_rollback(subxid);
+			else
+			{
+				if (TransactionIdIsValid(subxid))
+					live_enter(subxid);
+				apply_one(msg.data, msg.len);
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		flush_kept(InvalidOid);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		live_defer(edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Its commit, in its turn (commit order and retries as in try_apply()).
+ * False after an error, rolled back: then it is applied from its file.
+ */
+static bool
+live_commit(void)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+	PaWriterSlot *me = MyWriter->me;
+	GroupTxn   *g = &MyWriter->group[0];
+	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		ok = true;
+
+	PG_TRY();
+	{
+		LOCKTAG		tag;
+
+		flush_kept(InvalidOid);
+		live_enter(MyWriter->live_xid);		/* release every savepoint */
+		QueryCancelPending = false;
+		retry_requested = false;
+		applying = true;
+		MyWriter->first_seq = g->hdr.seq;
+		set_current(0);
+		SpinLockAcquire(&slot->mutex);
+		me->seq = MyWriter->first_seq;
+		me->state = PA_WRITER_APPLYING;
+		SpinLockRelease(&slot->mutex);
+		pa_txn_locktag(&tag, MyWriter->subid, MyWriter->first_seq);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		pg_atomic_write_u64(&me->locked_seq, MyWriter->first_seq);
+		ConditionVariableBroadcast(&slot->progress_cv);
+		wait_for_retry_barrier(MyWriter->first_seq);
+		if (g->hdr.prev_writer >= 0)
+			wait_for_seq(MyWriter->first_seq - 1, g->hdr.prev_writer,
+						 PA_WRITER_WAIT_COMMIT, &me->commit_waits);
+		replorigin_session_origin_lsn = g->hdr.end_lsn;
+		replorigin_session_origin_timestamp = g->hdr.commit_time;
+		CommitTransactionCommand();
+		applying = false;
+		QueryCancelPending = false;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		applying = false;
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		live_defer(edata->message);
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	if (ok)
+		after_commit(0, 1, XactLastCommitEnd);
+	return ok;
+}
+
+/* PA_Q_STREAM_END of the live transaction: commit it, or apply its file. */
+static void
+live_end(const char *data, Size len)
+{
+	PaTxnHeader end;
+	PaTxnHeader *h = &MyWriter->group[0].hdr;
+
+	pa_q_read_stream_header(data, len, &end);
+	pop_message();
+	h->seq = end.seq;
+	h->prev_writer = end.prev_writer;
+	h->commit_lsn = end.commit_lsn;
+	h->end_lsn = end.end_lsn;
+	h->commit_time = end.commit_time;
+	h->twophase = PA_Q_2PC_NONE;
+	h->barrier = end.barrier;
+	if (!MyWriter->live_applying || !live_commit())
+	{
+		/* after every earlier transaction, as a large one */
+		h->barrier = true;
+		apply_txns(true);
+	}
+	live_finish();
+}
+
+/*
+ * Does another writer of the subscription, or its leader, wait for a lock
+ * that is not a commit-order one (writer.c's advisory locks)?  It may be
+ * one the live transaction holds, while this writer waits for the leader,
+ * which may wait for that writer (or open a relation to read its keys): a
+ * cycle no deadlock detector sees.
+ */
+static pid_t
+other_writer_in_lock_wait(void)
+{
+	PaSubSlot  *slot = MyWriter->slot;
+
+	for (int w = -1; w < pa_max_writers; w++)
+	{
+		pid_t		pid;
+		PGPROC	   *proc;
+		uint32		ev;
+
+		if (w == MyWriter->index)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		pid = w < 0 ? slot->leader_pid : slot->writers[w].pid;
+		SpinLockRelease(&slot->mutex);
+		if (pid == 0 || (proc = BackendPidGetProc(pid)) == NULL)
+			continue;
+		ev = *((volatile uint32 *) &proc->wait_event_info);
+		if ((ev & 0xFF000000) == PG_WAIT_LOCK &&
+			(ev & 0x0000FFFF) != LOCKTAG_ADVISORY)
+			return pid;
+	}
+	return 0;
+}
+
+/*
+ * The next queue message while a live transaction is open here: waiting
+ * for it, look every deadlock_timeout whether another writer waits on a
+ * lock, the same one twice in a row; then stop applying live (live_defer):
+ * never a hang.
+ */
+static shm_mq_result
+peek_message_live(Size *len, void **data)
+{
+	pid_t		suspect = 0;
+
+	for (;;)
+	{
+		shm_mq_result res = peek_message(len, data, true);
+		pid_t		waiter;
+
+		if (res != SHM_MQ_WOULD_BLOCK)
+			return res;
+		if (!MyWriter->live_applying)
+			return peek_message(len, data, false);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 DeadlockTimeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (peek_message(len, data, true) == SHM_MQ_SUCCESS)
+		{
+			keep_message();
+			continue;
+		}
+		waiter = other_writer_in_lock_wait();
+		if (waiter != 0 && waiter == suspect)
+			live_defer("another writer waits for a lock while it is open");
+		suspect = waiter;
+	}
+}
+
 /*
  * Handle the message peek_message() returned, and pop it: as soon as
  * it is copied where it is needed (applying may read further messages).
@@ -1527,6 +1976,12 @@ handle_queue_message(const char *data, Size len)
 
 	switch (kind)
 	{
+		case PA_Q_LIVE_BEGIN:
+			live_begin(data, len);
+			break;
+		case PA_Q_LIVE_CHUNK:
+			live_chunk(data, len);
+			break;
 		case PA_Q_TXN:
 			start_group(data, len);
 			pop_message();
@@ -1549,6 +2004,7 @@ handle_queue_message(const char *data, Size len)
 			break;
 		case PA_Q_STREAM_BEGIN:
 			/* a group of one, its messages in the spill file */
+			MyWriter->spill_live = false;
 			MemoryContextReset(MyWriter->txn_cxt);
 			memset(&MyWriter->group[0], 0, sizeof(GroupTxn));
 			pa_q_read_stream_header(data, len, &MyWriter->group[0].hdr);
@@ -1572,6 +2028,11 @@ handle_queue_message(const char *data, Size len)
 			}
 			break;
 		case PA_Q_STREAM_END:
+			if (MyWriter->live)
+			{
+				live_end(data, len);
+				break;
+			}
 			if (MyWriter->spill == NULL)
 				elog(ERROR, "parallel_apply stream end without its beginning");
 			pa_q_read_stream_header(data, len, &end);
@@ -1749,7 +2210,10 @@ pa_writer_main(Datum arg)
 
 			/* taken ahead while a group was being applied, else waited for */
 			HOLD_CANCEL_INTERRUPTS();
-			res = peek_message(&len, &data, false);
+			if (MyWriter->live && MyWriter->live_applying)
+				res = peek_message_live(&len, &data);
+			else
+				res = peek_message(&len, &data, false);
 			RESUME_CANCEL_INTERRUPTS();
 			if (res == SHM_MQ_DETACHED)
 				break;			/* the leader retired us, or is gone */
