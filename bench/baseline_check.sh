@@ -380,7 +380,7 @@ echo "  settings: SYNC=$SYNC BINARY=$BINARY HISTORY_PK=$HISTORY_PK SUB_INIT=$SUB
 printf '  %-10s %12s %12s %14s   %s\n' system apply_us walsender_us median_tps "runs (apply_us)"
 for sys in $SYSTEMS; do
 	# shellcheck disable=SC2086
-	printf '  %-10s %12s %12s %14s   %s\n' "$sys" "$(median ${RES_US[$sys]})" "$(median ${RES_WS[$sys]})" \
+	printf '  %-10s %12.2f %12.2f %14.0f   %s\n' "$sys" "$(median ${RES_US[$sys]})" "$(median ${RES_WS[$sys]})" \
 		"$(median ${RES_TPS[$sys]})" "${RES_US[$sys]}"
 done
 echo "  CSV: $CSV"
