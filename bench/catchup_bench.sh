@@ -109,9 +109,13 @@ CHECK_BASELINES=${CHECK_BASELINES:-0}
 ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
-# the workload files (bench/workloads/); the copy run as BENCH_USER has them beside it
-WORKLOADS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/workloads
-[[ -d $WORKLOADS ]] || WORKLOADS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/.workloads
+# the workload files (bench/workloads/) and bench/baseline_check.sh; the
+# copy run as BENCH_USER has them beside it, named with a leading dot
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+WORKLOADS=$BENCH_DIR/workloads
+[[ -d $WORKLOADS ]] || WORKLOADS=$BENCH_DIR/.workloads
+CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
+[[ -f $CHECK_SCRIPT ]] || CHECK_SCRIPT=$BENCH_DIR/.baseline_check.sh
 
 bench_find_pgbin
 
@@ -1190,8 +1194,7 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 	if [[ $WORKLOAD != tpcb ]] || (( ! WANT_CORE && ! WANT_PGL )); then
 		echo "baseline check: skipped (it runs the TPC-B workload against in-core and pglogical)"
 	else
-		check=$(dirname "${BASH_SOURCE[0]}")/baseline_check.sh
-		[[ -f $check ]] || check=$(dirname "${BASH_SOURCE[0]}")/.baseline_check.sh
+		check=$CHECK_SCRIPT
 		# this bench's clusters stop first: the check runs alone
 		for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
 			pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 || true
