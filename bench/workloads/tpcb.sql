@@ -1,6 +1,6 @@
 -- bench/workloads/tpcb.sql: pgbench's built-in "tpcb-like" script (the
 -- suite's default workload, pgbench -b tpcb-like), as a file.
--- Setup: pgbench -i -s 10 DB && psql -d DB -f bench/workloads/tpcb_setup.sql
+-- Setup: pgbench -i -s 10 DB  (optionally then bench/workloads/tpcb_setup.sql)
 -- Run:   pgbench -n -f bench/workloads/tpcb.sql -c 8 -j 2 -T 60 DB
 --        (pgbench finds the scale in pgbench_branches only for built-in
 --        scripts: give -s 10 with -f, or every aid falls into the first 100,000)
