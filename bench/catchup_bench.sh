@@ -50,7 +50,9 @@
 #   SYNC=off              off | on: durable apply on the subscriber
 #   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
 #   INSERT_COLUMNS=0      insert: 0 = table (id, k, v, note, ts); N = id and N int columns
-#   HISTORY_PK=1          1: pgbench_history gets a bigserial primary key
+#   HISTORY_PK=0          1: pgbench_history gets a bigserial primary key
+#                         (0, pgbench's table as it is: see bench/README.md,
+#                         "Fair baselines", for what the key costs the baselines)
 #   PORT=5620             provider; the subscriber clusters use PORT+1, PORT+2, ...
 #   CATCHUP_TIMEOUT=900   seconds before one catch-up counts as hung
 #   SETUP_TIMEOUT=600     seconds allowed for each initial copy
@@ -58,6 +60,15 @@
 #   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
 #   KEEP_DATA=0           (1: keep the data directories afterwards)
+#   ALL_SUBSCRIBERS=0     1: keep every subscriber cluster running during the
+#                         runs (before issue 17); 0: only the measured one runs
+#                         (the others are stopped during the loads and the
+#                         other systems' catch-ups)
+#   CHECK_BASELINES=0     1: afterwards, with this bench's clusters stopped, run
+#                         bench/baseline_check.sh (in-core and pglogical each
+#                         on a fresh provider + subscriber pair, same workload)
+#                         and print its CPU per transaction next to this
+#                         bench's, flagging a deviation over 10%
 #   PA_REV=<text>         how the report names the parallel_apply build
 #                         (default: git describe of this repository)
 #
@@ -89,15 +100,24 @@ SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
 ROUTE_WRITERS=${ROUTE_WRITERS:-2}
 SYNC=${SYNC:-off}
 WORKLOAD=${WORKLOAD:-tpcb}
-HISTORY_PK=${HISTORY_PK:-1}
+HISTORY_PK=${HISTORY_PK:-0}
 INSERT_COLUMNS=${INSERT_COLUMNS:-0}
 PORT=${PORT:-5620}
 CATCHUP_TIMEOUT=${CATCHUP_TIMEOUT:-900}
 SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
 BENCH_USER=${BENCH_USER:-pa_bench}
 KEEP_DATA=${KEEP_DATA:-0}
+CHECK_BASELINES=${CHECK_BASELINES:-0}
+ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
+# the workload files (bench/workloads/) and bench/baseline_check.sh; the
+# copy run as BENCH_USER has them beside it, named with a leading dot
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+WORKLOADS=$BENCH_DIR/workloads
+[[ -d $WORKLOADS ]] || WORKLOADS=$BENCH_DIR/.workloads
+CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
+[[ -f $CHECK_SCRIPT ]] || CHECK_SCRIPT=$BENCH_DIR/.baseline_check.sh
 
 bench_find_pgbin
 
@@ -138,7 +158,13 @@ if (( EUID == 0 )); then
 		[[ $REPO_REV != *-dirty ]] ||
 			REPO_REV+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
 	fi
-	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV \
+	# the baseline check runs from the work directory too
+	mkdir -p "$WORKDIR"
+	install -m 0755 "$(dirname "${BASH_SOURCE[0]}")/baseline_check.sh" "$WORKDIR/.baseline_check.sh"
+	rm -rf "$WORKDIR/.workloads"
+	cp -r "$(dirname "${BASH_SOURCE[0]}")/workloads" "$WORKDIR/.workloads"
+	chmod -R a+rX "$WORKDIR/.workloads"
+	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES ALL_SUBSCRIBERS \
 		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
 		KEEP_DATA BENCH_USER
@@ -272,6 +298,7 @@ cleanup() {
 	# subscribers first, so that no walsender is left waiting on them
 	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
 		c=${STARTED[$i]}
+		pg_ctl status -D "$(cdata "$c")" >/dev/null 2>&1 || continue
 		pg_ctl stop -D "$(cdata "$c")" -m fast -w -t 60 >/dev/null 2>&1 ||
 			pg_ctl stop -D "$(cdata "$c")" -m immediate -w -t 60 >/dev/null 2>&1 ||
 			echo "catchup_bench: WARNING: pg_ctl stop failed for $c; see $(clog "$c")" >&2
@@ -317,6 +344,20 @@ poll_until() {
 		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
 		sleep 0.2
 	done
+}
+
+# Only the subscriber cluster being measured runs (ALL_SUBSCRIBERS=0): the
+# others are stopped during the loads and the other systems' catch-ups, as
+# in a setup of one provider and one subscriber (bench/baseline_check.sh).
+sub_start() {
+	pg_ctl status -D "$(cdata "$1")" >/dev/null 2>&1 && return 0
+	pg_ctl start -D "$(cdata "$1")" -l "$(clog "$1")" -w -t 120 >/dev/null ||
+		{ tail -n 30 "$(clog "$1")" >&2 || true; die "server $1 did not start"; }
+}
+sub_stop() {
+	[[ $ALL_SUBSCRIBERS == 1 ]] && return 0
+	pg_ctl stop -D "$(cdata "$1")" -m fast -w -t 120 >/dev/null ||
+		die "server $1 did not stop; see $(clog "$1")"
 }
 
 # machine-wide CPU jiffies (busy total), read without forking
@@ -473,14 +514,10 @@ if [[ $WORKLOAD == tpcb ]]; then
 else
 	TABLES=(bench_insert)
 	if (( INSERT_COLUMNS == 0 )); then
-		qp "CREATE TABLE bench_insert (id bigserial PRIMARY KEY, k int NOT NULL, v bigint NOT NULL,
-			note text, ts timestamptz NOT NULL DEFAULT now())"
-		qp "INSERT INTO bench_insert (k, v, note)
-			SELECT g % 1000, g, 'row ' || g FROM generate_series(1, $SCALE * 10000) g"
-		cat >"$WORKDIR/insert.sql" <<'EOF'
-\set v random(1, 1000000000)
-INSERT INTO bench_insert (k, v, note) VALUES (:v % 1000, :v, 'row ' || :v);
-EOF
+		# bench/workloads/insert_only*.sql (runnable with plain pgbench)
+		q prov "$PDB" -v scale="$SCALE" -f "$WORKLOADS/insert_only_setup.sql" >/dev/null 2>&1 ||
+			die "$WORKLOADS/insert_only_setup.sql failed"
+		cp "$WORKLOADS/insert_only.sql" "$WORKDIR/insert.sql"
 	else
 		# INSERT_COLUMNS int columns c1..cN, as bench/suite.py's insert workload
 		cols=$(seq -s, -f 'c%g' 1 "$INSERT_COLUMNS")
@@ -707,6 +744,9 @@ for s in "${SYS_LIST[@]}"; do
 	SETUP_SAME[$s]=$SAME
 	log "setup $s: slot ${SLOT[$s]}, initial copy identical: $SAME"
 done
+PGL_VERSION="-"
+(( WANT_PGL )) && PGL_VERSION=$(q pglogical "$SDB" -c "SELECT extversion FROM pg_extension WHERE extname = 'pglogical'" 2>/dev/null || echo "?")
+for s in "${SYS_LIST[@]}"; do sub_stop "$s"; done
 
 # ---------------------------------------------------------------------------
 # One timed catch-up.  A psql co-process on the subscriber database enables
@@ -969,6 +1009,7 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		s=${SYS_LIST[$(( ((RUN - 1) * shift_by + i) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		REPLAY_TPS=NA
+		sub_start "$s"
 		[[ $s != *_route ]] || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
@@ -992,6 +1033,7 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		REPLAY_OF[$s,$RUN]=$REPLAY_TPS
 		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
 		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
+		sub_stop "$s"
 	done
 done
 
@@ -1020,8 +1062,6 @@ done
 
 mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-PGL_VERSION="-"
-(( WANT_PGL )) && PGL_VERSION=$(q pglogical "$SDB" -c "SELECT extversion FROM pg_extension WHERE extname = 'pglogical'" 2>/dev/null || echo "?")
 
 echo
 echo "=== logical replication catch-up benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
@@ -1145,6 +1185,57 @@ if (( WANT_PGL && WANT_CORE )); then
 fi
 echo "  other work on the machine only slows a run down: when the spread is large, the best runs are"
 echo "  the less disturbed comparison (a disturbed run shows a higher cpu than the same system's other runs)"
+
+# ---------------------------------------------------------------------------
+# CHECK_BASELINES=1: the same baselines on fresh clusters of their own,
+# nothing else running (bench/baseline_check.sh); their apply CPU per
+# transaction must be within 10% of this bench's.
+# ---------------------------------------------------------------------------
+if [[ $CHECK_BASELINES == 1 ]]; then
+	echo
+	if [[ $WORKLOAD != tpcb ]] || (( ! WANT_CORE && ! WANT_PGL )); then
+		echo "baseline check: skipped (it runs the TPC-B workload against in-core and pglogical)"
+	else
+		check=$CHECK_SCRIPT
+		# this bench's clusters stop first: the check runs alone
+		for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
+			pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 || true
+		done
+		STARTED=()
+		csys=""
+		(( WANT_CORE )) && csys+="incore "
+		(( WANT_PGL )) && csys+="pglogical"
+		log "baseline check: bash $check (SYSTEMS=\"$csys\")"
+		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$RUNS" \
+			SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 )) WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN" \
+			bash "$check" >"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err"; then
+			echo "baseline check (bench/baseline_check.sh, each baseline alone on a fresh provider + subscriber,"
+			echo "same workload and settings; apply CPU per transaction, medians; must be within 10%):"
+			printf '  %-10s %10s %10s %10s\n' system bench_us check_us deviation
+			for s in $csys; do
+				cu=$(awk -F, -v s="$s" '$1 == s { print $7 }' "$WORKDIR/baseline/baseline_results.csv" | sort -g |
+					awk '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+				bu=$(us_per_xact APPLY_CPU_OF "$s")
+				dev=NA flag=""
+				if [[ $cu != NA && $bu != NA ]]; then
+					dev=$(awk -v b="$bu" -v c="$cu" 'BEGIN { printf "%+.1f%%", 100 * (b - c) / c }')
+					if awk -v b="$bu" -v c="$cu" 'BEGIN { exit !((b - c) / c > 0.10 || (c - b) / c > 0.10) }'; then
+						flag="DEVIATES (over 10%)"
+						PROBLEMS+=("baseline check: $s's apply CPU per transaction here (${bu} us) deviates $dev from a fresh two-cluster setup (${cu} us): $WORKDIR/baseline_check.txt")
+					else
+						flag="ok"
+					fi
+				fi
+				printf '  %-10s %10s %10s %10s  %s\n' "${SYS_LABEL[$s]}" "$bu" "$cu" "$dev" "$flag"
+			done
+			echo "  (the check's report: $WORKDIR/baseline_check.txt)"
+		else
+			echo "baseline check: FAILED, see $WORKDIR/baseline_check.err"
+			PROBLEMS+=("baseline check failed: $WORKDIR/baseline_check.err")
+		fi
+	fi
+fi
+
 echo
 echo "csv:       $CSV"
 if (( ${#PROBLEMS[@]} )); then

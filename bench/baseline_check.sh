@@ -1,0 +1,386 @@
+#!/usr/bin/env bash
+#
+# bench/baseline_check.sh
+#
+# The baselines set up independently, as a careful user would, to check that
+# bench/catchup_bench.sh does not handicap them (issue 17).  For each system
+# of SYSTEMS (in-core logical replication, pglogical, optionally
+# parallel_apply with 1 writer), one after the other, nothing else of the
+# benchmark running:
+#
+#   1. one fresh provider and one fresh subscriber cluster (initdb), the
+#      settings below,
+#   2. pgbench -i -s SCALE on the provider; the subscriber gets the schema
+#      (pg_dump -s) and the system's own initial copy (SUB_INIT=copy), or
+#      pgbench -i itself and a subscription without copy (SUB_INIT=pgbench),
+#   3. per run (RUNS): subscription disabled; VACUUM (ANALYZE), CHECKPOINT
+#      and pg_prewarm of every relation on both sides; a backlog of NXACTS
+#      pgbench TPC-B transactions (CLIENTS clients) on the provider; then a
+#      marker transaction whose commit follows every backlog commit;
+#      subscription enabled; polled every POLL_MS ms until the subscriber's
+#      origin passed the marker; tables compared (ordered checksums),
+#   4. per run: catch-up seconds, apply TPS, and the CPU the apply process(es)
+#      used (/proc/PID/schedstat: the process starts when the subscription
+#      is enabled, so its lifetime CPU read when the catch-up is seen done
+#      is this catch-up's) and the provider's walsender, per transaction;
+#      medians over the runs.
+#
+# Output: a table on stdout and WORKDIR/baseline_results.csv, one row per run
+# (bench/catchup_bench.sh with CHECK_BASELINES=1 reads it and compares).
+#
+# Settings of every cluster (what a careful user gives a replication
+# benchmark on this kind of machine; see bench/README.md "Fair baselines"):
+#   shared_buffers = SHARED_BUFFERS (1GB), max_wal_size = MAX_WAL_SIZE (4GB),
+#   checkpoint_timeout = 30min, autovacuum = off (vacuum is explicit before
+#   each run), fsync on, the rest initdb's defaults.
+# Provider: wal_level = logical, shared_preload_libraries = 'pglogical' for
+# pglogical.  Subscriber: wal_retrieve_retry_interval = 100ms (the apply
+# worker starts at once after ENABLE), pglogical.synchronous_commit = SYNC.
+# In-core: CREATE SUBSCRIPTION ... WITH (synchronous_commit = SYNC,
+# binary = BINARY); pglogical: create_subscription with its defaults.
+#
+# Environment (all optional):
+#   SYSTEMS="incore pglogical"  (also: pa = parallel_apply, 1 writer)
+#   NXACTS=64000 SCALE=10 CLIENTS=8 JOBS=2 RUNS=3 SYNC=off
+#   BINARY=false         in-core's binary option (false | true)
+#   HISTORY_PK=0         1: pgbench_history gets hid bigserial PRIMARY KEY
+#   SUB_INIT=copy        copy | pgbench (see 2. above)
+#   CONN=unix            unix | tcp: how the subscriber connects to the provider
+#   SHARED_BUFFERS=1GB MAX_WAL_SIZE=4GB
+#   POLL_MS=100          catch-up poll interval
+#   CKPT_AFTER_LOAD=0    1: CHECKPOINT the subscriber again after the load,
+#                        right before enabling (as catchup_bench.sh did)
+#   IDLE_CLUSTERS=0      N: start N more idle clusters (SHARED_BUFFERS each,
+#                        prewarmed copies of the subscriber) meanwhile
+#   PORT=5680 WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/baseline PGBIN=...
+#   BENCH_USER=pa_bench  (OS user the clusters run as when started as root)
+
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+die() { echo "baseline_check: ERROR: $*" >&2; exit 1; }
+log() { echo "baseline_check: $(date -u +%H:%M:%S) $*" >&2; }
+
+if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
+	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+else
+	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
+fi
+
+SYSTEMS=${SYSTEMS:-"incore pglogical"}
+NXACTS=${NXACTS:-64000}
+SCALE=${SCALE:-10}
+CLIENTS=${CLIENTS:-8}
+JOBS=${JOBS:-2}
+RUNS=${RUNS:-3}
+SYNC=${SYNC:-off}
+BINARY=${BINARY:-false}
+HISTORY_PK=${HISTORY_PK:-0}
+SUB_INIT=${SUB_INIT:-copy}
+CONN=${CONN:-unix}
+SHARED_BUFFERS=${SHARED_BUFFERS:-1GB}
+MAX_WAL_SIZE=${MAX_WAL_SIZE:-4GB}
+POLL_MS=${POLL_MS:-100}
+CKPT_AFTER_LOAD=${CKPT_AFTER_LOAD:-0}
+IDLE_CLUSTERS=${IDLE_CLUSTERS:-0}
+PORT=${PORT:-5680}
+BENCH_USER=${BENCH_USER:-pa_bench}
+WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/baseline}
+
+bench_find_pgbin
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT POLL_MS; do
+	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
+done
+is_uint "$IDLE_CLUSTERS" || die "IDLE_CLUSTERS must be a number"
+for s in $SYSTEMS; do
+	[[ $s == incore || $s == pglogical || $s == pa ]] || die "SYSTEMS: unknown system '$s' (incore, pglogical, pa)"
+done
+[[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off"
+[[ $BINARY == true || $BINARY == false ]] || die "BINARY must be true or false"
+[[ $SUB_INIT == copy || $SUB_INIT == pgbench ]] || die "SUB_INIT must be copy or pgbench"
+[[ $CONN == unix || $CONN == tcp ]] || die "CONN must be unix or tcp"
+(( JOBS > CLIENTS )) && JOBS=$CLIENTS
+[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
+
+if (( EUID == 0 )); then
+	bench_become_user baseline_check.sh BASELINE_CHECK_REEXEC SYSTEMS NXACTS SCALE CLIENTS JOBS \
+		RUNS SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
+		CKPT_AFTER_LOAD IDLE_CLUSTERS PORT WORKDIR PGBIN BENCH_USER
+fi
+
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
+	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
+export PATH="$PGBIN:$PATH"
+mkdir -p "$WORKDIR"
+cd "$WORKDIR"
+SOCK=$WORKDIR
+DBUSER=postgres
+DB=bench
+CSV=$WORKDIR/baseline_results.csv
+PGBENCH_LOG=$WORKDIR/pgbench.log
+PKGLIBDIR=$(pg_config --pkglibdir)
+PER_CLIENT=$(( NXACTS / CLIENTS ))
+XACTS=$(( PER_CLIENT * CLIENTS ))
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+if [[ " $SYSTEMS " == *" pglogical "* && ! -f $PKGLIBDIR/pglogical.so ]]; then
+	log "NOTE: pglogical is not installed: skipped"
+	SYSTEMS=${SYSTEMS//pglogical/}
+fi
+
+# clusters: prov on PORT, sub on PORT+1, idle ones from PORT+2
+declare -A CPORT=([prov]=$PORT [sub]=$(( PORT + 1 )))
+CLUSTERS=(prov sub)
+for (( i = 1; i <= IDLE_CLUSTERS; i++ )); do
+	CLUSTERS+=("idle$i")
+	CPORT[idle$i]=$(( PORT + 1 + i ))
+done
+cdata() { echo "$WORKDIR/$1"; }
+
+STARTED=()
+stop_all() {
+	local i
+	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
+		pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 ||
+			pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m immediate -w -t 60 >/dev/null 2>&1 || true
+	done
+	STARTED=()
+}
+trap 'rc=$?; stop_all; exit $rc' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+q() {
+	local c=$1 db=$2
+	shift 2
+	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
+}
+dsn() {
+	if [[ $CONN == tcp ]]; then
+		echo "host=127.0.0.1 port=${CPORT[$1]} dbname=$2 user=$DBUSER"
+	else
+		echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"
+	fi
+}
+poll_until() {
+	local c=$1 db=$2 sql=$3 timeout=$4 t0=$SECONDS
+	while [[ $(q "$c" "$db" -c "$sql" 2>/dev/null || true) != t ]]; do
+		(( SECONDS - t0 < timeout )) || die "timed out waiting for: $sql"
+		sleep 0.2
+	done
+}
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "NA";
+			  else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+proc_cpu_secs() {
+	local ns _r f
+	if read -r ns _r 2>/dev/null </proc/"$1"/schedstat; then
+		awk -v n="$ns" 'BEGIN { printf "%.4f", n / 1e9 }'
+	elif f=$(cat /proc/"$1"/stat 2>/dev/null); then
+		f=${f##*) }
+		awk -v t="$CLK_TCK" '{ printf "%.4f", ($12 + $13) / t }' <<<"$f"
+	fi
+}
+
+make_cluster() {
+	local c=$1 d
+	d=$(cdata "$c")
+	[[ ! -d $d ]] || { pg_ctl status -D "$d" >/dev/null 2>&1 && die "a server runs on $d"; rm -rf "$d"; }
+	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb.log" 2>&1 ||
+		{ cat "$WORKDIR/initdb.log" >&2; die "initdb $c failed"; }
+	cat >>"$d/postgresql.conf" <<EOF
+
+# ---- bench/baseline_check.sh ----
+listen_addresses = '127.0.0.1'
+port = ${CPORT[$c]}
+unix_socket_directories = '$SOCK'
+shared_buffers = $SHARED_BUFFERS
+max_wal_size = $MAX_WAL_SIZE
+checkpoint_timeout = 30min
+autovacuum = off
+log_line_prefix = '%m [%p] %q%b %a '
+EOF
+	case $c in
+		prov)
+			echo "wal_level = logical" >>"$d/postgresql.conf"
+			[[ $2 != pglogical ]] || echo "shared_preload_libraries = 'pglogical'" >>"$d/postgresql.conf"
+			# this Debian PostgreSQL decodes only through listed plugins
+			if [[ $(postgres --describe-config 2>/dev/null) == *output_plugin_libraries* ]]; then
+				echo "output_plugin_libraries = 'pgoutput, pglogical_output, parallel_apply'" >>"$d/postgresql.conf"
+			fi
+			;;
+		sub)
+			echo "wal_retrieve_retry_interval = 100ms" >>"$d/postgresql.conf"
+			case $2 in
+				pglogical) printf "shared_preload_libraries = 'pglogical'\npglogical.synchronous_commit = %s\n" "$SYNC" >>"$d/postgresql.conf" ;;
+				pa) echo "shared_preload_libraries = 'parallel_apply'" >>"$d/postgresql.conf" ;;
+			esac
+			;;
+	esac
+	pg_ctl start -D "$d" -l "$WORKDIR/$c.log" -w -t 120 >/dev/null || { tail -n 20 "$WORKDIR/$c.log" >&2; die "$c did not start"; }
+	STARTED+=("$c")
+}
+
+prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
+	WHERE c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'"
+TABLES=(pgbench_accounts pgbench_branches pgbench_tellers pgbench_history bench_marker)
+checksum_sql() {
+	local t sql=""
+	for t in "${TABLES[@]}"; do
+		[[ -z $sql ]] || sql+=" UNION ALL "
+		sql+="SELECT '$t:' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY t::text)), '-') FROM public.$t t"
+	done
+	echo "$sql"
+}
+
+echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical" >"$CSV"
+declare -A RES_US RES_TPS RES_WS
+for sys in $SYSTEMS; do
+	log "$sys: fresh provider and subscriber"
+	stop_all
+	make_cluster prov "$sys"
+	make_cluster sub "$sys"
+	for c in "${CLUSTERS[@]:2}"; do make_cluster "$c" none; done
+	q prov postgres -c "CREATE DATABASE $DB"
+	pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 || die "pgbench -i failed"
+	(( ! HISTORY_PK )) || q prov "$DB" -c "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+	q prov "$DB" -c "CREATE TABLE bench_marker (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_marker VALUES (1, 0)"
+	q prov "$DB" -c "CREATE EXTENSION pg_prewarm"
+	q sub postgres -c "CREATE DATABASE $DB"
+	if [[ $SUB_INIT == pgbench ]]; then
+		pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[sub]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 || die "pgbench -i (subscriber) failed"
+		(( ! HISTORY_PK )) || q sub "$DB" -c "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
+		q sub "$DB" -c "CREATE TABLE bench_marker (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_marker VALUES (1, 0)"
+		copy=false
+	else
+		pg_dump -s -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" $(printf -- '-t public.%s ' "${TABLES[@]}") "$DB" |
+			q sub "$DB" >/dev/null
+		copy=true
+	fi
+	q sub "$DB" -c "CREATE EXTENSION pg_prewarm"
+	case $sys in
+		incore)
+			q prov "$DB" -c "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
+			q sub "$DB" -c "CREATE SUBSCRIPTION s CONNECTION '$(dsn prov "$DB")' PUBLICATION p
+				WITH (copy_data = $copy, synchronous_commit = '$SYNC', binary = $BINARY)"
+			poll_until sub "$DB" "SELECT count(*) = ${#TABLES[@]} AND bool_and(srsubstate = 'r') FROM pg_subscription_rel" 600
+			ORIGIN_SQL="SELECT 'pg_' || oid FROM pg_subscription WHERE subname = 's'"
+			SLOT=s
+			ENABLE="ALTER SUBSCRIPTION s ENABLE" DISABLE="ALTER SUBSCRIPTION s DISABLE"
+			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type IN ('logical replication worker', 'logical replication apply worker')"
+			;;
+		pglogical)
+			q prov "$DB" -c "CREATE EXTENSION pglogical"
+			q prov "$DB" -c "SELECT pglogical.create_node(node_name := 'provider', dsn := '$(dsn prov "$DB")')" >/dev/null
+			for t in "${TABLES[@]}"; do
+				set=default
+				[[ $t != pgbench_history ]] || (( HISTORY_PK )) || set=default_insert_only
+				q prov "$DB" -c "SELECT pglogical.replication_set_add_table('$set', 'public.$t')" >/dev/null
+			done
+			q sub "$DB" -c "CREATE EXTENSION pglogical"
+			q sub "$DB" -c "SELECT pglogical.create_node(node_name := 'subscriber', dsn := '$(dsn sub "$DB")')" >/dev/null
+			q sub "$DB" -c "SELECT pglogical.create_subscription(subscription_name := 's', provider_dsn := '$(dsn prov "$DB")',
+				replication_sets := ARRAY['default', 'default_insert_only'], synchronize_data := $copy)" >/dev/null
+			poll_until sub "$DB" "SELECT status = 'replicating' FROM pglogical.show_subscription_status('s')" 600
+			q sub "$DB" -c "SELECT pglogical.wait_for_subscription_sync_complete('s')" >/dev/null
+			ORIGIN_SQL="SELECT sub_slot_name FROM pglogical.subscription WHERE sub_name = 's'"
+			SLOT=$(q sub "$DB" -c "$ORIGIN_SQL")
+			ENABLE="SELECT pglogical.alter_subscription_enable('s', true)"
+			DISABLE="SELECT pglogical.alter_subscription_disable('s', true)"
+			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pglogical apply%'"
+			;;
+		pa)
+			q prov "$DB" -c "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
+			q sub "$DB" -c "CREATE EXTENSION parallel_apply"
+			q sub "$DB" -c "SELECT create_subscription('s', '$(dsn prov "$DB")', ARRAY['p'],
+				synchronize_data := $copy, num_writers := 1, synchronous_commit := '$SYNC')" >/dev/null
+			q sub "$DB" -c "SELECT wait_for_catchup('s', '600 s')" >/dev/null
+			ORIGIN_SQL=""
+			SLOT=$(q sub "$DB" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = 's'")
+			ENABLE="SELECT enable_subscription('s')" DISABLE="SELECT disable_subscription('s')"
+			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'"
+			;;
+	esac
+	if [[ $sys == incore ]]; then SLOT=s; fi
+	[[ -z $ORIGIN_SQL ]] || ORIGIN=$(q sub "$DB" -c "$ORIGIN_SQL")
+	q sub "$DB" -c "$DISABLE" >/dev/null
+	poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+	for c in "${CLUSTERS[@]:2}"; do
+		# the idle clusters: a database the size of the subscriber's, prewarmed
+		q "$c" postgres -c "CREATE DATABASE $DB"
+		pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1
+		q "$c" "$DB" -c "CREATE EXTENSION pg_prewarm" -c "$prewarm_sql" >/dev/null
+	done
+	if [[ $sys == pa ]]; then
+		POLL="SELECT applied_lsn >= '%s' FROM subscription_status() WHERE subscription_name = 's'"
+	else
+		POLL="SELECT remote_lsn >= '%s' FROM pg_replication_origin_status WHERE external_id = '$ORIGIN'"
+	fi
+
+	for (( run = 1; run <= RUNS; run++ )); do
+		for c in prov sub; do
+			q "$c" "$DB" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" -c "$prewarm_sql" >/dev/null
+		done
+		log "$sys run $run/$RUNS: backlog of $XACTS transactions"
+		pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" -b tpcb-like \
+			-h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 || die "pgbench failed"
+		# a commit after every backlog commit: its end passes this LSN
+		target=$(q prov "$DB" -c "BEGIN" -c "UPDATE bench_marker SET n = n + 1" \
+			-c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
+		(( ! CKPT_AFTER_LOAD )) || q sub "$DB" -c "CHECKPOINT"
+		coproc POLLER { exec psql -X -q -At -h "$SOCK" -p "${CPORT[sub]}" -U "$DBUSER" -d "$DB"; }
+		co_pid=$POLLER_PID
+		printf 'SELECT 1;\n' >&"${POLLER[1]}"
+		read -r _ <&"${POLLER[0]}"
+		t0=$EPOCHREALTIME
+		printf '%s;\n\\echo __end__\n' "$ENABLE" >&"${POLLER[1]}"
+		while read -r line <&"${POLLER[0]}"; do [[ $line != __end__ ]] || break; done
+		sql=$(printf "$POLL" "$target")
+		while :; do
+			printf '%s;\n' "$sql" >&"${POLLER[1]}"
+			read -r -t 600 line <&"${POLLER[0]}" || die "poll did not answer"
+			[[ $line != t ]] || break
+			(( ${EPOCHREALTIME%.*} - ${t0%.*} < 900 )) || die "$sys did not catch up in 900 s"
+			sleep "$(awk -v m="$POLL_MS" 'BEGIN { printf "%.3f", m / 1000 }')"
+		done
+		t1=$EPOCHREALTIME
+		cpu=0
+		for pid in $(q sub "$DB" -c "$PID_SQL"); do
+			v=$(proc_cpu_secs "$pid")
+			cpu=$(awk -v a="$cpu" -v b="${v:-0}" 'BEGIN { printf "%.4f", a + b }')
+		done
+		wpid=$(q prov "$DB" -c "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$SLOT'")
+		wcpu=$(proc_cpu_secs "$wpid")
+		printf '\\q\n' >&"${POLLER[1]}"
+		wait "$co_pid" 2>/dev/null || true
+		poll_until prov "$DB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '$SLOT'" 60
+		q sub "$DB" -c "$DISABLE" >/dev/null
+		poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+		same=yes
+		[[ $(q prov "$DB" -c "$(checksum_sql)" | sort) == "$(q sub "$DB" -c "$(checksum_sql)" | sort)" ]] || same=no
+		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
+		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
+		wus=$(awk -v c="${wcpu:-0}" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
+		echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same" >>"$CSV"
+		log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg)"
+		[[ $same == yes ]] || die "$sys: tables differ after run $run"
+		RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
+	done
+	stop_all
+	for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
+done
+
+echo "baseline check: fresh provider + subscriber per system, TPC-B scale $SCALE, $CLIENTS clients, backlog $XACTS, $RUNS runs"
+echo "  settings: SYNC=$SYNC BINARY=$BINARY HISTORY_PK=$HISTORY_PK SUB_INIT=$SUB_INIT CONN=$CONN shared_buffers=$SHARED_BUFFERS max_wal_size=$MAX_WAL_SIZE POLL_MS=$POLL_MS CKPT_AFTER_LOAD=$CKPT_AFTER_LOAD IDLE_CLUSTERS=$IDLE_CLUSTERS"
+printf '  %-10s %12s %12s %14s   %s\n' system apply_us walsender_us median_tps "runs (apply_us)"
+for sys in $SYSTEMS; do
+	# shellcheck disable=SC2086
+	printf '  %-10s %12.2f %12.2f %14.0f   %s\n' "$sys" "$(median ${RES_US[$sys]})" "$(median ${RES_WS[$sys]})" \
+		"$(median ${RES_TPS[$sys]})" "${RES_US[$sys]}"
+done
+echo "  CSV: $CSV"
