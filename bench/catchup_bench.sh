@@ -58,6 +58,9 @@
 #   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
 #   KEEP_DATA=0           (1: keep the data directories afterwards)
+#   PA_CONF=              lines (";"-separated) added to each parallel_apply
+#                         subscriber's postgresql.conf, e.g.
+#                         "parallel_apply.adaptive_writers = off"
 #   PA_REV=<text>         how the report names the parallel_apply build
 #                         (default: git describe of this repository)
 #
@@ -141,7 +144,7 @@ if (( EUID == 0 )); then
 	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV \
 		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
-		KEEP_DATA BENCH_USER
+		KEEP_DATA BENCH_USER PA_CONF
 fi
 
 # ---------------------------------------------------------------------------
@@ -434,6 +437,7 @@ parallel_apply.max_writers_per_subscription = $MAXW
 EOF
 			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
 			[[ $c != *_nc ]] || echo "parallel_apply.coalesce_updates = off" >>"$d/postgresql.conf"
+			[[ -z ${PA_CONF:-} ]] || tr ';' '\n' <<<"$PA_CONF" >>"$d/postgresql.conf"
 			;;
 		pglogical)
 			cat >>"$d/postgresql.conf" <<EOF
