@@ -185,8 +185,9 @@ bool		pa_adaptive_writers = true;
 #define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
 #define ADAPT_PROBE_MIN_MS	400 /* a probe that failed waits this, */
 #define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
-#define ADAPT_GAIN			1.05	/* one more writer stays if rate rises 5% */
-#define ADAPT_KEEP			0.97	/* one fewer stays if rate keeps 97% */
+#define ADAPT_MEASURE_WINDOWS 2	/* a probe is measured over this many */
+#define ADAPT_GAIN			1.08	/* one more writer stays if rate rises 8% */
+#define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
 #define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
 								 * the writer is behind */
 #define SPREAD_BACKLOG		8	/* see "Assignment", spreading */
@@ -212,9 +213,13 @@ static struct
 	uint64		win_committed;
 	uint32		win_dispatched;
 	uint32		win_behind;		/* given to a writer that is behind */
-	double		rate;			/* commits per second, last steady window */
+	double		rate;			/* commits per second, steady */
+	double		prev_rate;		/* in the last steady window, 0: none */
 	AdaptPhase	phase;
 	int			probe_from;		/* target before the probe */
+	int			probe_windows;	/* measured so far */
+	TimestampTz probe_start;
+	uint64		probe_committed;
 	double		probe_base;		/* rate before the probe */
 	TimestampTz next_up;
 	TimestampTz next_down;
@@ -222,6 +227,7 @@ static struct
 	int			backoff_down;
 	/* counters for the DEBUG1 line */
 	uint64		n_txns;
+	uint64		n_untracked;	/* with one writer in use: no keys */
 	uint64		n_nodep;
 	uint64		n_onetxn;		/* depends on one in-flight transaction */
 	uint64		n_multitxn;		/* on several */
@@ -229,6 +235,7 @@ static struct
 	uint64		n_multiwriter;	/* on several */
 	uint64		n_tabledep;		/* some dependency by a whole-table key */
 	uint64		n_follow;
+	uint64		n_latest;		/* went to its latest dependency's writer */
 	uint64		n_stay;
 	uint64		n_pick;
 	uint64		n_spread;
@@ -848,12 +855,24 @@ adapt_tick(int writer)
 	else if (ad.phase == ADAPT_SETTLE)
 	{
 		if (ad.nuse == wanted_writers())
+		{
 			ad.phase = ADAPT_MEASURE;
+			ad.probe_windows = 0;
+			ad.probe_start = now;
+			ad.probe_committed = committed;
+		}
 	}
+	else if (ad.phase == ADAPT_MEASURE &&
+			 ++ad.probe_windows < ADAPT_MEASURE_WINDOWS)
+		;
 	else if (ad.phase == ADAPT_MEASURE)
 	{
 		bool		up = ad.target > ad.probe_from;
-		bool		keep = up ? rate >= ad.probe_base * ADAPT_GAIN :
+		bool		keep;
+
+		rate = (double) (committed - ad.probe_committed) * 1000000.0 /
+			Max(now - ad.probe_start, 1);
+		keep = up ? rate >= ad.probe_base * ADAPT_GAIN :
 			rate >= ad.probe_base * ADAPT_KEEP;
 
 		elog(DEBUG1, "parallel_apply subscription \"%s\": %d writers: %.0f commits/s, %d writers: %.0f: %s",
@@ -889,10 +908,13 @@ adapt_tick(int writer)
 			ad.rate = rate;
 		}
 		ad.phase = ADAPT_STEADY;
+		ad.prev_rate = 0;
 	}
 	else
 	{
-		ad.rate = rate;
+		/* the base of a probe: the last two steady windows */
+		ad.rate = ad.prev_rate > 0 ? (ad.prev_rate + rate) / 2 : rate;
+		ad.prev_rate = rate;
 		ad.target = Min(ad.target, pa_pool_size());
 		if (backlog && ad.target < pa_pool_size() && now >= ad.next_up)
 			start_probe(ad.target + 1);
@@ -909,16 +931,18 @@ adapt_tick(int writer)
 static void
 log_counters(void)
 {
-	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with no dependency, %llu on one transaction, %llu on several, "
+	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with keys not computed, %llu with no dependency, %llu on one transaction, %llu on several, "
 		 "%llu on one writer, %llu on several, %llu by a whole-table key; "
-		 "%llu followed their chain, %llu stayed, %llu picked, %llu spread, %llu waited for their chain's writer; %d of %d writers in use",
+		 "%llu followed their chain, %llu their latest dependency, %llu stayed, %llu picked, %llu spread, %llu waited for their chain's writer; %d of %d writers in use",
 		 MyPaLeader->sub->name,
-		 (unsigned long long) ad.n_txns, (unsigned long long) ad.n_nodep,
+		 (unsigned long long) ad.n_txns, (unsigned long long) ad.n_untracked,
+		 (unsigned long long) ad.n_nodep,
 		 (unsigned long long) ad.n_onetxn, (unsigned long long) ad.n_multitxn,
 		 (unsigned long long) ad.n_onewriter,
 		 (unsigned long long) ad.n_multiwriter,
 		 (unsigned long long) ad.n_tabledep,
-		 (unsigned long long) ad.n_follow, (unsigned long long) ad.n_stay,
+		 (unsigned long long) ad.n_follow, (unsigned long long) ad.n_latest,
+		 (unsigned long long) ad.n_stay,
 		 (unsigned long long) ad.n_pick, (unsigned long long) ad.n_spread,
 		 (unsigned long long) ad.n_wait_chain,
 		 writers_in_use(), pa_pool_size());
@@ -1054,6 +1078,12 @@ assign_writer(void)
 		if (!has_room(writer))
 			ad.n_wait_chain++;
 	}
+	else if (ndepwriters > 1 && writer >= 0 && has_room(writer) &&
+			 pa_adaptive_writers)
+	{
+		/* the latest dependency's writer: chains stay apart */
+		ad.n_latest++;
+	}
 	else if (last_writer >= 0 && last_writer < nuse &&
 			 (has_room(last_writer) ||
 			  (chain && per_writer[last_writer] != 0)))
@@ -1100,13 +1130,17 @@ assign_writer(void)
 	pfree(entries);
 
 	ad.n_txns++;
-	if (onedep == 0)
+	if (!ad.track)
+		;						/* keys not computed: not known */
+	else if (onedep == 0)
 		ad.n_nodep++;
 	else if (multitxn)
 		ad.n_multitxn++;
 	else
 		ad.n_onetxn++;
-	if (ndepwriters == 1)
+	if (!ad.track)
+		ad.n_untracked++;
+	else if (ndepwriters == 1)
 		ad.n_onewriter++;
 	else if (ndepwriters > 1)
 		ad.n_multiwriter++;
