@@ -37,6 +37,46 @@
  * Dependencies on writers other than its own are waits (writer.c makes
  * them lock waits, visible to the deadlock detector).
  *
+ * Separable chains.  That packs a load of joined chains onto one writer
+ * for good.  On TPC-B (measured, bench/notes/dispatch.md) about 1% of the
+ * transactions depend on nothing in flight, 41% on one transaction (their
+ * branch's last) and 58% on two or more: the teller, drawn independently
+ * of the branch, joins two branches' chains; the keyless pgbench_history
+ * inserts join nothing (an INSERT into a table without keys waits only
+ * for its updates and deletes).  A transaction on two chains stayed with
+ * the previous transaction's writer, which drew every chain onto it.  With
+ * adaptive writers (below) it goes instead to the writer of its latest
+ * dependency, its branch's, and waits for the older one (the teller's)
+ * on the other writer, so that chains stay where they are.  And when the
+ * chosen writer has SPREAD_BACKLOG transactions in flight, one with no
+ * dependency goes to an idle writer in use instead, which starts a new
+ * chain there; what depends on it follows it.  Both cost commit-order
+ * waits and smaller groups; the adaptive rule keeps the second writer
+ * only when it raises the commit rate.
+ *
+ * Adaptive writers (parallel_apply.adaptive_writers).  Writers
+ * 0..nuse-1 are in use; the rest of the pool is parked: given nothing
+ * new (a dependency on one still draining is a wait), shown as parked in
+ * writer_status().  The leader starts with one in use and measures the
+ * commit rate per ADAPT_WINDOW_MS window, from the dispatching path (a
+ * clock read every 16 transactions; an idle gap restarts the window).
+ * When at least half of a window's transactions went to a writer with
+ * BEHIND_INFLIGHT or more in flight (a backlog), it tries one writer
+ * more; else, from time to time, one fewer.  A try waits for the change
+ * and a window to settle, measures ADAPT_MEASURE_WINDOWS windows against
+ * the two steady ones before, and keeps the change when the rate rose by
+ * ADAPT_GAIN (one more) or kept ADAPT_KEEP of it (one fewer); a try that
+ * fails doubles the wait before the next one that way.  With one writer
+ * in use no keys are computed, as with a pool of one; a second one is
+ * taken into use only once every transaction in flight was tracked, so
+ * that keys are computed from the BEGIN after the rule asks for more,
+ * and the change follows when those before have committed.  Tracking goes
+ * on while a writer other than 0 still has something in flight.  Off,
+ * every writer of the pool is in use, and transactions on several chains
+ * stay with the previous writer as above.  The counters behind these
+ * rules go to the log at DEBUG1 every STATS_EVERY transactions and at the
+ * end of a busy spell.
+ *
  * A full writer.  When the writer of a dependent transaction's chain (or,
  * for dependencies on several writers, the previous transaction's writer
  * if it is one of them, else the latest one's) is full, the transaction
@@ -52,7 +92,8 @@
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the leader first lets everything in
  * flight commit (pa_dispatch_may_resize), so that no dependency goes
- * unseen.
+ * unseen.  The same holds for one writer in use (adaptive writers,
+ * above).
  *
  * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
  * provider) run alone: the dispatcher waits until everything before them
