@@ -47,12 +47,14 @@
  * the previous transaction's writer, which drew every chain onto it.  With
  * adaptive writers (below) it goes instead to the writer of its latest
  * dependency, its branch's, and waits for the older one (the teller's)
- * on the other writer, so that chains stay where they are.  And when the
- * chosen writer has SPREAD_BACKLOG transactions in flight, one with no
- * dependency goes to an idle writer in use instead, which starts a new
- * chain there; what depends on it follows it.  Both cost commit-order
- * waits and smaller groups; the adaptive rule keeps the second writer
- * only when it raises the commit rate.
+ * on the other writer, so that chains stay where they are.  And, also
+ * only with adaptive writers, when the chosen writer has SPREAD_BACKLOG
+ * transactions in flight, one with no dependency goes to an idle writer
+ * in use instead, which starts a new chain there; what depends on it
+ * follows it.  Both cost commit-order waits and smaller groups (on this
+ * project's 2-CPU machine more than they gain, bench/notes/dispatch.md);
+ * the adaptive rule keeps a second writer only when it raises the commit
+ * rate, and without it the dispatcher packs chains as above.
  *
  * Adaptive writers (parallel_apply.adaptive_writers).  Writers
  * 0..nuse-1 are in use; the rest of the pool is parked: given nothing
@@ -1101,9 +1103,11 @@ assign_writer(void)
 	 * are waited for explicitly.  A dependent transaction whose writer is
 	 * full waits for room there instead (chain), unless the writers read
 	 * from storage; see "A full writer" in the header comment.  A parked
-	 * writer is given nothing: dependencies on it are waits.  One with no
-	 * dependency goes to an idle writer instead when the chosen one is
-	 * behind (spreading, in the header comment).
+	 * writer is given nothing: dependencies on it are waits.  With
+	 * adaptive writers, one with dependencies on several writers goes to
+	 * its latest dependency's, and one with no dependency goes to an idle
+	 * writer instead when the chosen one is behind ("Separable chains" in
+	 * the header comment).
 	 */
 	ndepwriters = 0;
 	for (int w = 0; w < pa_max_writers; w++)
@@ -1139,7 +1143,7 @@ assign_writer(void)
 	}
 	else
 		ad.n_wait_chain++;
-	if (ndepwriters == 0 && nuse > 1 &&
+	if (ndepwriters == 0 && nuse > 1 && pa_adaptive_writers &&
 		pa_pool_inflight(writer) >= SPREAD_BACKLOG)
 	{
 		int			idle = idle_writer();
