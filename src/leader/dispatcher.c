@@ -226,10 +226,11 @@ bool		pa_adaptive_writers = true;
 
 #define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
 #define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
-#define ADAPT_PROBE_MIN_MS	400 /* a probe that failed waits this, */
+#define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
+								 * failed twice this, */
 #define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
-#define ADAPT_MEASURE_WINDOWS 2	/* a probe is measured over this many */
-#define ADAPT_GAIN			1.08	/* one more writer stays if rate rises 8% */
+#define ADAPT_MEASURE_WINDOWS 3	/* a probe is measured over this many */
+#define ADAPT_GAIN			1.10	/* one more writer stays if rate rises 10% */
 #define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
 #define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
 								 * the writer is behind */
@@ -319,6 +320,8 @@ pa_dispatch_init(void)
 	ad.backoff_up = ADAPT_PROBE_MIN_MS;
 	ad.backoff_down = ADAPT_PROBE_MIN_MS;
 	ad.win_start = GetCurrentTimestamp();
+	ad.next_up = TimestampTzPlusMilliseconds(ad.win_start, ADAPT_PROBE_MIN_MS);
+	ad.next_down = ad.next_up;
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
@@ -934,6 +937,10 @@ adapt_tick(int writer)
 				ad.backoff_down = Min(ad.backoff_down * 2, ADAPT_PROBE_MAX_MS);
 				ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
 			}
+			ad.next_down = Max(ad.next_down,
+							   TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
+			ad.next_up = Max(ad.next_up,
+							 TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
 		}
 		else
 		{
