@@ -69,6 +69,9 @@
 #                         on a fresh provider + subscriber pair, same workload)
 #                         and print its CPU per transaction next to this
 #                         bench's, flagging a deviation over 10%
+#   PA_CONF=              lines (";"-separated) added to each parallel_apply
+#                         subscriber's postgresql.conf, e.g.
+#                         "parallel_apply.adaptive_writers = off"
 #   PA_REV=<text>         how the report names the parallel_apply build
 #                         (default: git describe of this repository)
 #
@@ -167,7 +170,7 @@ if (( EUID == 0 )); then
 	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES ALL_SUBSCRIBERS \
 		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
-		KEEP_DATA BENCH_USER
+		KEEP_DATA BENCH_USER PA_CONF
 fi
 
 # ---------------------------------------------------------------------------
@@ -475,6 +478,7 @@ parallel_apply.max_writers_per_subscription = $MAXW
 EOF
 			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
 			[[ $c != *_nc ]] || echo "parallel_apply.coalesce_updates = off" >>"$d/postgresql.conf"
+			[[ -z ${PA_CONF:-} ]] || tr ';' '\n' <<<"$PA_CONF" >>"$d/postgresql.conf"
 			;;
 		pglogical)
 			cat >>"$d/postgresql.conf" <<EOF

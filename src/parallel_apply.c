@@ -37,6 +37,7 @@
 #include "utils/guc.h"
 
 #include "coalesce.h"
+#include "dispatcher.h"
 #include "launcher.h"
 #include "parallel_apply.h"
 #include "pipeline.h"
@@ -122,6 +123,11 @@ _PG_init(void)
 							 "Writers apply several updates of one row in one local transaction as one.",
 							 "Only for tables whose only uniqueness is the replica identity and with no row triggers firing on the subscriber; off applies every update.",
 							 &pa_coalesce_updates, true,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("parallel_apply.adaptive_writers",
+							 "The leader gives work to only as many of a subscription's writers as raise its commit rate.",
+							 "The others are parked (writer_status() says so); off gives work to every writer.",
+							 &pa_adaptive_writers, true,
 							 PGC_SIGHUP, 0, NULL, NULL, NULL);
 #ifdef PA_DEBUG_SWITCHES
 	/* benchmark-only: not in a default build, see the header comment */

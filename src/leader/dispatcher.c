@@ -39,6 +39,50 @@
  * Dependencies on writers other than its own are waits (writer.c makes
  * them lock waits, visible to the deadlock detector).
  *
+ * Separable chains.  That packs a load of joined chains onto one writer
+ * for good.  On TPC-B (measured, bench/notes/dispatch.md) about 1% of the
+ * transactions depend on nothing in flight, 41% on one transaction (their
+ * branch's last) and 58% on two or more: the teller, drawn independently
+ * of the branch, joins two branches' chains; the keyless pgbench_history
+ * inserts join nothing (an INSERT into a table without keys waits only
+ * for its updates and deletes).  A transaction on two chains stayed with
+ * the previous transaction's writer, which drew every chain onto it.  With
+ * adaptive writers (below) it goes instead to the writer of its latest
+ * dependency, its branch's, and waits for the older one (the teller's)
+ * on the other writer, so that chains stay where they are.  And, also
+ * only with adaptive writers, when the chosen writer has SPREAD_BACKLOG
+ * transactions in flight, one with no dependency goes to an idle writer
+ * in use instead, which starts a new chain there; what depends on it
+ * follows it.  Both cost commit-order waits and smaller groups (on this
+ * project's 2-CPU machine more than they gain, bench/notes/dispatch.md);
+ * the adaptive rule keeps a second writer only when it raises the commit
+ * rate, and without it the dispatcher packs chains as above.
+ *
+ * Adaptive writers (parallel_apply.adaptive_writers).  Writers
+ * 0..nuse-1 are in use; the rest of the pool is parked: given nothing
+ * new (a dependency on one still draining is a wait), shown as parked in
+ * writer_status().  The leader starts with one in use and measures the
+ * commit rate per ADAPT_WINDOW_MS window, from the dispatching path (a
+ * clock read every 16 transactions; an idle gap restarts the window).
+ * When at least half of a window's transactions went to a writer with
+ * BEHIND_INFLIGHT or more in flight (a backlog), it tries one writer
+ * more; else, from time to time, one fewer.  A try waits for the change
+ * and a window to settle, measures ADAPT_MEASURE_WINDOWS windows against
+ * the two steady ones before, and keeps the change when the rate rose by
+ * ADAPT_GAIN (one more) or kept ADAPT_KEEP of it (one fewer); one more
+ * below ADAPT_ABORT after a window goes back at once (a try costs: on
+ * TPC-B the hand-over of chains alone took 40% off the rate for the
+ * try); a try that fails doubles the wait before the next one that way.  With one writer
+ * in use no keys are computed, as with a pool of one; a second one is
+ * taken into use only once every transaction in flight was tracked, so
+ * that keys are computed from the BEGIN after the rule asks for more,
+ * and the change follows when those before have committed.  Tracking goes
+ * on while a writer other than 0 still has something in flight.  Off,
+ * every writer of the pool is in use, and transactions on several chains
+ * stay with the previous writer as above.  The counters behind these
+ * rules go to the log at DEBUG1 every STATS_EVERY transactions and at the
+ * end of a busy spell.
+ *
  * A full writer.  When the writer of a dependent transaction's chain (or,
  * for dependencies on several writers, the previous transaction's writer
  * if it is one of them, else the latest one's) is full, the transaction
@@ -54,7 +98,8 @@
  * With one writer nothing runs in parallel, so no keys are computed; when
  * the pool grows from one writer, the leader first lets everything in
  * flight commit (pa_dispatch_may_resize), so that no dependency goes
- * unseen.
+ * unseen.  The same holds for one writer in use (adaptive writers,
+ * above).
  *
  * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
  * provider) run alone: the dispatcher waits until everything before them
@@ -161,6 +206,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "dispatcher.h"
@@ -240,6 +286,74 @@ static StringInfoData replay_buf;	/* a message read back from a file */
 #define KEY_LOOKUP	0x01
 #define KEY_RECORD	0x02
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
+#define KEY_TABLE	0x04		/* a whole table's key (counted only) */
+
+/* parallel_apply.adaptive_writers: see "Adaptive writers" */
+bool		pa_adaptive_writers = true;
+
+#define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
+#define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
+#define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
+								 * failed twice this, */
+#define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
+#define ADAPT_MEASURE_WINDOWS 3	/* a probe is measured over this many */
+#define ADAPT_GAIN			1.10	/* one more writer stays if rate rises 10% */
+#define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
+#define ADAPT_ABORT			0.85	/* one more below this after a window:
+									 * back at once */
+#define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
+								 * the writer is behind */
+#define SPREAD_BACKLOG		8	/* see "Assignment", spreading */
+#define STATS_EVERY			10000	/* DEBUG1 line of counters */
+
+typedef enum AdaptPhase
+{
+	ADAPT_STEADY,				/* measuring the rate of target writers */
+	ADAPT_SETTLE,				/* target changed: a window to settle */
+	ADAPT_MEASURE				/* the probe's window */
+} AdaptPhase;
+
+/* Writers in use and the adaptive rule's state, see "Adaptive writers" */
+static struct
+{
+	int			target;			/* writers wanted (adaptive) */
+	int			nuse;			/* writers 0..nuse-1 take new work */
+	bool		track;			/* keys of the transaction being assembled
+								 * are computed */
+	uint64		tracked_from;	/* the first of the run of tracked ones */
+	uint32		calls;
+	TimestampTz win_start;
+	uint64		win_committed;
+	uint32		win_dispatched;
+	uint32		win_behind;		/* given to a writer that is behind */
+	double		rate;			/* commits per second, steady */
+	double		prev_rate;		/* in the last steady window, 0: none */
+	AdaptPhase	phase;
+	int			probe_from;		/* target before the probe */
+	int			probe_windows;	/* measured so far */
+	TimestampTz probe_start;
+	uint64		probe_committed;
+	double		probe_base;		/* rate before the probe */
+	TimestampTz next_up;
+	TimestampTz next_down;
+	int			backoff_up;
+	int			backoff_down;
+	/* counters for the DEBUG1 line */
+	uint64		n_txns;
+	uint64		n_untracked;	/* with one writer in use: no keys */
+	uint64		n_nodep;
+	uint64		n_onetxn;		/* depends on one in-flight transaction */
+	uint64		n_multitxn;		/* on several */
+	uint64		n_onewriter;	/* its dependencies on one writer */
+	uint64		n_multiwriter;	/* on several */
+	uint64		n_tabledep;		/* some dependency by a whole-table key */
+	uint64		n_follow;
+	uint64		n_latest;		/* went to its latest dependency's writer */
+	uint64		n_stay;
+	uint64		n_pick;
+	uint64		n_spread;
+	uint64		n_wait_chain;	/* its chain's writer full: waited */
+}			ad;
 
 /* A table of entries whose first keysize bytes are their key. */
 static HTAB *
@@ -280,6 +394,14 @@ pa_dispatch_init(void)
 	L->last_writer = -1;
 	L->live_reserved = MemoryContextAllocZero(TopMemoryContext,
 											  sizeof(bool) * pa_max_writers);
+	memset(&ad, 0, sizeof(ad));
+	ad.target = 1;
+	ad.nuse = 1;
+	ad.backoff_up = ADAPT_PROBE_MIN_MS;
+	ad.backoff_down = ADAPT_PROBE_MIN_MS;
+	ad.win_start = GetCurrentTimestamp();
+	ad.next_up = TimestampTzPlusMilliseconds(ad.win_start, ADAPT_PROBE_MIN_MS);
+	ad.next_down = ad.next_up;
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
@@ -478,7 +600,7 @@ add_row_keys(PaRelMapEntry *e, PaTupleData *tup, PaTupleData *fallback,
 
 	if (!e->keys_complete)
 	{
-		add_key(table_key(e->localreloid, 0), KEY_BOTH);
+		add_key(table_key(e->localreloid, 0), KEY_BOTH | KEY_TABLE);
 		return;
 	}
 	for (int k = 0; k < e->nkeys; k++)
@@ -495,13 +617,13 @@ add_row_keys(PaRelMapEntry *e, PaTupleData *tup, PaTupleData *fallback,
 		return;
 	if (insert)
 	{
-		add_key(table_key(e->localreloid, 1), KEY_LOOKUP);	/* modifications */
-		add_key(table_key(e->localreloid, 2), KEY_RECORD);	/* insertions */
+		add_key(table_key(e->localreloid, 1), KEY_LOOKUP | KEY_TABLE);	/* modifications */
+		add_key(table_key(e->localreloid, 2), KEY_RECORD | KEY_TABLE);	/* insertions */
 	}
 	else
 	{
-		add_key(table_key(e->localreloid, 1), KEY_BOTH);
-		add_key(table_key(e->localreloid, 2), KEY_LOOKUP);
+		add_key(table_key(e->localreloid, 1), KEY_BOTH | KEY_TABLE);
+		add_key(table_key(e->localreloid, 2), KEY_LOOKUP | KEY_TABLE);
 	}
 }
 
@@ -692,7 +814,7 @@ broadcast_new_relations(int except, PaDispatchWait *wait)
 }
 
 /* ---------------------------------------------------------------------
- * Assignment
+ * Writers in use
  * ---------------------------------------------------------------------
  */
 
@@ -702,12 +824,19 @@ has_room(int w)
 	return pa_pool_inflight(w) < MAX_INFLIGHT_PER_WRITER;
 }
 
+/* Writers 0..n-1 take new work; the others are parked. */
+static int
+writers_in_use(void)
+{
+	return Max(1, Min(ad.nuse, pa_pool_size()));
+}
+
 /* An idle writer, round robin, or else the least loaded. */
 static int
 pick_writer(void)
 {
 	PaLeader   *L = MyPaLeader;
-	int			n = pa_pool_size();
+	int			n = writers_in_use();
 	int			best = -1;
 	uint64		best_load = PG_UINT64_MAX;
 
@@ -730,6 +859,270 @@ pick_writer(void)
 	L->next_rr = (best + 1) % n;
 	return best;
 }
+
+/* A writer in use with nothing in flight, or -1. */
+static int
+idle_writer(void)
+{
+	PaLeader   *L = MyPaLeader;
+	int			n = writers_in_use();
+
+	for (int i = 0; i < n; i++)
+	{
+		int			w = (L->next_rr + i) % n;
+
+		if (pa_pool_inflight(w) == 0 && !L->live_reserved[w])
+		{
+			L->next_rr = (w + 1) % n;
+			return w;
+		}
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------------
+ * Adaptive writers, see the header comment
+ * ---------------------------------------------------------------------
+ */
+
+static int
+wanted_writers(void)
+{
+	int			pool = pa_pool_size();
+
+	return pa_adaptive_writers ? Max(1, Min(ad.target, pool)) : pool;
+}
+
+/*
+ * Show which writers are parked in writer_status(): those neither in use
+ * nor wanted.
+ */
+static void
+publish_parked(void)
+{
+	PaSubSlot  *slot = MyPaLeader->slot;
+	int			n = Max(writers_in_use(), wanted_writers());
+
+	SpinLockAcquire(&slot->mutex);
+	for (int w = 0; w < pa_max_writers; w++)
+		slot->writers[w].parked = w >= n && w < pa_pool_size();
+	SpinLockRelease(&slot->mutex);
+}
+
+/*
+ * Are the keys of the transaction beginning (seq) to be computed?  Only
+ * when more than one writer is in use, wanted, or still has something in
+ * flight: with one, every transaction goes to writer 0, behind the others
+ * in its queue, and needs none.  A run of tracked transactions starts at
+ * tracked_from.
+ */
+static bool
+decide_tracking(uint64 seq)
+{
+	bool		track;
+
+	track = pa_pool_size() > 1 &&
+		(ad.nuse > 1 || wanted_writers() > ad.nuse);
+	for (int w = 1; w < pa_max_writers && !track; w++)
+		if (MyPaLeader->writers[w].running && pa_pool_inflight(w) > 0)
+			track = true;
+	if (track && !ad.track)
+		ad.tracked_from = seq;
+	ad.track = track;
+	return track;
+}
+
+/*
+ * Follow the wanted number of writers: fewer at once, more only once every
+ * transaction in flight had its keys computed (else a dependency on one of
+ * them would go unseen).
+ */
+static void
+update_writers_in_use(void)
+{
+	int			want = wanted_writers();
+	int			before = ad.nuse;
+	static int	shown = -1;
+
+	if (want < ad.nuse)
+		ad.nuse = want;
+	else if (want > ad.nuse && ad.track &&
+			 committed_seq() + 1 >= ad.tracked_from)
+		ad.nuse = want;
+	if (Max(ad.nuse, want) != shown)
+	{
+		shown = Max(ad.nuse, want);
+		publish_parked();
+	}
+	if (ad.nuse != before)
+	{
+		elog(DEBUG1, "parallel_apply subscription \"%s\": %d of %d writers in use",
+			 MyPaLeader->sub->name, ad.nuse, pa_pool_size());
+	}
+}
+
+/* The pool was resized: clamp the writers in use and show them. */
+void
+pa_dispatch_pool_resized(void)
+{
+	ad.nuse = Min(ad.nuse, pa_pool_size());
+	ad.target = Min(Max(ad.target, 1), pa_pool_size());
+	publish_parked();
+}
+
+/* Start a probe: from target writers to to. */
+static void
+start_probe(int to)
+{
+	ad.probe_from = ad.target;
+	ad.probe_base = ad.rate;
+	ad.target = to;
+	ad.phase = ADAPT_SETTLE;
+}
+
+/*
+ * The adaptive rule: once per window, the commit rate.  In a steady
+ * window, with a backlog (most transactions went to a writer already
+ * behind) one more writer is tried, else, from time to time, one fewer;
+ * the probe waits for the change to be made and a window to settle, then
+ * measures a window: one more stays if the rate rose by ADAPT_GAIN, one
+ * fewer if it kept ADAPT_KEEP of it; else back, and the next probe that
+ * way waits twice as long.
+ */
+static void
+adapt_tick(int writer)
+{
+	TimestampTz now;
+	long		ms;
+	uint64		committed;
+	double		rate;
+	bool		backlog;
+
+	ad.win_dispatched++;
+	if (pa_pool_inflight(writer) >= BEHIND_INFLIGHT)
+		ad.win_behind++;
+	if (ad.calls++ % 16 != 0)
+		return;
+	now = GetCurrentTimestamp();
+	ms = (long) ((now - ad.win_start) / 1000);
+	if (ms < ADAPT_WINDOW_MS)
+		return;
+	committed = committed_seq();
+	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
+	backlog = ad.win_behind * 2 >= ad.win_dispatched;
+
+	/* an idle gap or too few to measure: start again */
+	if (ms > 4 * ADAPT_WINDOW_MS || ad.win_dispatched < ADAPT_MIN_TXNS ||
+		!pa_adaptive_writers)
+		;
+	else if (ad.phase == ADAPT_SETTLE)
+	{
+		if (ad.nuse == wanted_writers())
+		{
+			ad.phase = ADAPT_MEASURE;
+			ad.probe_windows = 0;
+			ad.probe_start = now;
+			ad.probe_committed = committed;
+		}
+	}
+	else if (ad.phase == ADAPT_MEASURE &&
+			 ++ad.probe_windows < ADAPT_MEASURE_WINDOWS &&
+			 (ad.target < ad.probe_from ||
+			  (double) (committed - ad.probe_committed) * 1000000.0 /
+			  Max(now - ad.probe_start, 1) >= ad.probe_base * ADAPT_ABORT))
+		;						/* measure on; one more that is clearly
+								 * worse is not measured to the end */
+	else if (ad.phase == ADAPT_MEASURE)
+	{
+		bool		up = ad.target > ad.probe_from;
+		bool		keep;
+
+		rate = (double) (committed - ad.probe_committed) * 1000000.0 /
+			Max(now - ad.probe_start, 1);
+		keep = up ? rate >= ad.probe_base * ADAPT_GAIN :
+			rate >= ad.probe_base * ADAPT_KEEP;
+
+		elog(DEBUG1, "parallel_apply subscription \"%s\": %d writers: %.0f commits/s, %d writers: %.0f: %s",
+			 MyPaLeader->sub->name, ad.probe_from, ad.probe_base,
+			 ad.target, rate, keep ? "kept" : "back");
+		if (!keep)
+		{
+			ad.target = ad.probe_from;
+			if (up)
+			{
+				ad.backoff_up = Min(ad.backoff_up * 2, ADAPT_PROBE_MAX_MS);
+				ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
+			}
+			else
+			{
+				ad.backoff_down = Min(ad.backoff_down * 2, ADAPT_PROBE_MAX_MS);
+				ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
+			}
+			ad.next_down = Max(ad.next_down,
+							   TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
+			ad.next_up = Max(ad.next_up,
+							 TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
+		}
+		else
+		{
+			/* the other way is likely no better either */
+			if (up)
+			{
+				ad.backoff_up = ADAPT_PROBE_MIN_MS;
+				ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
+			}
+			else
+			{
+				ad.backoff_down = ADAPT_PROBE_MIN_MS;
+				ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
+			}
+			ad.rate = rate;
+		}
+		ad.phase = ADAPT_STEADY;
+		ad.prev_rate = 0;
+	}
+	else
+	{
+		/* the base of a probe: the last two steady windows */
+		ad.rate = ad.prev_rate > 0 ? (ad.prev_rate + rate) / 2 : rate;
+		ad.prev_rate = rate;
+		ad.target = Min(ad.target, pa_pool_size());
+		if (backlog && ad.target < pa_pool_size() && now >= ad.next_up)
+			start_probe(ad.target + 1);
+		else if (ad.target > 1 && now >= ad.next_down)
+			start_probe(ad.target - 1);
+	}
+	ad.win_start = now;
+	ad.win_committed = committed;
+	ad.win_dispatched = 0;
+	ad.win_behind = 0;
+}
+
+/* The dispatcher's counters, for tuning (DEBUG1). */
+static void
+log_counters(void)
+{
+	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with keys not computed, %llu with no dependency, %llu on one transaction, %llu on several, "
+		 "%llu on one writer, %llu on several, %llu by a whole-table key; "
+		 "%llu followed their chain, %llu their latest dependency, %llu stayed, %llu picked, %llu spread, %llu waited for their chain's writer; %d of %d writers in use",
+		 MyPaLeader->sub->name,
+		 (unsigned long long) ad.n_txns, (unsigned long long) ad.n_untracked,
+		 (unsigned long long) ad.n_nodep,
+		 (unsigned long long) ad.n_onetxn, (unsigned long long) ad.n_multitxn,
+		 (unsigned long long) ad.n_onewriter,
+		 (unsigned long long) ad.n_multiwriter,
+		 (unsigned long long) ad.n_tabledep,
+		 (unsigned long long) ad.n_follow, (unsigned long long) ad.n_latest,
+		 (unsigned long long) ad.n_stay,
+		 (unsigned long long) ad.n_pick, (unsigned long long) ad.n_spread,
+		 (unsigned long long) ad.n_wait_chain,
+		 writers_in_use(), pa_pool_size());
+}
+
+/* ---------------------------------------------------------------------
+ * Assignment
+ * ---------------------------------------------------------------------
+ */
 
 static void
 fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
@@ -762,11 +1155,17 @@ assign_writer(void)
 	uint64		committed = committed_seq();
 	int			writer = -1;
 	uint64		maxdep = 0;
+	uint64		onedep = 0;
+	bool		multitxn = false;
+	bool		tabledep = false;
 	int			ndepwriters;
+	int			nuse;
 	bool		chain;
 	uint64	   *per_writer;
 	KeyEntry  **entries;
 
+	update_writers_in_use();
+	nuse = writers_in_use();
 	txn->ndeps = 0;
 	if (txn->barrier)
 	{
@@ -801,6 +1200,15 @@ assign_writer(void)
 		}
 		if (!(txn->keys[i].mode & KEY_LOOKUP))
 			continue;
+		if (ke->seq > committed)
+		{
+			if (onedep == 0)
+				onedep = ke->seq;
+			else if (ke->seq != onedep)
+				multitxn = true;
+			if (txn->keys[i].mode & KEY_TABLE)
+				tabledep = true;
+		}
 		if (ke->seq > committed && ke->seq > per_writer[ke->writer])
 		{
 			per_writer[ke->writer] = ke->seq;
@@ -811,6 +1219,7 @@ assign_writer(void)
 			}
 		}
 	}
+
 	/*
 	 * Dependencies on one writer only: follow them to that writer, so that
 	 * a chain runs back to back in one process.  Otherwise (none, or on
@@ -821,27 +1230,60 @@ assign_writer(void)
 	 * loaded writer.  Dependencies on other writers than the one chosen
 	 * are waited for explicitly.  A dependent transaction whose writer is
 	 * full waits for room there instead (chain), unless the writers read
-	 * from storage; see "A full writer" in the header comment.
+	 * from storage; see "A full writer" in the header comment.  A parked
+	 * writer is given nothing: dependencies on it are waits.  With
+	 * adaptive writers, one with dependencies on several writers goes to
+	 * its latest dependency's, and one with no dependency goes to an idle
+	 * writer instead when the chosen one is behind ("Separable chains" in
+	 * the header comment).
 	 */
 	ndepwriters = 0;
 	for (int w = 0; w < pa_max_writers; w++)
 		if (per_writer[w] != 0)
 			ndepwriters++;
 	chain = ndepwriters > 0 && !pa_pool_writers_read();
-	if (writer >= pa_pool_size() ||
+	if (writer >= nuse ||
 		(writer >= 0 && MyPaLeader->live_reserved[writer]))
 		writer = -1;
 	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
 	{
 		/* follow the chain */
+		ad.n_follow++;
+		if (!has_room(writer))
+			ad.n_wait_chain++;
 	}
-	else if (last_writer >= 0 && last_writer < pa_pool_size() &&
+	else if (ndepwriters > 1 && writer >= 0 && has_room(writer) &&
+			 pa_adaptive_writers)
+	{
+		/* the latest dependency's writer: chains stay apart */
+		ad.n_latest++;
+	}
+	else if (last_writer >= 0 && last_writer < nuse &&
 			 !MyPaLeader->live_reserved[last_writer] &&
 			 (has_room(last_writer) ||
 			  (chain && per_writer[last_writer] != 0)))
+	{
 		writer = last_writer;
+		ad.n_stay++;
+	}
 	else if (!chain || writer < 0)
+	{
 		writer = pick_writer();
+		ad.n_pick++;
+	}
+	else
+		ad.n_wait_chain++;
+	if (ndepwriters == 0 && nuse > 1 && pa_adaptive_writers &&
+		pa_pool_inflight(writer) >= SPREAD_BACKLOG)
+	{
+		int			idle = idle_writer();
+
+		if (idle >= 0)
+		{
+			writer = idle;
+			ad.n_spread++;
+		}
+	}
 
 	for (int w = 0; w < pa_max_writers; w++)
 	{
@@ -861,6 +1303,27 @@ assign_writer(void)
 	txn->writer = writer;
 	pfree(per_writer);
 	pfree(entries);
+
+	ad.n_txns++;
+	if (!ad.track)
+		;						/* keys not computed: not known */
+	else if (onedep == 0)
+		ad.n_nodep++;
+	else if (multitxn)
+		ad.n_multitxn++;
+	else
+		ad.n_onetxn++;
+	if (!ad.track)
+		ad.n_untracked++;
+	else if (ndepwriters == 1)
+		ad.n_onewriter++;
+	else if (ndepwriters > 1)
+		ad.n_multiwriter++;
+	if (tabledep)
+		ad.n_tabledep++;
+	if (ad.n_txns % STATS_EVERY == 0)
+		log_counters();
+	adapt_tick(writer);
 }
 
 /* ---------------------------------------------------------------------
@@ -878,7 +1341,7 @@ keep_prepared_keys(void)
 	int			n = 0;
 
 	/* streamed, or one writer: no keys were tracked; too many: not kept */
-	if (txn->streaming || pa_pool_size() == 1 ||
+	if (txn->streaming || !ad.track ||
 		txn->nkeys > PREPARED_KEYS_MAX)
 		return;
 	pk = hash_search(prepared_keys, &txn->begin.xid, HASH_ENTER, &found);
@@ -1224,7 +1687,9 @@ stream_change(char type, StringInfo in)
 /*
  * A writer of its own for a streamed transaction, to apply it as it
  * arrives: one with nothing in flight, while another remains for the rest
- * of the work; else -1, and the leader keeps it until its end.
+ * of the work; else -1, and the leader keeps it until its end.  Writer 0
+ * is never taken, and the last ones first: with adaptive writers those are
+ * the parked ones, and writer 0 is always in use for the rest.
  */
 static int
 live_writer(void)
@@ -1234,16 +1699,13 @@ live_writer(void)
 
 	if (n < 2 || n - L->nlive < 2)
 		return -1;
-	for (int i = 0; i < n; i++)
+	for (int w = n - 1; w >= 1; w--)
 	{
-		int			w = (L->next_rr + i) % n;
-
 		if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
 			w != L->last_writer)
 		{
 			L->live_reserved[w] = true;
 			L->nlive++;
-			L->next_rr = (w + 1) % n;
 			return w;
 		}
 	}
@@ -1505,6 +1967,7 @@ start_txn(PaBeginData *begin)
 	txn->stream_writer = -1;
 	txn->begin = *begin;
 	txn->seq = MyPaLeader->last_seq + 1;
+	(void) decide_tracking(txn->seq);
 	txn->barrier = false;
 	txn->twophase = PA_Q_2PC_NONE;
 	txn->at_commit = false;
@@ -1769,7 +2232,7 @@ dispatch_message(StringInfo in)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!txn->streaming && pa_pool_size() > 1)
+			if (!txn->streaming && ad.track)
 				track_change(type, in);
 			append_message(data, len);
 			break;
@@ -1895,6 +2358,16 @@ pa_dispatch_housekeeping(void)
 	KeyEntry   *ke;
 
 	MyPaLeader->dispatches_since_purge = 0;
+	/* the counters of a busy spell, once it is over */
+	{
+		static uint64 logged = 0;
+
+		if (ad.n_txns != logged && pa_dispatch_idle())
+		{
+			logged = ad.n_txns;
+			log_counters();
+		}
+	}
 	hash_seq_init(&status, keytab);
 	while ((ke = hash_seq_search(&status)) != NULL)
 		if (ke->seq <= committed)

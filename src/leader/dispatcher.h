@@ -47,6 +47,8 @@ typedef struct PaDispatchWait
 	int			writer;
 } PaDispatchWait;
 
+extern bool pa_adaptive_writers;
+
 extern void pa_dispatch_init(void);
 extern void pa_dispatch_new_session(void);
 extern bool pa_dispatch_frame(StringInfo in, PaDispatchWait *wait);
@@ -54,6 +56,7 @@ extern bool pa_dispatch_continue(PaDispatchWait *wait);
 extern bool pa_dispatch_idle(void);
 extern bool pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait);
 extern void pa_dispatch_writer_started(int writer);
+extern void pa_dispatch_pool_resized(void);
 extern void pa_dispatch_housekeeping(void);
 
 #endif							/* PA_DISPATCHER_H */

@@ -108,6 +108,7 @@ start_writer(int w)
 	ws->seq = 0;
 	ws->copies_done = 0;
 	ws->copy_failed = false;
+	ws->parked = false;
 	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
 	pg_atomic_write_u64(&ws->blocks_read, 0);

@@ -378,6 +378,7 @@ resize_pool(int n)
 	for (int w = 0; w < pa_max_writers; w++)
 		if (started[w])
 			pa_dispatch_writer_started(w);
+	pa_dispatch_pool_resized();
 	pfree(started);
 }
 

@@ -1493,7 +1493,10 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[1] = Int32GetDatum(w);
 			values[2] = Int32GetDatum(ws.pid);
 			nulls[2] = ws.pid == 0;
-			values[3] = CStringGetTextDatum(writer_state_name(ws.state));
+			/* an idle writer the leader gives no work to is parked */
+			values[3] = CStringGetTextDatum(ws.parked && ws.state == PA_WRITER_IDLE ?
+											"parked" :
+											writer_state_name(ws.state));
 			values[4] = TransactionIdGetDatum(ws.remote_xid);
 			nulls[4] = ws.seq == 0;
 			values[5] = LSNGetDatum(ws.commit_lsn);

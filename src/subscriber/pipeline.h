@@ -96,6 +96,8 @@ typedef struct PaWriterSlot
 	uint64		coalesced;		/* updates replaced by a later one */
 	char		last_error[PA_ERROR_LEN];
 	TimestampTz last_error_time;
+	bool		parked;			/* the leader gives it no new work
+								 * (dispatcher.c, "Adaptive writers") */
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
 	pg_atomic_uint64 blocks_read;	/* shared blocks read, as of its last
 									 * commit (pool.c) */

@@ -37,6 +37,9 @@ max_worker_processes = 40
 parallel_apply.max_writers_per_subscription = $max
 max_replication_slots = 20
 deadlock_timeout = 200ms
+# every writer takes work, so that tests see transactions in parallel;
+# t/021_adaptive_writers.pl turns the adaptive rule on
+parallel_apply.adaptive_writers = off
 };
 }
 

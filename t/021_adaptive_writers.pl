@@ -1,0 +1,109 @@
+# Adaptive writers (parallel_apply.adaptive_writers, dispatcher.c): with
+# the rule on, a subscription of 4 writers starts with one in use and
+# writer_status() shows the others parked; a TPC-B backlog applied while
+# the rule starts and stops tracking keys ends identical to the provider;
+# with the rule off every writer takes work and a backlog of independent
+# transactions spreads over more than one of them, again identical; the
+# setting switched while a load runs loses nothing.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib 't/lib';
+use PaTest;
+
+my $pub = provider_node('provider', extra_conf => "log_statement = none\n");
+# the harness turns the rule off (t/lib/PaTest.pm): on again here
+my $sub = subscriber_node('subscriber', max_writers => 4,
+	extra_conf => "parallel_apply.adaptive_writers = on\n");
+
+pgbench_init($pub, 'postgres', '-s', 2);
+pgbench_init($sub, 'postgres', '-s', 2, '-I', 'dtp');
+for my $n ($pub, $sub)
+{
+	$n->safe_psql('postgres',
+		'CREATE TABLE indep (id int PRIMARY KEY, v bigint NOT NULL DEFAULT 0)');
+}
+$pub->safe_psql('postgres',
+	'INSERT INTO indep SELECT g FROM generate_series(1, 100000) g');
+$pub->safe_psql('postgres',
+	'CREATE PUBLICATION pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, indep');
+create_sub($sub, $pub, 'a', num_writers => 4);
+wait_caught_up($sub, 'a');
+
+sub states
+{
+	return $sub->safe_psql('postgres',
+		"SELECT string_agg(writer || ':' || state, ' ' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'a'");
+}
+
+# one writer in use, the other three parked
+ok( poll_until($sub,
+		"SELECT count(*) FILTER (WHERE state = 'parked') = 3 AND count(*) FILTER (WHERE writer = 0 AND state <> 'parked') = 1 FROM writer_status() WHERE subscription_name = 'a'"
+	),
+	'adaptive writers: writers 1-3 are parked while idle')
+  or diag(states());
+
+sub per_writer
+{
+	return $sub->safe_psql('postgres',
+		"SELECT string_agg(transactions_applied::text, '/' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'a'");
+}
+
+sub backlog
+{
+	my ($msg, @args) = @_;
+	$sub->safe_psql('postgres', "SELECT disable_subscription('a')");
+	my $h = pgbench_start($pub, 'postgres', @args);
+	my ($ok, $n, $out) = pgbench_finish($h);
+	ok($ok, "$msg: pgbench ran") or diag($out);
+	my $before = per_writer();
+	$sub->safe_psql('postgres', "SELECT enable_subscription('a')");
+	wait_caught_up($sub, 'a');
+	my $after = per_writer();
+	note("$msg: $n transactions, per writer before $before, after $after");
+	my @b = split m{/}, $before;
+	my @a = split m{/}, $after;
+	return [ map { $a[$_] - ($b[$_] // 0) } 0 .. $#a ];
+}
+
+# a TPC-B backlog with the rule on: whatever number of writers it tries,
+# the result is the provider's
+backlog('TPC-B, adaptive', '-c', 4, '-j', 2, '-t', 1500);
+pgbench_tables_equal($pub, $sub, 'TPC-B backlog with adaptive writers');
+
+# the rule off: every writer takes work; a backlog of transactions on
+# independent keys goes to more than one writer
+$sub->safe_psql('postgres',
+	"ALTER SYSTEM SET parallel_apply.adaptive_writers = off; SELECT pg_reload_conf()");
+my $script = PostgreSQL::Test::Utils::tempdir() . '/indep.sql';
+PostgreSQL::Test::Utils::append_to_file($script,
+	"\\set id random(1, 100000)\nUPDATE indep SET v = v + 1 WHERE id = :id;\n");
+my $counts = backlog('independent keys, all writers',
+	'-c', 4, '-j', 2, '-t', 2500, '-f', $script);
+cmp_ok(scalar(grep { $_ > 0 } @$counts), '>', 1,
+	'independent keys with 4 writers in use: more than one writer applied')
+  or diag(join('/', @$counts));
+rows_equal($pub, $sub, [ [ 'indep', 'id' ] ],
+	'independent keys, all writers');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'a' AND state = 'parked'"),
+	'0', 'adaptive writers off: no writer is parked');
+
+# switched on and off while TPC-B runs: nothing is lost
+my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-T', 6);
+for my $v (qw(on off on))
+{
+	sleep 2;
+	$sub->safe_psql('postgres',
+		"ALTER SYSTEM SET parallel_apply.adaptive_writers = $v; SELECT pg_reload_conf()");
+}
+my ($ok, $n, $out) = pgbench_finish($h);
+ok($ok, 'TPC-B while the setting changes: pgbench ran') or diag($out);
+wait_caught_up($sub, 'a');
+pgbench_tables_equal($pub, $sub, 'TPC-B while adaptive writers are switched');
+no_errors($sub, 'a', 'after the switches');
+
+done_testing();
