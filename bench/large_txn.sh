@@ -424,7 +424,8 @@ dir_bytes() { du -sb "$1" 2>/dev/null | cut -f1 || true; }
 sampler() {
 	local s=$1 stop=$2 out=$3 tick=0 pid kind k v _r
 	local slotdir tmpdir ws_pid="" sz
-	local -A hwm kinds
+	local -A hwm kinds cpu_ns
+	local ws_cpu_ns=0 ns
 	local anon_sum anon_peak=0 ws_hwm=0 ws_anon_peak=0 slot_peak=0 tmp_peak=0 samples=0
 	local -a pids=()
 	local secs
@@ -445,6 +446,7 @@ sampler() {
 		anon_sum=0
 		for pid in "${pids[@]}"; do
 			[[ -r /proc/$pid/status ]] || continue
+			read -r ns _r 2>/dev/null </proc/"$pid"/schedstat && cpu_ns[$pid]=$ns
 			while read -r k v _r; do
 				case $k in
 					VmHWM:) hwm[$pid]=$v ;;
@@ -454,6 +456,7 @@ sampler() {
 		done
 		(( anon_sum <= anon_peak )) || anon_peak=$anon_sum
 		if [[ -n $ws_pid && -r /proc/$ws_pid/status ]]; then
+			read -r ns _r 2>/dev/null </proc/"$ws_pid"/schedstat && ws_cpu_ns=$ns
 			while read -r k v _r; do
 				case $k in
 					VmHWM:) (( v <= ws_hwm )) || ws_hwm=$v ;;
@@ -470,7 +473,10 @@ sampler() {
 		read -r -t "$secs" -u "$SLEEP_FD" _ || true
 	done
 	# per process: its VmHWM (peak RSS, shared buffers it touched included)
-	local hwm_sum=0 hwm_max=0 nproc=0 detail=""
+	local hwm_sum=0 hwm_max=0 nproc=0 detail="" cpu_sum=0
+	for pid in "${!cpu_ns[@]}"; do
+		cpu_sum=$(( cpu_sum + cpu_ns[$pid] ))
+	done
 	for pid in "${!hwm[@]}"; do
 		v=${hwm[$pid]}
 		hwm_sum=$(( hwm_sum + v ))
@@ -488,6 +494,8 @@ sampler() {
 		echo "slotdir_peak $slot_peak"
 		echo "pgsql_tmp_peak $tmp_peak"
 		echo "samples $samples"
+		echo "apply_cpu_s $(awk -v n="$cpu_sum" 'BEGIN { printf "%.1f", n / 1e9 }')"
+		echo "ws_cpu_s $(awk -v n="$ws_cpu_ns" 'BEGIN { printf "%.1f", n / 1e9 }')"
 		echo "detail ${detail% }"
 	} >"$out.tmp"
 	mv "$out.tmp" "$out"
@@ -629,6 +637,7 @@ COMMIT;
 SELECT 'commit ' || extract(epoch FROM clock_timestamp());
 EOF
 	log "$s $w: transaction on the provider"
+	R[$s,$w,load]=$(cut -d' ' -f1 /proc/loadavg)
 	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" -d "$PDB" \
 		-f "$WORKDIR/txn.sql" >"$WORKDIR/txn.out" 2>"$WORKDIR/txn.err" &
 	TXN_PID=$!
@@ -728,7 +737,7 @@ EOF
 		rm -f "$EVIDENCE/${w}_$s.log"
 	fi
 	log "$s $w: provider ${R[$s,$w,provider_s]}s, lag ${R[$s,$w,lag_s]}s, spill $(mb "${R[$s,$w,spill_bytes]}") MB, stream $(mb "${R[$s,$w,stream_bytes]}") MB, apply anon peak $(( ${R[$s,$w,anon_peak_kb]:-0} / 1024 )) MB, temp $(mb "${R[$s,$w,temp_bytes]}") MB, identical ${R[$s,$w,identical]}"
-	echo "$s,${SYS_WRITERS[$s]},${SYS_STREAM[$s]},$w,$N,${R[$s,$w,provider_s]},${R[$s,$w,stmt_s]},${R[$s,$w,wal_mb]},${R[$s,$w,lag_s]},${R[$s,$w,spill_txns]},${R[$s,$w,spill_bytes]},${R[$s,$w,stream_txns]},${R[$s,$w,stream_bytes]},${R[$s,$w,total_bytes]},${R[$s,$w,slotdir_peak]:-NA},${R[$s,$w,anon_peak_kb]:-NA},${R[$s,$w,hwm_sum_kb]:-NA},${R[$s,$w,hwm_max_kb]:-NA},${R[$s,$w,nproc]:-NA},${R[$s,$w,temp_bytes]},${R[$s,$w,pgsql_tmp_peak]:-NA},${R[$s,$w,ws_anon_peak_kb]:-NA},${R[$s,$w,ws_hwm_kb]:-NA},${R[$s,$w,identical]},\"${R[$s,$w,stats]}\",\"${R[$s,$w,detail]:-}\"" >>"$CSV"
+	echo "$s,${SYS_WRITERS[$s]},${SYS_STREAM[$s]},$w,$N,${R[$s,$w,provider_s]},${R[$s,$w,stmt_s]},${R[$s,$w,wal_mb]},${R[$s,$w,lag_s]},${R[$s,$w,spill_txns]},${R[$s,$w,spill_bytes]},${R[$s,$w,stream_txns]},${R[$s,$w,stream_bytes]},${R[$s,$w,total_bytes]},${R[$s,$w,slotdir_peak]:-NA},${R[$s,$w,anon_peak_kb]:-NA},${R[$s,$w,hwm_sum_kb]:-NA},${R[$s,$w,hwm_max_kb]:-NA},${R[$s,$w,nproc]:-NA},${R[$s,$w,temp_bytes]},${R[$s,$w,pgsql_tmp_peak]:-NA},${R[$s,$w,ws_anon_peak_kb]:-NA},${R[$s,$w,ws_hwm_kb]:-NA},${R[$s,$w,apply_cpu_s]:-NA},${R[$s,$w,ws_cpu_s]:-NA},${R[$s,$w,load]},${R[$s,$w,identical]},\"${R[$s,$w,stats]}\",\"${R[$s,$w,detail]:-}\"" >>"$CSV"
 }
 
 # the starting state of WORKLOAD for SYSTEM, on both sides, with every
@@ -751,7 +760,7 @@ prepare() {
 	esac
 }
 
-echo "system,writers,streaming,workload,n,provider_s,statement_s,txn_wal_mb,lag_s,spill_txns,spill_bytes,stream_txns,stream_bytes,total_bytes,slotdir_peak_bytes,apply_anon_peak_kb,apply_hwm_sum_kb,apply_hwm_max_kb,apply_procs,sub_temp_bytes,sub_pgsql_tmp_peak_bytes,walsender_anon_peak_kb,walsender_hwm_kb,identical,stats,per_process_hwm" >"$CSV"
+echo "system,writers,streaming,workload,n,provider_s,statement_s,txn_wal_mb,lag_s,spill_txns,spill_bytes,stream_txns,stream_bytes,total_bytes,slotdir_peak_bytes,apply_anon_peak_kb,apply_hwm_sum_kb,apply_hwm_max_kb,apply_procs,sub_temp_bytes,sub_pgsql_tmp_peak_bytes,walsender_anon_peak_kb,walsender_hwm_kb,apply_cpu_s,walsender_cpu_s,loadavg1,identical,stats,per_process_hwm" >"$CSV"
 LOADAVG0=$(cut -d' ' -f1-3 /proc/loadavg)
 T_BEGIN=$SECONDS
 for s in "${SYS_LIST[@]}"; do
@@ -787,25 +796,29 @@ echo "every 20 ms); spill/stream = pg_stat_replication_slots of the system's slo
 echo "slotdir = peak size of pg_replslot/<slot>; apply = the subscriber's apply processes: anon = peak of"
 echo "the sum of their RssAnon (private memory, sampled every $SAMPLE_MS ms), hwm = sum of their VmHWM (peak"
 echo "RSS, shared buffers touched included; max = the largest one); temp = pg_stat_database temp_bytes"
-echo "during the run, tmpdir = peak size of base/pgsql_tmp; walsender anon = its peak RssAnon; MB = 2^20 bytes"
+echo "during the run, tmpdir = peak size of base/pgsql_tmp; ws_anon = the slot's walsender's peak RssAnon;"
+echo "apply_cpu, ws_cpu = CPU seconds the apply processes and the walsender used since the subscription was"
+echo "enabled (the marker and this transaction); load = 1-minute load average when the transaction began"
+echo "(other work on the machine); MB = 2^20 bytes"
 for w in $WORKLOADS; do
 	echo
 	case $w in
 		insert) echo "workload insert: $N rows in one INSERT ... SELECT" ;;
 		update) echo "workload update: $(( N / 2 )) rows in one UPDATE" ;;
 	esac
-	printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %4s\n' \
+	printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %9s %6s %5s %4s\n' \
 		system w streaming provider stmt wal_mb decoded lag_s spill_mb spl_x stream_mb str_x slotdir apply_anon apply_hwm hwm_max \
-		temp_mb tmpdir ws_anon same
+		temp_mb tmpdir ws_anon apply_cpu ws_cpu load same
 	for s in "${SYS_LIST[@]}"; do
 		[[ -n ${R[$s,$w,provider_s]:-} ]] || { printf '  %-15s %4s %-9s  (no result)\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${SYS_STREAM[$s]}"; continue; }
-		printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %4s\n' \
+		printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %9s %6s %5s %4s\n' \
 			"${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${SYS_STREAM[$s]}" "${R[$s,$w,provider_s]}" "${R[$s,$w,stmt_s]}" \
 			"${R[$s,$w,wal_mb]}" "$(mb "${R[$s,$w,total_bytes]}")" "${R[$s,$w,lag_s]}" "$(mb "${R[$s,$w,spill_bytes]}")" "${R[$s,$w,spill_txns]}" \
 			"$(mb "${R[$s,$w,stream_bytes]}")" "${R[$s,$w,stream_txns]}" "$(mb "${R[$s,$w,slotdir_peak]:-NA}")" \
 			"$(kb2mb "${R[$s,$w,anon_peak_kb]:-NA}")" "$(kb2mb "${R[$s,$w,hwm_sum_kb]:-NA}")" \
 			"$(kb2mb "${R[$s,$w,hwm_max_kb]:-NA}")" "$(mb "${R[$s,$w,temp_bytes]}")" \
-			"$(mb "${R[$s,$w,pgsql_tmp_peak]:-NA}")" "$(kb2mb "${R[$s,$w,ws_anon_peak_kb]:-NA}")" "${R[$s,$w,identical]}"
+			"$(mb "${R[$s,$w,pgsql_tmp_peak]:-NA}")" "$(kb2mb "${R[$s,$w,ws_anon_peak_kb]:-NA}")" \
+			"${R[$s,$w,apply_cpu_s]:-NA}" "${R[$s,$w,ws_cpu_s]:-NA}" "${R[$s,$w,load]}" "${R[$s,$w,identical]}"
 	done
 	for s in "${SYS_LIST[@]}"; do
 		[[ -z ${R[$s,$w,detail]:-} ]] || echo "    $s: ${R[$s,$w,stats]}; per process VmHWM: ${R[$s,$w,detail]}"
