@@ -691,11 +691,6 @@ EOF
 		record_evidence "$s" "${w}_hung"
 	fi
 	[[ -z $SEEN_ERROR ]] || { PROBLEMS+=("$s $w: last_error: $SEEN_ERROR"); FAILED=1; }
-	stats=$(qp "SELECT spill_txns || ' ' || spill_bytes || ' ' || stream_txns || ' ' || stream_bytes || ' '
-		|| total_txns || ' ' || total_bytes FROM pg_stat_replication_slots WHERE slot_name = '${SLOT[$s]}'")
-	read -r a1 a2 a3 a4 a5 a6 <<<"$stats"
-	R[$s,$w,spill_txns]=$a1 R[$s,$w,spill_bytes]=$a2 R[$s,$w,stream_txns]=$a3 R[$s,$w,stream_bytes]=$a4
-	R[$s,$w,total_txns]=$a5 R[$s,$w,total_bytes]=$a6
 	while read -r k v; do
 		R[$s,$w,$k]=$v
 	done <"$WORKDIR/sampler.out"
@@ -712,6 +707,15 @@ EOF
 		PROBLEMS+=("$s $w: the provider slot did not confirm the transaction within 60 s")
 	disable_sys "$s" || record_evidence "$s" "${w}_disable"
 	sleep 0.5
+	# the slot's statistics once its walsender exited: the totals of a
+	# transaction are reported after the walsender sent its commit and
+	# cleaned up (removing its spill files), which can come after the
+	# subscriber applied it
+	stats=$(qp "SELECT spill_txns || ' ' || spill_bytes || ' ' || stream_txns || ' ' || stream_bytes || ' '
+		|| total_txns || ' ' || total_bytes FROM pg_stat_replication_slots WHERE slot_name = '${SLOT[$s]}'")
+	read -r a1 a2 a3 a4 a5 a6 <<<"$stats"
+	R[$s,$w,spill_txns]=$a1 R[$s,$w,spill_bytes]=$a2 R[$s,$w,stream_txns]=$a3 R[$s,$w,stream_bytes]=$a4
+	R[$s,$w,total_txns]=$a5 R[$s,$w,total_bytes]=$a6
 	temp1=$(q "$s" "$SDB" -c "SELECT coalesce(sum(temp_bytes), 0) FROM pg_stat_database")
 	R[$s,$w,temp_bytes]=$(( temp1 - temp0 ))
 
