@@ -1,0 +1,844 @@
+#!/usr/bin/env bash
+#
+# bench/large_txn.sh
+#
+# One large transaction on a provider, applied by each system under test:
+# how long after the provider's COMMIT returned it is applied on the
+# subscriber (the lag a user sees), what the provider spilled to disk, and
+# what the subscriber's apply processes used in memory and temporary files.
+# Systems (SYSTEMS):
+#
+#   - pa:              parallel_apply, once per writer count of WRITERS ("1 4")
+#   - incore_off:      CREATE SUBSCRIPTION ... WITH (streaming = off)
+#   - incore_on:       ... WITH (streaming = on)
+#   - incore_parallel: ... WITH (streaming = parallel), PostgreSQL 16 and later
+#                      (skipped with a note on 15)
+#
+# Workloads (WORKLOADS, default "insert update"), on a table big (id bigint
+# PRIMARY KEY, k int, v bigint, pad text):
+#
+#   - insert: INSERT INTO big SELECT ... FROM generate_series(1, N) into the
+#             empty table, one transaction (N = 10,000,000 by default),
+#   - update: UPDATE big SET v = v + 1 WHERE id <= N/2, one transaction, on
+#             the N rows of the insert.
+#
+# One system at a time, each in a subscriber cluster of its own: every other
+# subscription is disabled, the system's subscription is enabled (its
+# processes start afresh, so their peak RSS is this run's), the same
+# transaction runs on the provider on the same table contents while the
+# system's subscription streams, and the applied position is polled every
+# 20 ms on the subscriber until it passes the transaction's commit.  Before
+# a run, every slot is advanced past what earlier runs wrote (fast-forward,
+# untimed), so that no system decodes or applies another system's run.
+# Per system the insert runs first and the update then works on the rows it
+# left on both sides; with WORKLOADS=update alone, the rows are loaded on
+# both sides locally (the provider's load skipped by the slot).
+#
+# See bench/README.md, section "Large transactions (bench/large_txn.sh)".
+#
+# Environment (all optional):
+#   N=10000000            rows of the insert (the update changes N/2 of them)
+#   WORKLOADS="insert update"
+#   SYSTEMS="pa incore_off incore_on incore_parallel"
+#   WRITERS="1 4"         parallel_apply writer counts, one subscriber cluster each
+#   LOGICAL_DECODING_WORK_MEM=   the provider's logical_decoding_work_mem
+#                         (empty: the server's default, 64MB)
+#   SYNC=off              the subscribers' apply synchronous_commit
+#   PORT=5660             provider; the subscriber clusters use PORT+1, ...
+#   LAG_TIMEOUT=3600      seconds before a run's apply counts as hung
+#   SAMPLE_MS=100         memory / directory sampling interval
+#   WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/large_txn
+#   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
+#   PGBIN=<directory of initdb, pg_ctl, psql, ...>
+#   KEEP_DATA=0           (1: keep the data directories afterwards)
+#   PA_REV=<text>         how the report names the parallel_apply build
+#
+# Exits non-zero on any failure (a setup that fails, an apply that does not
+# finish or reports an error, a subscriber whose table differs from the
+# provider's); the report is printed in full first.
+
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+die() { echo "large_txn: ERROR: $*" >&2; exit 1; }
+log() { echo "large_txn: $(date -u +%H:%M:%S) $*" >&2; }
+
+if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
+	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+else
+	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
+fi
+
+N=${N:-10000000}
+WORKLOADS=${WORKLOADS:-"insert update"}
+SYSTEMS=${SYSTEMS:-"pa incore_off incore_on incore_parallel"}
+WRITERS=${WRITERS:-"1 4"}
+LOGICAL_DECODING_WORK_MEM=${LOGICAL_DECODING_WORK_MEM:-}
+SYNC=${SYNC:-off}
+PORT=${PORT:-5660}
+LAG_TIMEOUT=${LAG_TIMEOUT:-3600}
+SAMPLE_MS=${SAMPLE_MS:-100}
+BENCH_USER=${BENCH_USER:-pa_bench}
+KEEP_DATA=${KEEP_DATA:-0}
+WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/large_txn}
+POLL_SECS=0.02
+
+bench_find_pgbin
+
+for v in N PORT LAG_TIMEOUT SAMPLE_MS; do
+	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
+done
+(( N >= 2 )) || die "N must be at least 2"
+(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
+(( SAMPLE_MS >= 10 )) || die "SAMPLE_MS must be at least 10"
+[[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
+[[ -z $LOGICAL_DECODING_WORK_MEM || $LOGICAL_DECODING_WORK_MEM =~ ^[0-9]+(kB|MB|GB)?$ ]] ||
+	die "LOGICAL_DECODING_WORK_MEM must be a size such as 64MB (got '$LOGICAL_DECODING_WORK_MEM')"
+for w in $WORKLOADS; do
+	[[ $w == insert || $w == update ]] || die "WORKLOADS: unknown workload '$w' (insert, update)"
+done
+[[ -n ${WORKLOADS// /} ]] || die "WORKLOADS is empty"
+for w in $WRITERS; do
+	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
+done
+for s in $SYSTEMS; do
+	[[ $s == pa || $s == incore_off || $s == incore_on || $s == incore_parallel ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, incore_off, incore_on, incore_parallel)"
+done
+for b in initdb pg_ctl postgres psql pg_isready; do
+	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
+done
+[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
+
+# ---------------------------------------------------------------------------
+# Root: re-run as BENCH_USER (bench/lib.sh).
+# ---------------------------------------------------------------------------
+if (( EUID == 0 )); then
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if [[ -n ${PA_REV:-} ]]; then
+		REPO_REV=$PA_REV
+	else
+		REPO_REV=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
+		[[ $REPO_REV != *-dirty ]] ||
+			REPO_REV+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
+	fi
+	bench_become_user large_txn.sh LARGE_TXN_REEXEC REPO_REV \
+		N WORKLOADS SYSTEMS WRITERS LOGICAL_DECODING_WORK_MEM SYNC PORT LAG_TIMEOUT \
+		SAMPLE_MS WORKDIR PGBIN KEEP_DATA BENCH_USER
+fi
+
+# ---------------------------------------------------------------------------
+# Unprivileged from here on.
+# ---------------------------------------------------------------------------
+unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
+	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
+export PATH="$PGBIN:$PATH"
+if [[ -z ${REPO_REV:-} ]]; then
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	REPO_REV=${PA_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}
+fi
+
+mkdir -p "$WORKDIR"
+[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
+cd "$WORKDIR"
+SOCK=$WORKDIR
+DBUSER=postgres
+PDB=bench
+SDB=sub
+CSV=$WORKDIR/large_txn_results.csv
+EVIDENCE=$WORKDIR/evidence
+PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)
+PG_MAJOR=$("$PGBIN/postgres" --version | sed -n 's/.* \([0-9][0-9]*\)\.[0-9].*/\1/p')
+is_uint "$PG_MAJOR" || die "cannot tell the PostgreSQL major version of $PGBIN/postgres"
+
+sockpath="$SOCK/.s.PGSQL.$PORT"
+(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
+
+cdata() { echo "$WORKDIR/$1"; }
+clog() { echo "$WORKDIR/$1.log"; }
+
+# the systems: one subscription named as its cluster in database "sub" of a cluster of its own
+NOTES=()
+SYS_LIST=()
+declare -A SYS_KIND SYS_WRITERS SYS_STREAM SYS_LABEL
+for s in $SYSTEMS; do
+	case $s in
+		pa)
+			[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed in $PKGLIBDIR"
+			for w in $WRITERS; do
+				c=pa_w$w
+				[[ -z ${SYS_KIND[$c]:-} ]] || continue
+				SYS_LIST+=("$c")
+				SYS_KIND[$c]=pa SYS_WRITERS[$c]=$w SYS_STREAM[$c]="-" SYS_LABEL[$c]="parallel_apply"
+			done
+			;;
+		incore_*)
+			mode=${s#incore_}
+			c=core_$mode
+			if [[ $mode == parallel ]] && (( PG_MAJOR < 16 )); then
+				NOTES+=("in-core streaming = parallel needs PostgreSQL 16 or later: skipped on $PG_MAJOR")
+				log "NOTE: ${NOTES[-1]}"
+				continue
+			fi
+			[[ -z ${SYS_KIND[$c]:-} ]] || continue
+			SYS_LIST+=("$c")
+			SYS_KIND[$c]=incore SYS_WRITERS[$c]=1 SYS_STREAM[$c]=$mode SYS_LABEL[$c]="in-core"
+			;;
+	esac
+done
+(( ${#SYS_LIST[@]} > 0 )) || die "no system to run"
+CLUSTERS=(prov "${SYS_LIST[@]}")
+declare -A CPORT
+for (( i = 0; i < ${#CLUSTERS[@]}; i++ )); do
+	CPORT[${CLUSTERS[$i]}]=$(( PORT + i ))
+done
+(( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
+MAXW=8
+for w in $WRITERS; do (( w > MAXW )) && MAXW=$w; done
+
+for c in "${CLUSTERS[@]}"; do
+	d=$(cdata "$c")
+	if [[ -d $d ]]; then
+		if pg_ctl status -D "$d" >/dev/null 2>&1; then
+			die "a server is still running on $d; stop it with: pg_ctl stop -D $d -m fast"
+		fi
+		rm -rf "$d"
+	fi
+	ready=0
+	pg_isready -q -h 127.0.0.1 -p "${CPORT[$c]}" -t 5 >/dev/null 2>&1 || ready=$?
+	(( ready == 2 )) || die "something already answers on 127.0.0.1:${CPORT[$c]}; choose another PORT"
+	rm -f "$(clog "$c")"
+done
+rm -rf "$EVIDENCE"
+mkdir -p "$EVIDENCE"
+rm -f "$CSV" "$WORKDIR"/poller.err "$WORKDIR"/txn.* "$WORKDIR"/sampler.*
+
+STARTED=()
+SUCCESS=0
+SAMPLER_PID=""
+TXN_PID=""
+cleanup() {
+	local rc=$? i c
+	[[ -z $SAMPLER_PID ]] || kill "$SAMPLER_PID" 2>/dev/null || true
+	[[ -z $TXN_PID ]] || kill "$TXN_PID" 2>/dev/null || true
+	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
+		c=${STARTED[$i]}
+		pg_ctl stop -D "$(cdata "$c")" -m fast -w -t 120 >/dev/null 2>&1 ||
+			pg_ctl stop -D "$(cdata "$c")" -m immediate -w -t 60 >/dev/null 2>&1 ||
+			echo "large_txn: WARNING: pg_ctl stop failed for $c; see $(clog "$c")" >&2
+	done
+	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
+		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
+	fi
+	if (( rc != 0 )); then
+		echo "large_txn: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+q() {
+	local c=$1 db=$2
+	shift 2
+	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
+}
+qp() { q prov "$PDB" -c "$1"; }
+dsn() { echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+kb2mb() { awk -v k="${1:-}" 'BEGIN { if (k == "" || k == "NA") print "NA"; else printf "%.1f", k / 1024 }'; }
+mb() { awk -v b="$1" 'BEGIN { if (b == "" || b == "NA") print "NA"; else printf "%.1f", b / 1048576 }'; }
+
+poll_until() {
+	local c=$1 db=$2 sql=$3 timeout=$4 what=$5 t0=$SECONDS v
+	while :; do
+		v=$(q "$c" "$db" -c "$sql" 2>/dev/null || true)
+		[[ $v == t ]] && return 0
+		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
+		sleep 0.2
+	done
+}
+
+# ---------------------------------------------------------------------------
+# Clusters.
+# ---------------------------------------------------------------------------
+NSUBS=${#SYS_LIST[@]}
+PROV_SLOTS=$(( 10 + 2 * NSUBS ))
+
+common_conf() {
+	cat <<EOF
+
+# ---- bench/large_txn.sh ----
+listen_addresses = '127.0.0.1'
+port = $1
+unix_socket_directories = '$SOCK'
+max_connections = 50
+shared_buffers = 1GB
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+autovacuum = off
+logging_collector = off
+log_line_prefix = '%m [%p] %q%b %a '
+log_temp_files = -1
+EOF
+}
+
+for c in "${CLUSTERS[@]}"; do
+	d=$(cdata "$c")
+	log "initdb $d"
+	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb_$c.log" 2>&1 ||
+		{ cat "$WORKDIR/initdb_$c.log" >&2; die "initdb $c failed"; }
+	rm -f "$WORKDIR/initdb_$c.log"
+	common_conf "${CPORT[$c]}" >>"$d/postgresql.conf"
+	case $c in
+		prov)
+			cat >>"$d/postgresql.conf" <<EOF
+wal_level = logical
+max_wal_senders = $PROV_SLOTS
+max_replication_slots = $PROV_SLOTS
+output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
+wal_sender_timeout = 0
+EOF
+			[[ -z $LOGICAL_DECODING_WORK_MEM ]] ||
+				echo "logical_decoding_work_mem = '$LOGICAL_DECODING_WORK_MEM'" >>"$d/postgresql.conf"
+			;;
+		*)
+			cat >>"$d/postgresql.conf" <<EOF
+max_worker_processes = 40
+max_replication_slots = 40
+max_logical_replication_workers = 8
+wal_retrieve_retry_interval = 100ms
+wal_receiver_timeout = 0
+EOF
+			;;
+	esac
+	if [[ ${SYS_KIND[$c]:-} == pa ]]; then
+		cat >>"$d/postgresql.conf" <<EOF
+shared_preload_libraries = 'parallel_apply'
+parallel_apply.max_writers_per_subscription = $MAXW
+EOF
+	fi
+done
+
+for c in "${CLUSTERS[@]}"; do
+	log "starting $c on port ${CPORT[$c]}"
+	STARTED+=("$c")
+	pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
+		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
+done
+
+PG_VERSION_BIN=$(postgres --version)
+PG_VERSION_SRV=$(q prov postgres -c "SHOW server_version")
+LDWM_SHOWN=$(q prov postgres -c "SHOW logical_decoding_work_mem")
+PA_SO_MD5=$(md5sum "$PKGLIBDIR/parallel_apply.so" 2>/dev/null | cut -c1-12 || echo "-")
+
+# ---------------------------------------------------------------------------
+# Schema (the same on every node), publication, subscriptions (disabled).
+# ---------------------------------------------------------------------------
+SCHEMA="CREATE TABLE big (id bigint PRIMARY KEY, k int NOT NULL, v bigint NOT NULL, pad text NOT NULL);
+CREATE TABLE bench_marker (id int PRIMARY KEY, n bigint NOT NULL);
+INSERT INTO bench_marker VALUES (1, 0);"
+INSERT_SQL="INSERT INTO big SELECT g, g % 1000, g, md5(g::text) FROM generate_series(1, $N) g"
+UPDATE_SQL="UPDATE big SET v = v + 1 WHERE id <= $(( N / 2 ))"
+# ordered checksum of big, md5 per 100,000 ids, so that memory stays small
+CHECKSUM_SQL="SELECT count(*)::text || ':' || coalesce(sum(n), 0) || ':' || coalesce(md5(string_agg(h, '' ORDER BY b)), '-')
+	FROM (SELECT id / 100000 AS b, count(*) AS n, md5(string_agg(md5(t::text), '' ORDER BY id)) AS h
+		FROM big t GROUP BY 1) s"
+
+q prov postgres -c "CREATE DATABASE $PDB"
+q prov "$PDB" -c "$SCHEMA" >/dev/null
+qp "CREATE PUBLICATION p FOR TABLE big, bench_marker"
+
+declare -A SLOT ORIGIN
+PROBLEMS=()
+FAILED=0
+
+enable_sql() {
+	case ${SYS_KIND[$1]} in
+		pa) echo "SELECT enable_subscription('$1')" ;;
+		incore) echo "ALTER SUBSCRIPTION $1 ENABLE" ;;
+	esac
+}
+disable_sql() {
+	case ${SYS_KIND[$1]} in
+		pa) echo "SELECT disable_subscription('$1')" ;;
+		incore) echo "ALTER SUBSCRIPTION $1 DISABLE" ;;
+	esac
+}
+disable_sys() {
+	local s=$1
+	q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null || return 1
+	if [[ ${SYS_KIND[$s]} == incore ]]; then
+		poll_until "$s" "$SDB" "SELECT count(*) = 0 FROM pg_stat_subscription WHERE subname = '$s' AND pid IS NOT NULL" \
+			120 "in-core apply workers of $s to stop" || return 1
+	else
+		poll_until "$s" "$SDB" "SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply receiver%'
+			OR backend_type LIKE 'parallel_apply writer%'" 120 "parallel_apply workers of $s to stop" || return 1
+	fi
+	poll_until prov "$PDB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
+		120 "slot ${SLOT[$s]} of $s to become inactive on the provider"
+}
+
+for s in "${SYS_LIST[@]}"; do
+	log "setup $s"
+	q "$s" postgres -c "CREATE DATABASE $SDB"
+	q "$s" "$SDB" -c "$SCHEMA" >/dev/null
+	case ${SYS_KIND[$s]} in
+		pa)
+			q "$s" "$SDB" -c "CREATE EXTENSION parallel_apply"
+			q "$s" "$SDB" -c "SELECT create_subscription('$s', '$(dsn prov "$PDB")', ARRAY['p'],
+				synchronize_data := false, num_writers := ${SYS_WRITERS[$s]}, enabled := false,
+				synchronous_commit := '$SYNC')" >/dev/null
+			SLOT[$s]=$(q "$s" "$SDB" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$s'")
+			;;
+		incore)
+			q "$s" "$SDB" -c "CREATE SUBSCRIPTION $s CONNECTION '$(dsn prov "$PDB")' PUBLICATION p
+				WITH (copy_data = false, enabled = false, streaming = ${SYS_STREAM[$s]}, synchronous_commit = '$SYNC')"
+			SLOT[$s]=$(q "$s" "$SDB" -c "SELECT subslotname FROM pg_subscription WHERE subname = '$s'")
+			ORIGIN[$s]=$(q "$s" "$SDB" -c "SELECT 'pg_' || oid FROM pg_subscription WHERE subname = '$s'")
+			;;
+	esac
+	[[ -n ${SLOT[$s]} ]] || die "$s: no slot name"
+	[[ $(qp "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'") == 1 ]] ||
+		die "$s: slot ${SLOT[$s]} not found on the provider"
+	log "setup $s: slot ${SLOT[$s]}"
+done
+
+# ---------------------------------------------------------------------------
+# Sampling: a background job reads, every SAMPLE_MS, /proc/PID/status of the
+# system's apply processes on the subscriber and of its walsender on the
+# provider (the process list is refreshed every second), and the size of the
+# slot's directory on the provider (spill files) and of the subscriber's
+# base/pgsql_tmp; at the end it writes the peaks.
+# ---------------------------------------------------------------------------
+apply_pids_sql="SELECT pid || ' ' || replace(backend_type, ' ', '_') FROM pg_stat_activity
+	WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
+		OR backend_type IN ('logical replication worker', 'logical replication apply worker',
+			'logical replication parallel worker')"
+
+dir_bytes() { du -sb "$1" 2>/dev/null | cut -f1 || true; }
+
+# sampler SYSTEM STOPFILE OUTFILE
+sampler() {
+	local s=$1 stop=$2 out=$3 tick=0 pid kind k v _r
+	local slotdir tmpdir ws_pid="" sz
+	local -A hwm kinds cpu_ns
+	local ws_cpu_ns=0 ns
+	local anon_sum anon_peak=0 ws_hwm=0 ws_anon_peak=0 slot_peak=0 tmp_peak=0 samples=0
+	local -a pids=()
+	local secs
+	secs=$(awk -v m="$SAMPLE_MS" 'BEGIN { printf "%.3f", m / 1000 }')
+	slotdir="$(cdata prov)/pg_replslot/${SLOT[$s]}"
+	tmpdir="$(cdata "$s")/base/pgsql_tmp"
+	while :; do
+		if (( tick % (1000 / SAMPLE_MS > 0 ? 1000 / SAMPLE_MS : 1) == 0 )); then
+			pids=()
+			while read -r pid kind; do
+				[[ -n $pid ]] || continue
+				pids+=("$pid")
+				kinds[$pid]=$kind
+			done < <(q "$s" "$SDB" -c "$apply_pids_sql" 2>/dev/null || true)
+			ws_pid=$(q prov "$PDB" -c "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" 2>/dev/null || true)
+		fi
+		tick=$(( tick + 1 ))
+		anon_sum=0
+		for pid in "${pids[@]}"; do
+			[[ -r /proc/$pid/status ]] || continue
+			read -r ns _r 2>/dev/null </proc/"$pid"/schedstat && cpu_ns[$pid]=$ns
+			while read -r k v _r; do
+				case $k in
+					VmHWM:) hwm[$pid]=$v ;;
+					RssAnon:) anon_sum=$(( anon_sum + v )) ;;
+				esac
+			done 2>/dev/null </proc/"$pid"/status || true
+		done
+		(( anon_sum <= anon_peak )) || anon_peak=$anon_sum
+		if [[ -n $ws_pid && -r /proc/$ws_pid/status ]]; then
+			read -r ns _r 2>/dev/null </proc/"$ws_pid"/schedstat && ws_cpu_ns=$ns
+			while read -r k v _r; do
+				case $k in
+					VmHWM:) (( v <= ws_hwm )) || ws_hwm=$v ;;
+					RssAnon:) (( v <= ws_anon_peak )) || ws_anon_peak=$v ;;
+				esac
+			done 2>/dev/null </proc/"$ws_pid"/status || true
+		fi
+		sz=$(dir_bytes "$slotdir"); sz=${sz:-0}
+		(( sz <= slot_peak )) || slot_peak=$sz
+		sz=$(dir_bytes "$tmpdir"); sz=${sz:-0}
+		(( sz <= tmp_peak )) || tmp_peak=$sz
+		samples=$(( samples + 1 ))
+		[[ ! -e $stop ]] || break
+		read -r -t "$secs" -u "$SLEEP_FD" _ || true
+	done
+	# per process: its VmHWM (peak RSS, shared buffers it touched included)
+	local hwm_sum=0 hwm_max=0 nproc=0 detail="" cpu_sum=0
+	for pid in "${!cpu_ns[@]}"; do
+		cpu_sum=$(( cpu_sum + cpu_ns[$pid] ))
+	done
+	for pid in "${!hwm[@]}"; do
+		v=${hwm[$pid]}
+		hwm_sum=$(( hwm_sum + v ))
+		(( v <= hwm_max )) || hwm_max=$v
+		nproc=$(( nproc + 1 ))
+		detail+="${kinds[$pid]:-?}=$(( v / 1024 ))MB "
+	done
+	{
+		echo "hwm_sum_kb $hwm_sum"
+		echo "hwm_max_kb $hwm_max"
+		echo "nproc $nproc"
+		echo "anon_peak_kb $anon_peak"
+		echo "ws_hwm_kb $ws_hwm"
+		echo "ws_anon_peak_kb $ws_anon_peak"
+		echo "slotdir_peak $slot_peak"
+		echo "pgsql_tmp_peak $tmp_peak"
+		echo "samples $samples"
+		echo "apply_cpu_s $(awk -v n="$cpu_sum" 'BEGIN { printf "%.1f", n / 1e9 }')"
+		echo "ws_cpu_s $(awk -v n="$ws_cpu_ns" 'BEGIN { printf "%.1f", n / 1e9 }')"
+		echo "detail ${detail% }"
+	} >"$out.tmp"
+	mv "$out.tmp" "$out"
+}
+
+# ---------------------------------------------------------------------------
+# A poller co-process on the subscriber, as in catchup_bench.sh.
+# ---------------------------------------------------------------------------
+mkfifo "$WORKDIR/.sleep.$$"
+exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
+rm -f "$WORKDIR/.sleep.$$"
+
+CO_REPLY=""
+co_query() {
+	local line
+	CO_REPLY=""
+	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
+	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
+		[[ $line == __co_end__ ]] && return 0
+		CO_REPLY=$line
+	done
+	return 1
+}
+
+# "done" once the applied position passed TARGET, else "wait"; then "|" and
+# parallel_apply's last_error
+poll_sql() {
+	local s=$1 target=$2
+	case ${SYS_KIND[$s]} in
+		pa)
+			echo "SELECT CASE WHEN applied_lsn > '$target' THEN 'done' ELSE 'wait' END || '|'
+				|| coalesce(replace(last_error, E'\n', ' '), '')
+				FROM subscription_status() WHERE subscription_name = '$s'" ;;
+		incore)
+			echo "SELECT CASE WHEN remote_lsn > '$target' THEN 'done' ELSE 'wait' END || '|'
+				FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$s]}'" ;;
+	esac
+}
+applied_sql() {
+	case ${SYS_KIND[$1]} in
+		pa) echo "SELECT applied_lsn FROM subscription_status() WHERE subscription_name = '$1'" ;;
+		incore) echo "SELECT remote_lsn FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$1]}'" ;;
+	esac
+}
+
+# wait until SYSTEM applied a marker transaction committed now (its apply
+# runs and is caught up)
+marker_applied() {
+	local s=$1 target
+	target=$(q prov "$PDB" -c "BEGIN" -c "UPDATE bench_marker SET n = n + 1 WHERE id = 1" \
+		-c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
+	poll_until "$s" "$SDB" "SELECT coalesce(($(applied_sql "$s")) > '$target', false)" 300 \
+		"$s to apply a marker transaction (at $target)"
+}
+
+record_evidence() {
+	local s=$1 tag=$2 f
+	f="$EVIDENCE/${tag}_$s.txt"
+	{
+		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		case ${SYS_KIND[$s]} in
+			pa)
+				q "$s" "$SDB" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
+				q "$s" "$SDB" -c "SELECT * FROM writer_status()" 2>&1 || true
+				;;
+			incore)
+				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
+				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
+				;;
+		esac
+		echo "-- pg_replication_origin_status (subscriber)"
+		q "$s" "$SDB" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
+		echo "-- subscriber activity"
+		q "$s" "$SDB" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
+			FROM pg_stat_activity" 2>&1 || true
+		echo "-- provider slots"
+		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
+		echo "-- last 60 lines of the subscriber log $(clog "$s")"
+		tail -n 60 "$(clog "$s")" 2>/dev/null || true
+		echo "-- last 20 lines of the provider log"
+		tail -n 20 "$(clog prov)" 2>/dev/null || true
+	} >"$f"
+	PROBLEMS+=("$s ($tag): see $f")
+	FAILED=1
+}
+
+# every slot (all inactive) moved to the provider's current position:
+# fast-forward, nothing decoded into a reorder buffer or spilled
+advance_slots() {
+	local s
+	for s in "${SYS_LIST[@]}"; do
+		qp "SELECT pg_replication_slot_advance(slot_name, greatest(confirmed_flush_lsn, pg_current_wal_lsn()))
+			FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" >/dev/null ||
+			die "advancing slot ${SLOT[$s]} failed"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# One run: SYSTEM WORKLOAD.  The table is in its starting state on both
+# sides and every subscription is disabled.
+# ---------------------------------------------------------------------------
+declare -A R		# results: R[system,workload,field]
+declare -A PROV_SUM
+declare -A READY	# READY[system] = workload whose end state both sides hold
+
+run_one() {
+	local s=$1 w=$2 sql t_start t_target t_commit target line t_applied state err deadline
+	local co_pid co_in psql_poll k v temp0 temp1 stats a1 a2 a3 a4 a5 a6 logsize
+
+	q "$s" "$SDB" -c "VACUUM ANALYZE big" -c "CHECKPOINT" >/dev/null
+	qp "VACUUM ANALYZE big" >/dev/null
+	qp "CHECKPOINT" >/dev/null
+	advance_slots
+	logsize=$(stat -c %s "$(clog "$s")")
+	log "$s $w: enabling"
+	q "$s" "$SDB" -c "$(enable_sql "$s")" >/dev/null
+	marker_applied "$s" || { record_evidence "$s" "${w}_start"; return 1; }
+	temp0=$(q "$s" "$SDB" -c "SELECT coalesce(sum(temp_bytes), 0) FROM pg_stat_database")
+	qp "SELECT pg_stat_reset_replication_slot('${SLOT[$s]}')" >/dev/null
+
+	coproc POLLER { exec psql -X -q -At -h "$SOCK" -p "${CPORT[$s]}" -U "$DBUSER" -d "$SDB" 2>>"$WORKDIR/poller.err"; }
+	co_pid=$POLLER_PID co_in=${POLLER[1]}
+	co_query "SELECT 1" || die "poller did not answer"
+	psql_poll=""
+
+	rm -f "$WORKDIR/sampler.stop" "$WORKDIR/sampler.out"
+	sampler "$s" "$WORKDIR/sampler.stop" "$WORKDIR/sampler.out" &
+	SAMPLER_PID=$!
+
+	[[ $w == insert ]] && sql=$INSERT_SQL || sql=$UPDATE_SQL
+	# the transaction; the server's clock right after COMMIT returned is the
+	# commit time (the same clock as this script's)
+	cat >"$WORKDIR/txn.sql" <<EOF
+SELECT 'start ' || extract(epoch FROM clock_timestamp()) || ' ' || pg_current_wal_lsn();
+BEGIN;
+$sql;
+SELECT 'target ' || extract(epoch FROM clock_timestamp()) || ' ' || pg_current_wal_insert_lsn();
+COMMIT;
+SELECT 'commit ' || extract(epoch FROM clock_timestamp());
+EOF
+	log "$s $w: transaction on the provider"
+	R[$s,$w,load]=$(cut -d' ' -f1 /proc/loadavg)
+	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" -d "$PDB" \
+		-f "$WORKDIR/txn.sql" >"$WORKDIR/txn.out" 2>"$WORKDIR/txn.err" &
+	TXN_PID=$!
+	while kill -0 "$TXN_PID" 2>/dev/null; do
+		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
+	done
+	wait "$TXN_PID" || { TXN_PID=""; cat "$WORKDIR/txn.err" >&2; die "$s $w: the transaction failed on the provider"; }
+	TXN_PID=""
+	t_start="" t_target="" t_commit="" target="" start_lsn=""
+	while read -r k v line; do
+		case $k in
+			start) t_start=$v start_lsn=$line ;;
+			target) t_target=$v target=$line ;;
+			commit) t_commit=$v ;;
+		esac
+	done <"$WORKDIR/txn.out"
+	[[ -n $t_start && -n $t_commit && -n $target ]] || die "$s $w: cannot read the transaction's times: $(cat "$WORKDIR/txn.out")"
+
+	psql_poll=$(poll_sql "$s" "$target")
+	deadline=$(( ${EPOCHREALTIME%.*} + LAG_TIMEOUT ))
+	t_applied="" SEEN_ERROR=""
+	while :; do
+		co_query "$psql_poll" || die "poll of $s did not answer"
+		state=${CO_REPLY%%|*}
+		err=${CO_REPLY#*|}
+		if [[ $state == done ]]; then
+			t_applied=$EPOCHREALTIME
+			break
+		fi
+		if [[ -n $err && -z $SEEN_ERROR ]]; then
+			SEEN_ERROR=$err
+			log "$s reports: $err"
+		fi
+		(( ${EPOCHREALTIME%.*} < deadline )) || break
+		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
+	done
+	touch "$WORKDIR/sampler.stop"
+	wait "$SAMPLER_PID" || true
+	SAMPLER_PID=""
+	printf '\\q\n' >&"$co_in" 2>/dev/null || true
+	wait "$co_pid" 2>/dev/null || true
+
+	R[$s,$w,provider_s]=$(elapsed "$t_start" "$t_commit")
+	R[$s,$w,stmt_s]=$(elapsed "$t_start" "$t_target")
+	R[$s,$w,wal_mb]=$(mb "$(qp "SELECT pg_wal_lsn_diff('$target', '$start_lsn')::bigint")")
+	if [[ -n $t_applied ]]; then
+		R[$s,$w,lag_s]=$(elapsed "$t_commit" "$t_applied")
+	else
+		R[$s,$w,lag_s]=NA
+		log "$s $w: not applied within ${LAG_TIMEOUT}s"
+		record_evidence "$s" "${w}_hung"
+	fi
+	[[ -z $SEEN_ERROR ]] || { PROBLEMS+=("$s $w: last_error: $SEEN_ERROR"); FAILED=1; }
+	while read -r k v; do
+		R[$s,$w,$k]=$v
+	done <"$WORKDIR/sampler.out"
+	if [[ ${SYS_KIND[$s]} == pa ]]; then
+		R[$s,$w,stats]="xacts=$(q "$s" "$SDB" -c "SELECT transactions_applied FROM subscription_status() WHERE subscription_name = '$s'")"
+	else
+		R[$s,$w,stats]="apply_errors=$(q "$s" "$SDB" -c "SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = '$s'")"
+	fi
+
+	# not timed: let the slot confirm the transaction, stop apply (the
+	# processes exit and report their statistics), then compare the tables
+	poll_until prov "$PDB" "SELECT confirmed_flush_lsn > '$target' FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
+		60 "slot ${SLOT[$s]} of $s to confirm the transaction" ||
+		PROBLEMS+=("$s $w: the provider slot did not confirm the transaction within 60 s")
+	disable_sys "$s" || record_evidence "$s" "${w}_disable"
+	sleep 0.5
+	# the slot's statistics once its walsender exited: the totals of a
+	# transaction are reported after the walsender sent its commit and
+	# cleaned up (removing its spill files), which can come after the
+	# subscriber applied it
+	stats=$(qp "SELECT spill_txns || ' ' || spill_bytes || ' ' || stream_txns || ' ' || stream_bytes || ' '
+		|| total_txns || ' ' || total_bytes FROM pg_stat_replication_slots WHERE slot_name = '${SLOT[$s]}'")
+	read -r a1 a2 a3 a4 a5 a6 <<<"$stats"
+	R[$s,$w,spill_txns]=$a1 R[$s,$w,spill_bytes]=$a2 R[$s,$w,stream_txns]=$a3 R[$s,$w,stream_bytes]=$a4
+	R[$s,$w,total_txns]=$a5 R[$s,$w,total_bytes]=$a6
+	temp1=$(q "$s" "$SDB" -c "SELECT coalesce(sum(temp_bytes), 0) FROM pg_stat_database")
+	R[$s,$w,temp_bytes]=$(( temp1 - temp0 ))
+
+	[[ -n ${PROV_SUM[$w]:-} ]] || PROV_SUM[$w]=$(qp "$CHECKSUM_SQL")
+	local sub
+	sub=$(q "$s" "$SDB" -c "$CHECKSUM_SQL")
+	if [[ $sub == "${PROV_SUM[$w]}" ]]; then
+		R[$s,$w,identical]=yes
+		READY[$s]=$w
+	else
+		R[$s,$w,identical]=no
+		PROBLEMS+=("$s $w: table big differs: provider ${PROV_SUM[$w]%%:*} rows (${PROV_SUM[$w]}), subscriber $sub")
+		FAILED=1
+		READY[$s]=""
+	fi
+	local bad
+	tail -c +"$(( logsize + 1 ))" "$(clog "$s")" >"$EVIDENCE/${w}_$s.log" 2>/dev/null || true
+	bad=$(grep -E 'ERROR|FATAL|PANIC|WARNING' "$EVIDENCE/${w}_$s.log" |
+		grep -cvE 'FATAL: +terminating background worker ".*" due to administrator command|terminating logical replication worker due to administrator command' || true)
+	if (( bad > 0 )); then
+		PROBLEMS+=("$s $w: $bad ERROR/FATAL/WARNING line(s) in the subscriber's log: $EVIDENCE/${w}_$s.log")
+	else
+		rm -f "$EVIDENCE/${w}_$s.log"
+	fi
+	log "$s $w: provider ${R[$s,$w,provider_s]}s, lag ${R[$s,$w,lag_s]}s, spill $(mb "${R[$s,$w,spill_bytes]}") MB, stream $(mb "${R[$s,$w,stream_bytes]}") MB, apply anon peak $(( ${R[$s,$w,anon_peak_kb]:-0} / 1024 )) MB, temp $(mb "${R[$s,$w,temp_bytes]}") MB, identical ${R[$s,$w,identical]}"
+	echo "$s,${SYS_WRITERS[$s]},${SYS_STREAM[$s]},$w,$N,${R[$s,$w,provider_s]},${R[$s,$w,stmt_s]},${R[$s,$w,wal_mb]},${R[$s,$w,lag_s]},${R[$s,$w,spill_txns]},${R[$s,$w,spill_bytes]},${R[$s,$w,stream_txns]},${R[$s,$w,stream_bytes]},${R[$s,$w,total_bytes]},${R[$s,$w,slotdir_peak]:-NA},${R[$s,$w,anon_peak_kb]:-NA},${R[$s,$w,hwm_sum_kb]:-NA},${R[$s,$w,hwm_max_kb]:-NA},${R[$s,$w,nproc]:-NA},${R[$s,$w,temp_bytes]},${R[$s,$w,pgsql_tmp_peak]:-NA},${R[$s,$w,ws_anon_peak_kb]:-NA},${R[$s,$w,ws_hwm_kb]:-NA},${R[$s,$w,apply_cpu_s]:-NA},${R[$s,$w,ws_cpu_s]:-NA},${R[$s,$w,load]},${R[$s,$w,identical]},\"${R[$s,$w,stats]}\",\"${R[$s,$w,detail]:-}\"" >>"$CSV"
+}
+
+# the starting state of WORKLOAD for SYSTEM, on both sides, with every
+# subscription disabled; what the provider writes is skipped by the slots
+prepare() {
+	local s=$1 w=$2
+	case $w in
+		insert)
+			qp "TRUNCATE big"
+			q "$s" "$SDB" -c "TRUNCATE big"
+			;;
+		update)
+			[[ ${READY[$s]:-} == insert ]] && return 0
+			log "$s update: loading $N rows on both sides (not replicated)"
+			qp "TRUNCATE big"
+			qp "$INSERT_SQL" >/dev/null
+			q "$s" "$SDB" -c "TRUNCATE big"
+			q "$s" "$SDB" -c "$INSERT_SQL" >/dev/null
+			;;
+	esac
+}
+
+echo "system,writers,streaming,workload,n,provider_s,statement_s,txn_wal_mb,lag_s,spill_txns,spill_bytes,stream_txns,stream_bytes,total_bytes,slotdir_peak_bytes,apply_anon_peak_kb,apply_hwm_sum_kb,apply_hwm_max_kb,apply_procs,sub_temp_bytes,sub_pgsql_tmp_peak_bytes,walsender_anon_peak_kb,walsender_hwm_kb,apply_cpu_s,walsender_cpu_s,loadavg1,identical,stats,per_process_hwm" >"$CSV"
+LOADAVG0=$(cut -d' ' -f1-3 /proc/loadavg)
+T_BEGIN=$SECONDS
+for s in "${SYS_LIST[@]}"; do
+	for w in $WORKLOADS; do
+		prepare "$s" "$w"
+		run_one "$s" "$w" || { PROBLEMS+=("$s $w: the run failed"); FAILED=1; q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null 2>&1 || true; READY[$s]=""; }
+	done
+done
+
+# ---------------------------------------------------------------------------
+# Report.
+# ---------------------------------------------------------------------------
+mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo
+echo "=== large transaction benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(( SECONDS - T_BEGIN )) s) ==="
+echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr); loadavg at start $LOADAVG0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), in-core pgoutput"
+for n in "${NOTES[@]}"; do echo "           NOTE: $n"; done
+echo "settings:  N=$N WORKLOADS=\"$WORKLOADS\" WRITERS=\"$WRITERS\" SYNC=$SYNC (apply synchronous_commit)"
+echo "           provider logical_decoding_work_mem=$LDWM_SHOWN; every cluster: shared_buffers=1GB"
+echo "           max_wal_size=8GB autovacuum=off fsync=on; one system at a time, the others disabled"
+echo "insert:    $INSERT_SQL"
+echo "update:    $UPDATE_SQL"
+echo "workdir:   $WORKDIR (clusters ran as OS user $(id -un))"
+echo
+echo "per run: provider = seconds from BEGIN to COMMIT returned (stmt = the statement alone);"
+echo "wal_mb = the provider's WAL from BEGIN to before COMMIT; decoded = pg_stat_replication_slots.total_bytes"
+echo "(the slot's decoded size of the run, as logical_decoding_work_mem counts it); lag = seconds"
+echo "from COMMIT returned on the provider to the subscriber's applied position passing the commit (polled"
+echo "every 20 ms); spill/stream = pg_stat_replication_slots of the system's slot for the run (MB, txns);"
+echo "slotdir = peak size of pg_replslot/<slot>; apply = the subscriber's apply processes: anon = peak of"
+echo "the sum of their RssAnon (private memory, sampled every $SAMPLE_MS ms), hwm = sum of their VmHWM (peak"
+echo "RSS, shared buffers touched included; max = the largest one); temp = pg_stat_database temp_bytes"
+echo "during the run, tmpdir = peak size of base/pgsql_tmp; ws_anon = the slot's walsender's peak RssAnon;"
+echo "apply_cpu, ws_cpu = CPU seconds the apply processes and the walsender used since the subscription was"
+echo "enabled (the marker and this transaction); load = 1-minute load average when the transaction began"
+echo "(other work on the machine); MB = 2^20 bytes"
+for w in $WORKLOADS; do
+	echo
+	case $w in
+		insert) echo "workload insert: $N rows in one INSERT ... SELECT" ;;
+		update) echo "workload update: $(( N / 2 )) rows in one UPDATE" ;;
+	esac
+	printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %9s %6s %5s %4s\n' \
+		system w streaming provider stmt wal_mb decoded lag_s spill_mb spl_x stream_mb str_x slotdir apply_anon apply_hwm hwm_max \
+		temp_mb tmpdir ws_anon apply_cpu ws_cpu load same
+	for s in "${SYS_LIST[@]}"; do
+		[[ -n ${R[$s,$w,provider_s]:-} ]] || { printf '  %-15s %4s %-9s  (no result)\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${SYS_STREAM[$s]}"; continue; }
+		printf '  %-15s %4s %-9s %8s %7s %8s %8s %8s %9s %5s %9s %5s %8s %8s %8s %8s %8s %8s %8s %9s %6s %5s %4s\n' \
+			"${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "${SYS_STREAM[$s]}" "${R[$s,$w,provider_s]}" "${R[$s,$w,stmt_s]}" \
+			"${R[$s,$w,wal_mb]}" "$(mb "${R[$s,$w,total_bytes]}")" "${R[$s,$w,lag_s]}" "$(mb "${R[$s,$w,spill_bytes]}")" "${R[$s,$w,spill_txns]}" \
+			"$(mb "${R[$s,$w,stream_bytes]}")" "${R[$s,$w,stream_txns]}" "$(mb "${R[$s,$w,slotdir_peak]:-NA}")" \
+			"$(kb2mb "${R[$s,$w,anon_peak_kb]:-NA}")" "$(kb2mb "${R[$s,$w,hwm_sum_kb]:-NA}")" \
+			"$(kb2mb "${R[$s,$w,hwm_max_kb]:-NA}")" "$(mb "${R[$s,$w,temp_bytes]}")" \
+			"$(mb "${R[$s,$w,pgsql_tmp_peak]:-NA}")" "$(kb2mb "${R[$s,$w,ws_anon_peak_kb]:-NA}")" \
+			"${R[$s,$w,apply_cpu_s]:-NA}" "${R[$s,$w,ws_cpu_s]:-NA}" "${R[$s,$w,load]}" "${R[$s,$w,identical]}"
+	done
+	for s in "${SYS_LIST[@]}"; do
+		[[ -z ${R[$s,$w,detail]:-} ]] || echo "    $s: ${R[$s,$w,stats]}; per process VmHWM: ${R[$s,$w,detail]}"
+	done
+done
+echo
+echo "csv:       $CSV"
+if (( ${#PROBLEMS[@]} )); then
+	echo
+	echo "problems:"
+	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
+fi
+if (( FAILED )); then
+	echo
+	echo "RESULT: FAILED (a run did not finish, reported an error, or left a different table)"
+	exit 1
+fi
+echo "RESULT: ok (every run was applied and every subscriber's table matched the provider's)"
+SUCCESS=1
