@@ -112,6 +112,7 @@ BENCH_USER=${BENCH_USER:-pa_bench}
 KEEP_DATA=${KEEP_DATA:-0}
 CHECK_BASELINES=${CHECK_BASELINES:-0}
 ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
+PA_CONF=${PA_CONF:-}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 # the workload files (bench/workloads/) and bench/baseline_check.sh; the

@@ -58,7 +58,7 @@ bench_become_user()
 	"${as_user[@]}" test -w "$WORKDIR" -a -x "$WORKDIR" ||
 		die "$WORKDIR is not usable by $BENCH_USER (a parent directory is not searchable?); set WORKDIR"
 	for v in "$@"; do
-		vars+=("$v=${!v}")
+		vars+=("$v=${!v-}")
 	done
 	log "running as $BENCH_USER, work directory $WORKDIR"
 	exec "${as_user[@]}" env -i \
