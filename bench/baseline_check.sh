@@ -122,7 +122,6 @@ PGBENCH_LOG=$WORKDIR/pgbench.log
 PKGLIBDIR=$(pg_config --pkglibdir)
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 if [[ " $SYSTEMS " == *" pglogical "* && ! -f $PKGLIBDIR/pglogical.so ]]; then
 	log "NOTE: pglogical is not installed: skipped"
@@ -136,7 +135,6 @@ for (( i = 1; i <= IDLE_CLUSTERS; i++ )); do
 	CLUSTERS+=("idle$i")
 	CPORT[idle$i]=$(( PORT + 1 + i ))
 done
-cdata() { echo "$WORKDIR/$1"; }
 
 STARTED=()
 stop_all() {
@@ -151,11 +149,6 @@ trap 'rc=$?; stop_all; exit $rc' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-q() {
-	local c=$1 db=$2
-	shift 2
-	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
-}
 dsn() {
 	if [[ $CONN == tcp ]]; then
 		echo "host=127.0.0.1 port=${CPORT[$1]} dbname=$2 user=$DBUSER"
@@ -169,21 +162,6 @@ poll_until() {
 		(( SECONDS - t0 < timeout )) || die "timed out waiting for: $sql"
 		sleep 0.2
 	done
-}
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR == 0) print "NA";
-			  else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
-			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-proc_cpu_secs() {
-	local ns _r f
-	if read -r ns _r 2>/dev/null </proc/"$1"/schedstat; then
-		awk -v n="$ns" 'BEGIN { printf "%.4f", n / 1e9 }'
-	elif f=$(cat /proc/"$1"/stat 2>/dev/null); then
-		f=${f##*) }
-		awk -v t="$CLK_TCK" '{ printf "%.4f", ($12 + $13) / t }' <<<"$f"
-	fi
 }
 
 make_cluster() {

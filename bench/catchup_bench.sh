@@ -200,8 +200,6 @@ SHAREDIR=$("$PGBIN/pg_config" --sharedir 2>/dev/null || echo /usr/share/postgres
 sockpath="$SOCK/.s.PGSQL.$PORT"
 (( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
 
-cdata() { echo "$WORKDIR/$1"; }
-clog() { echo "$WORKDIR/$1.log"; }
 
 # which systems run
 HAVE_PGL=0
@@ -319,36 +317,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# psql against a cluster: q CLUSTER DB SQL [psql args]
-q() {
-	local c=$1 db=$2
-	shift 2
-	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
-}
-qp() { q prov "$PDB" -c "$1"; }
-dsn() { echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"; }
 
 now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR == 0) print "NA";
-			  else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
-			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 lsn2int() { local hi=${1%/*} lo=${1#*/}; echo $(( (16#$hi << 32) + 16#$lo )); }
 int2lsn() { printf '%X/%X' $(( $1 >> 32 )) $(( $1 & 0xFFFFFFFF )); }
 
-# wait until SQL on CLUSTER DB returns 't'; poll_until CLUSTER DB SQL TIMEOUT WHAT
-poll_until() {
-	local c=$1 db=$2 sql=$3 timeout=$4 what=$5 t0=$SECONDS v
-	while :; do
-		v=$(q "$c" "$db" -c "$sql" 2>/dev/null || true)
-		[[ $v == t ]] && return 0
-		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
-		sleep 0.2
-	done
-}
 
 # Only the subscriber cluster being measured runs (ALL_SUBSCRIBERS=0): the
 # others are stopped during the loads and the other systems' catch-ups, as
@@ -372,21 +345,6 @@ cpu_jiffies() {
 	CPU_TOTAL=$(( CPU_BUSY + idle + iow ))
 }
 
-# CPU seconds a process has used since it started: the run time the
-# scheduler accounts in /proc/PID/schedstat (nanoseconds), or utime + stime
-# from /proc/PID/stat (clock ticks) where schedstat is missing; "" if the
-# process is gone
-CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
-proc_cpu_secs() {
-	local ns _r f
-	if read -r ns _r 2>/dev/null </proc/"$1"/schedstat; then
-		awk -v n="$ns" 'BEGIN { printf "%.3f", n / 1e9 }'
-	elif f=$(cat /proc/"$1"/stat 2>/dev/null); then
-		f=${f##*) }
-		# fields after the command: state is 1st, utime 12th, stime 13th
-		awk -v t="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / t }' <<<"$f"
-	fi
-}
 
 # apply_cpu SYSTEM: CPU seconds of the processes that applied the catch-up,
 # read when it finished.  They all start when the subscription is enabled

@@ -155,8 +155,6 @@ is_uint "$PG_MAJOR" || die "cannot tell the PostgreSQL major version of $PGBIN/p
 sockpath="$SOCK/.s.PGSQL.$PORT"
 (( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
 
-cdata() { echo "$WORKDIR/$1"; }
-clog() { echo "$WORKDIR/$1.log"; }
 
 # the systems: one subscription named as its cluster in database "sub" of a cluster of its own
 NOTES=()
@@ -240,26 +238,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-q() {
-	local c=$1 db=$2
-	shift 2
-	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
-}
-qp() { q prov "$PDB" -c "$1"; }
-dsn() { echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 kb2mb() { awk -v k="${1:-}" 'BEGIN { if (k == "" || k == "NA") print "NA"; else printf "%.1f", k / 1024 }'; }
 mb() { awk -v b="$1" 'BEGIN { if (b == "" || b == "NA") print "NA"; else printf "%.1f", b / 1048576 }'; }
 
-poll_until() {
-	local c=$1 db=$2 sql=$3 timeout=$4 what=$5 t0=$SECONDS v
-	while :; do
-		v=$(q "$c" "$db" -c "$sql" 2>/dev/null || true)
-		[[ $v == t ]] && return 0
-		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
-		sleep 0.2
-	done
-}
 
 # ---------------------------------------------------------------------------
 # Clusters.

@@ -66,3 +66,52 @@ bench_become_user()
 		USER="$BENCH_USER" LOGNAME="$BENCH_USER" LC_ALL=C TERM="${TERM:-dumb}" \
 		"$flag=1" "${vars[@]}" bash "$self"
 }
+
+# ---------------------------------------------------------------------------
+# Clusters of a benchmark, as the scripts name them: CPORT[cluster] its
+# port, SOCK the socket directory, DBUSER the user, PDB the provider's
+# database, WORKDIR where data directories and logs live; log() is the
+# script's own.
+# ---------------------------------------------------------------------------
+
+# q CLUSTER DB [psql args]: psql against a cluster; qp SQL: on the provider
+q() {
+	local c=$1 db=$2
+	shift 2
+	psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" -d "$db" "$@"
+}
+qp() { q prov "$PDB" -c "$1"; }
+dsn() { echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"; }
+cdata() { echo "$WORKDIR/$1"; }
+clog() { echo "$WORKDIR/$1.log"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR == 0) print "NA";
+			  else if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
+			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# poll_until CLUSTER DB SQL TIMEOUT WHAT: wait until SQL returns 't'
+poll_until() {
+	local c=$1 db=$2 sql=$3 timeout=$4 what=$5 t0=$SECONDS v
+	while :; do
+		v=$(q "$c" "$db" -c "$sql" 2>/dev/null || true)
+		[[ $v == t ]] && return 0
+		(( SECONDS - t0 < timeout )) || { log "timed out after ${timeout}s waiting for: $what"; return 1; }
+		sleep 0.2
+	done
+}
+# proc_cpu_secs PID: CPU seconds the process used since it started (the
+# scheduler's run time in /proc/PID/schedstat, else utime + stime); "" if
+# it is gone
+CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+proc_cpu_secs() {
+	local ns _r f
+	if read -r ns _r 2>/dev/null </proc/"$1"/schedstat; then
+		awk -v n="$ns" 'BEGIN { printf "%.3f", n / 1e9 }'
+	elif f=$(cat /proc/"$1"/stat 2>/dev/null); then
+		f=${f##*) }
+		# fields after the command: state is 1st, utime 12th, stime 13th
+		awk -v t="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / t }' <<<"$f"
+	fi
+}
