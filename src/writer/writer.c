@@ -1643,6 +1643,45 @@ live_begin(const char *data, Size len)
 	MemoryContextSwitchTo(oldcxt);
 }
 
+/* Where subxid's subtransaction is in the stack open here, or -1. */
+static int
+live_subxact_pos(TransactionId subxid)
+{
+	int			pos = -1;
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, MyWriter->live_subxacts)
+	{
+		if (lfirst_oid(lc) == subxid)
+			pos = i;
+		i++;
+	}
+	return pos;
+}
+
+/*
+ * Close the subtransactions open here above the first keep of them:
+ * released into their parents (what is kept for coalescing applied
+ * first), or rolled back.
+ */
+static void
+live_close_subxacts(int keep, bool rollback)
+{
+	while (list_length(MyWriter->live_subxacts) > keep)
+	{
+		if (rollback)
+			RollbackAndReleaseCurrentSubTransaction();
+		else
+		{
+			flush_kept(InvalidOid);
+			ReleaseCurrentSubTransaction();
+		}
+		MyWriter->live_subxacts = list_truncate(MyWriter->live_subxacts,
+												list_length(MyWriter->live_subxacts) - 1);
+	}
+}
+
 /*
  * The change that comes next belongs to subxid: the subtransactions open
  * here above its own are over (released into it), and one not open yet
@@ -1652,11 +1691,8 @@ static void
 live_enter(TransactionId subxid)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	int			pos = -1;
+	int			pos = live_subxact_pos(subxid);
 
-	for (int i = 0; i < list_length(MyWriter->live_subxacts); i++)
-		if (list_nth_oid(MyWriter->live_subxacts, i) == subxid)
-			pos = i;
 	if (subxid != MyWriter->live_xid && pos < 0)
 	{
 		flush_kept(InvalidOid);
@@ -1666,13 +1702,7 @@ live_enter(TransactionId subxid)
 		MemoryContextSwitchTo(oldcxt);
 		return;
 	}
-	while (list_length(MyWriter->live_subxacts) > pos + 1)
-	{
-		flush_kept(InvalidOid);
-		ReleaseCurrentSubTransaction();
-		MyWriter->live_subxacts = list_truncate(MyWriter->live_subxacts,
-												list_length(MyWriter->live_subxacts) - 1);
-	}
+	live_close_subxacts(pos + 1, false);
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -1684,21 +1714,13 @@ static void
 live_rollback(TransactionId subxid)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
-	int			pos = -1;
+	int			pos = live_subxact_pos(subxid);
 
-	for (int i = 0; i < list_length(MyWriter->live_subxacts); i++)
-		if (list_nth_oid(MyWriter->live_subxacts, i) == subxid)
-			pos = i;
 	if (pos < 0)
 		return;
 	/* what is kept was kept in it, or in what it rolls back with it */
 	pa_coalesce_discard(&MyWriter->kept);
-	while (list_length(MyWriter->live_subxacts) > pos)
-	{
-		RollbackAndReleaseCurrentSubTransaction();
-		MyWriter->live_subxacts = list_truncate(MyWriter->live_subxacts,
-												list_length(MyWriter->live_subxacts) - 1);
-	}
+	live_close_subxacts(pos, true);
 	MemoryContextSwitchTo(oldcxt);
 }
 
