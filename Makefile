@@ -36,6 +36,7 @@ OBJS += \
 OBJS += \
 	src/leader/receiver.o \
 	src/leader/dispatcher.o \
+	src/leader/adapt.o \
 	src/leader/pool.o \
 	src/leader/progress.o
 # subscriber: the writers

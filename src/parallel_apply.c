@@ -18,8 +18,9 @@
  * is being made.
  *
  * The benchmark-only switches parallel_apply.debug_discard_changes and
- * parallel_apply.debug_replay_file make a subscriber drop what it receives;
- * they exist only in a build made with "make PA_DEBUG_SWITCHES=1", which
+ * parallel_apply.debug_replay_file make a subscriber drop what it receives,
+ * and parallel_apply.debug_free_cpus (adapt.c) is for tests only; they
+ * exist only in a build made with "make PA_DEBUG_SWITCHES=1", which
  * defines PA_DEBUG_SWITCHES and compiles in replay.c.  In a default build
  * the names are unknown, so a production server cannot be set to lose
  * data (a postgresql.conf line naming one is removed with a warning at
@@ -36,6 +37,7 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
+#include "adapt.h"
 #include "coalesce.h"
 #include "dispatcher.h"
 #include "launcher.h"
@@ -141,6 +143,11 @@ _PG_init(void)
 							   "For measuring the receiver and dispatcher alone; only with debug_discard_changes. The file is a binary COPY of pg_logical_slot_peek_binary_changes() rows.",
 							   &pa_debug_replay_file, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomRealVariable("parallel_apply.debug_free_cpus",
+							 "Adaptive writers take every window to have left this many CPUs idle.",
+							 "For tests of the adaptive rule; -1 measures the machine's idle time.",
+							 &pa_debug_free_cpus, -1, -1, 1024,
+							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 #endif
 	MarkGUCPrefixReserved("parallel_apply");
 

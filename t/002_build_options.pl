@@ -1,6 +1,7 @@
 # Benchmark-only switches: parallel_apply.debug_discard_changes (writers
 # drop what they receive) and parallel_apply.debug_replay_file (a leader
-# routes a recorded stream) exist only in a build made with
+# routes a recorded stream), and the test-only parallel_apply.debug_free_cpus
+# (adaptive writers), exist only in a build made with
 # "make PA_DEBUG_SWITCHES=1".  "make tapcheck" tells the tests which build
 # it expects in PA_DEBUG_SWITCHES (0 by default), and this test checks
 # that the installed library is that build.  A default build does not know
@@ -17,7 +18,7 @@ use lib 't/lib';
 use PaTest;
 
 my @switches = ('parallel_apply.debug_discard_changes',
-	'parallel_apply.debug_replay_file');
+	'parallel_apply.debug_replay_file', 'parallel_apply.debug_free_cpus');
 
 my $sub = subscriber_node('subscriber');
 my $defined = $sub->safe_psql('postgres',
@@ -25,7 +26,7 @@ my $defined = $sub->safe_psql('postgres',
 my $expect = $ENV{PA_DEBUG_SWITCHES};
 if (defined $expect && $expect ne '')
 {
-	is($defined, $expect ? '2' : '0',
+	is($defined, $expect ? scalar(@switches) : '0',
 		"the installed build is the one expected (PA_DEBUG_SWITCHES=$expect)")
 	  or diag($expect
 		? 'install the library with "make PA_DEBUG_SWITCHES=1 install"'
@@ -36,11 +37,11 @@ else
 	note("PA_DEBUG_SWITCHES not given: testing the installed build, which has $defined switches");
 }
 
-if ($defined eq '2')
+if ($defined eq scalar(@switches))
 {
 	is($sub->safe_psql('postgres',
-			"SELECT current_setting('$switches[0]') || '|' || current_setting('$switches[1]')"),
-		'off|', 'a build with PA_DEBUG_SWITCHES=1: both switches, off by default');
+			"SELECT current_setting('$switches[0]') || '|' || current_setting('$switches[1]') || '|' || current_setting('$switches[2]')"),
+		'off||-1', 'a build with PA_DEBUG_SWITCHES=1: every switch, off by default');
 	done_testing();
 	exit 0;
 }
@@ -70,6 +71,7 @@ foreach my $name (@switches)
 $sub->append_conf('postgresql.conf', qq{
 parallel_apply.debug_discard_changes = on
 parallel_apply.debug_replay_file = '/nonexistent/replay.copy'
+parallel_apply.debug_free_cpus = 0
 });
 my $logpos = -s $sub->logfile;
 $sub->restart;

@@ -106,4 +106,52 @@ wait_caught_up($sub, 'a');
 pgbench_tables_equal($pub, $sub, 'TPC-B while adaptive writers are switched');
 no_errors($sub, 'a', 'after the switches');
 
+if ($sub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_settings WHERE name = 'parallel_apply.debug_free_cpus'") eq '0')
+{
+	note('a default build: the free-CPU condition is not tested');
+	done_testing();
+	exit 0;
+}
+
+# The free-CPU condition.  The counters go to the log at DEBUG1 at the end
+# of a busy spell: "..., N more not tried for want of a free CPU".
+sub free_cpu_backlog
+{
+	my ($cpus, $msg) = @_;
+	$sub->safe_psql('postgres', qq{
+ALTER SYSTEM SET parallel_apply.adaptive_writers = on;
+ALTER SYSTEM SET parallel_apply.debug_free_cpus = $cpus;
+ALTER SYSTEM SET log_min_messages = debug1;
+SELECT pg_reload_conf();
+});
+	my $logpos = -s $sub->logfile;
+		# the rule's first try comes 0.8 s after the leader starts (at the
+	# enable): a backlog of 60,000 lasts longer than that
+	my $counts = backlog($msg, '-c', 4, '-j', 2, '-t', 15000, '-f', $script);
+	rows_equal($pub, $sub, [ [ 'indep', 'id' ] ], $msg);
+	# wait_for_log dies after the timeout rather than hang
+	$sub->wait_for_log(qr/more not tried for want of a free CPU/, $logpos);
+	my $log = slurp_file($sub->logfile, $logpos);
+	$sub->safe_psql('postgres', q{
+ALTER SYSTEM RESET log_min_messages;
+ALTER SYSTEM RESET parallel_apply.debug_free_cpus;
+SELECT pg_reload_conf();
+});
+	return ($counts, $log);
+}
+
+my ($counts0, $log0) = free_cpu_backlog(0, 'independent keys, no CPU free');
+my @notried = $log0 =~ /(\d+) more not tried for want of a free CPU/g;
+cmp_ok($notried[-1] // 0, '>', 0,
+	'no CPU free: the leader did not try a writer more, and says so');
+unlike($log0, qr/1 writers: \d+ commits\/s, 2 writers/,
+	'no CPU free: no second writer was tried');
+is(join('/', @$counts0[ 1 .. $#$counts0 ]), '0/0/0',
+	'no CPU free: writer 0 applied the whole backlog');
+
+my ($counts64, $log64) = free_cpu_backlog(64, 'independent keys, CPUs free');
+like($log64, qr/1 writers: \d+ commits\/s, 2 writers: \d+: (?:kept|back)/,
+	'CPUs free and a backlog: a second writer was tried');
+
 done_testing();

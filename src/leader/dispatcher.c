@@ -61,27 +61,18 @@
  * Adaptive writers (parallel_apply.adaptive_writers).  Writers
  * 0..nuse-1 are in use; the rest of the pool is parked: given nothing
  * new (a dependency on one still draining is a wait), shown as parked in
- * writer_status().  The leader starts with one in use and measures the
- * commit rate per ADAPT_WINDOW_MS window, from the dispatching path (a
- * clock read every 16 transactions; an idle gap restarts the window).
- * When at least half of a window's transactions went to a writer with
- * BEHIND_INFLIGHT or more in flight (a backlog), it tries one writer
- * more; else, from time to time, one fewer.  A try waits for the change
- * and a window to settle, measures ADAPT_MEASURE_WINDOWS windows against
- * the two steady ones before, and keeps the change when the rate rose by
- * ADAPT_GAIN (one more) or kept ADAPT_KEEP of it (one fewer); one more
- * below ADAPT_ABORT after a window goes back at once (a try costs: on
- * TPC-B the hand-over of chains alone took 40% off the rate for the
- * try); a try that fails doubles the wait before the next one that way.  With one writer
- * in use no keys are computed, as with a pool of one; a second one is
- * taken into use only once every transaction in flight was tracked, so
- * that keys are computed from the BEGIN after the rule asks for more,
- * and the change follows when those before have committed.  Tracking goes
- * on while a writer other than 0 still has something in flight.  Off,
- * every writer of the pool is in use, and transactions on several chains
- * stay with the previous writer as above.  The counters behind these
- * rules go to the log at DEBUG1 every STATS_EVERY transactions and at the
- * end of a busy spell.
+ * writer_status().  How many are wanted is adapt.c's rule, told of every
+ * transaction dispatched: it starts with one, and tries one more when
+ * writers are behind, a CPU is free and the commit rate then rises.  With
+ * one writer in use no keys are computed, as with a pool of one; a second
+ * one is taken into use only once every transaction in flight was
+ * tracked, so that keys are computed from the BEGIN after the rule asks
+ * for more, and the change follows when those before have committed.
+ * Tracking goes on while a writer other than 0 still has something in
+ * flight.  Off, every writer of the pool is in use, and transactions on
+ * several chains stay with the previous writer as above.  The counters
+ * behind these rules go to the log at DEBUG1 every STATS_EVERY
+ * transactions and at the end of a busy spell.
  *
  * A full writer.  When the writer of a dependent transaction's chain (or,
  * for dependencies on several writers, the previous transaction's writer
@@ -208,6 +199,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "adapt.h"
 #include "catalog.h"
 #include "dispatcher.h"
 #include "leader.h"
@@ -288,56 +280,16 @@ static StringInfoData replay_buf;	/* a message read back from a file */
 #define KEY_BOTH	(KEY_LOOKUP | KEY_RECORD)
 #define KEY_TABLE	0x04		/* a whole table's key (counted only) */
 
-/* parallel_apply.adaptive_writers: see "Adaptive writers" */
-bool		pa_adaptive_writers = true;
-
-#define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
-#define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
-#define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
-								 * failed twice this, */
-#define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
-#define ADAPT_MEASURE_WINDOWS 3	/* a probe is measured over this many */
-#define ADAPT_GAIN			1.10	/* one more writer stays if rate rises 10% */
-#define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
-#define ADAPT_ABORT			0.85	/* one more below this after a window:
-									 * back at once */
-#define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
-								 * the writer is behind */
 #define SPREAD_BACKLOG		8	/* see "Assignment", spreading */
 #define STATS_EVERY			10000	/* DEBUG1 line of counters */
 
-typedef enum AdaptPhase
-{
-	ADAPT_STEADY,				/* measuring the rate of target writers */
-	ADAPT_SETTLE,				/* target changed: a window to settle */
-	ADAPT_MEASURE				/* the probe's window */
-} AdaptPhase;
-
-/* Writers in use and the adaptive rule's state, see "Adaptive writers" */
+/* Writers in use, see "Adaptive writers", and counters for the DEBUG1 line */
 static struct
 {
-	int			target;			/* writers wanted (adaptive) */
 	int			nuse;			/* writers 0..nuse-1 take new work */
 	bool		track;			/* keys of the transaction being assembled
 								 * are computed */
 	uint64		tracked_from;	/* the first of the run of tracked ones */
-	uint32		calls;
-	TimestampTz win_start;
-	uint64		win_committed;
-	uint32		win_dispatched;
-	uint32		win_behind;		/* given to a writer that is behind */
-	double		rate;			/* commits per second, steady */
-	double		prev_rate;		/* in the last steady window, 0: none */
-	AdaptPhase	phase;
-	int			probe_from;		/* target before the probe */
-	int			probe_windows;	/* measured so far */
-	TimestampTz probe_start;
-	uint64		probe_committed;
-	double		probe_base;		/* rate before the probe */
-	TimestampTz next_up;
-	TimestampTz next_down;
-	int			backoff_up;
-	int			backoff_down;
 	/* counters for the DEBUG1 line */
 	uint64		n_txns;
 	uint64		n_untracked;	/* with one writer in use: no keys */
@@ -353,7 +305,7 @@ static struct
 	uint64		n_pick;
 	uint64		n_spread;
 	uint64		n_wait_chain;	/* its chain's writer full: waited */
-}			ad;
+}			disp;
 
 /* A table of entries whose first keysize bytes are their key. */
 static HTAB *
@@ -394,14 +346,9 @@ pa_dispatch_init(void)
 	L->last_writer = -1;
 	L->live_reserved = MemoryContextAllocZero(TopMemoryContext,
 											  sizeof(bool) * pa_max_writers);
-	memset(&ad, 0, sizeof(ad));
-	ad.target = 1;
-	ad.nuse = 1;
-	ad.backoff_up = ADAPT_PROBE_MIN_MS;
-	ad.backoff_down = ADAPT_PROBE_MIN_MS;
-	ad.win_start = GetCurrentTimestamp();
-	ad.next_up = TimestampTzPlusMilliseconds(ad.win_start, ADAPT_PROBE_MIN_MS);
-	ad.next_down = ad.next_up;
+	memset(&disp, 0, sizeof(disp));
+	disp.nuse = 1;
+	pa_adapt_init();
 	L->frame_max = 64;
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
@@ -828,7 +775,7 @@ has_room(int w)
 static int
 writers_in_use(void)
 {
-	return Max(1, Min(ad.nuse, pa_pool_size()));
+	return Max(1, Min(disp.nuse, pa_pool_size()));
 }
 
 /* An idle writer, round robin, or else the least loaded. */
@@ -885,14 +832,6 @@ idle_writer(void)
  * ---------------------------------------------------------------------
  */
 
-static int
-wanted_writers(void)
-{
-	int			pool = pa_pool_size();
-
-	return pa_adaptive_writers ? Max(1, Min(ad.target, pool)) : pool;
-}
-
 /*
  * Show which writers are parked in writer_status(): those neither in use
  * nor wanted.
@@ -901,7 +840,7 @@ static void
 publish_parked(void)
 {
 	PaSubSlot  *slot = MyPaLeader->slot;
-	int			n = Max(writers_in_use(), wanted_writers());
+	int			n = Max(writers_in_use(), pa_adapt_wanted());
 
 	SpinLockAcquire(&slot->mutex);
 	for (int w = 0; w < pa_max_writers; w++)
@@ -922,13 +861,13 @@ decide_tracking(uint64 seq)
 	bool		track;
 
 	track = pa_pool_size() > 1 &&
-		(ad.nuse > 1 || wanted_writers() > ad.nuse);
+		(disp.nuse > 1 || pa_adapt_wanted() > disp.nuse);
 	for (int w = 1; w < pa_max_writers && !track; w++)
 		if (MyPaLeader->writers[w].running && pa_pool_inflight(w) > 0)
 			track = true;
-	if (track && !ad.track)
-		ad.tracked_from = seq;
-	ad.track = track;
+	if (track && !disp.track)
+		disp.tracked_from = seq;
+	disp.track = track;
 	return track;
 }
 
@@ -940,24 +879,24 @@ decide_tracking(uint64 seq)
 static void
 update_writers_in_use(void)
 {
-	int			want = wanted_writers();
-	int			before = ad.nuse;
+	int			want = pa_adapt_wanted();
+	int			before = disp.nuse;
 	static int	shown = -1;
 
-	if (want < ad.nuse)
-		ad.nuse = want;
-	else if (want > ad.nuse && ad.track &&
-			 committed_seq() + 1 >= ad.tracked_from)
-		ad.nuse = want;
-	if (Max(ad.nuse, want) != shown)
+	if (want < disp.nuse)
+		disp.nuse = want;
+	else if (want > disp.nuse && disp.track &&
+			 committed_seq() + 1 >= disp.tracked_from)
+		disp.nuse = want;
+	if (Max(disp.nuse, want) != shown)
 	{
-		shown = Max(ad.nuse, want);
+		shown = Max(disp.nuse, want);
 		publish_parked();
 	}
-	if (ad.nuse != before)
+	if (disp.nuse != before)
 	{
 		elog(DEBUG1, "parallel_apply subscription \"%s\": %d of %d writers in use",
-			 MyPaLeader->sub->name, ad.nuse, pa_pool_size());
+			 MyPaLeader->sub->name, disp.nuse, pa_pool_size());
 	}
 }
 
@@ -965,137 +904,9 @@ update_writers_in_use(void)
 void
 pa_dispatch_pool_resized(void)
 {
-	ad.nuse = Min(ad.nuse, pa_pool_size());
-	ad.target = Min(Max(ad.target, 1), pa_pool_size());
+	disp.nuse = Min(disp.nuse, pa_pool_size());
+	pa_adapt_pool_resized();
 	publish_parked();
-}
-
-/* Start a probe: from target writers to to. */
-static void
-start_probe(int to)
-{
-	ad.probe_from = ad.target;
-	ad.probe_base = ad.rate;
-	ad.target = to;
-	ad.phase = ADAPT_SETTLE;
-}
-
-/*
- * The adaptive rule: once per window, the commit rate.  In a steady
- * window, with a backlog (most transactions went to a writer already
- * behind) one more writer is tried, else, from time to time, one fewer;
- * the probe waits for the change to be made and a window to settle, then
- * measures a window: one more stays if the rate rose by ADAPT_GAIN, one
- * fewer if it kept ADAPT_KEEP of it; else back, and the next probe that
- * way waits twice as long.
- */
-static void
-adapt_tick(int writer)
-{
-	TimestampTz now;
-	long		ms;
-	uint64		committed;
-	double		rate;
-	bool		backlog;
-
-	ad.win_dispatched++;
-	if (pa_pool_inflight(writer) >= BEHIND_INFLIGHT)
-		ad.win_behind++;
-	if (ad.calls++ % 16 != 0)
-		return;
-	now = GetCurrentTimestamp();
-	ms = (long) ((now - ad.win_start) / 1000);
-	if (ms < ADAPT_WINDOW_MS)
-		return;
-	committed = committed_seq();
-	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
-	backlog = ad.win_behind * 2 >= ad.win_dispatched;
-
-	/* an idle gap or too few to measure: start again */
-	if (ms > 4 * ADAPT_WINDOW_MS || ad.win_dispatched < ADAPT_MIN_TXNS ||
-		!pa_adaptive_writers)
-		;
-	else if (ad.phase == ADAPT_SETTLE)
-	{
-		if (ad.nuse == wanted_writers())
-		{
-			ad.phase = ADAPT_MEASURE;
-			ad.probe_windows = 0;
-			ad.probe_start = now;
-			ad.probe_committed = committed;
-		}
-	}
-	else if (ad.phase == ADAPT_MEASURE &&
-			 ++ad.probe_windows < ADAPT_MEASURE_WINDOWS &&
-			 (ad.target < ad.probe_from ||
-			  (double) (committed - ad.probe_committed) * 1000000.0 /
-			  Max(now - ad.probe_start, 1) >= ad.probe_base * ADAPT_ABORT))
-		;						/* measure on; one more that is clearly
-								 * worse is not measured to the end */
-	else if (ad.phase == ADAPT_MEASURE)
-	{
-		bool		up = ad.target > ad.probe_from;
-		bool		keep;
-
-		rate = (double) (committed - ad.probe_committed) * 1000000.0 /
-			Max(now - ad.probe_start, 1);
-		keep = up ? rate >= ad.probe_base * ADAPT_GAIN :
-			rate >= ad.probe_base * ADAPT_KEEP;
-
-		elog(DEBUG1, "parallel_apply subscription \"%s\": %d writers: %.0f commits/s, %d writers: %.0f: %s",
-			 MyPaLeader->sub->name, ad.probe_from, ad.probe_base,
-			 ad.target, rate, keep ? "kept" : "back");
-		if (!keep)
-		{
-			ad.target = ad.probe_from;
-			if (up)
-			{
-				ad.backoff_up = Min(ad.backoff_up * 2, ADAPT_PROBE_MAX_MS);
-				ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
-			}
-			else
-			{
-				ad.backoff_down = Min(ad.backoff_down * 2, ADAPT_PROBE_MAX_MS);
-				ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
-			}
-			ad.next_down = Max(ad.next_down,
-							   TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
-			ad.next_up = Max(ad.next_up,
-							 TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
-		}
-		else
-		{
-			/* the other way is likely no better either */
-			if (up)
-			{
-				ad.backoff_up = ADAPT_PROBE_MIN_MS;
-				ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
-			}
-			else
-			{
-				ad.backoff_down = ADAPT_PROBE_MIN_MS;
-				ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
-			}
-			ad.rate = rate;
-		}
-		ad.phase = ADAPT_STEADY;
-		ad.prev_rate = 0;
-	}
-	else
-	{
-		/* the base of a probe: the last two steady windows */
-		ad.rate = ad.prev_rate > 0 ? (ad.prev_rate + rate) / 2 : rate;
-		ad.prev_rate = rate;
-		ad.target = Min(ad.target, pa_pool_size());
-		if (backlog && ad.target < pa_pool_size() && now >= ad.next_up)
-			start_probe(ad.target + 1);
-		else if (ad.target > 1 && now >= ad.next_down)
-			start_probe(ad.target - 1);
-	}
-	ad.win_start = now;
-	ad.win_committed = committed;
-	ad.win_dispatched = 0;
-	ad.win_behind = 0;
 }
 
 /* The dispatcher's counters, for tuning (DEBUG1). */
@@ -1104,19 +915,20 @@ log_counters(void)
 {
 	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with keys not computed, %llu with no dependency, %llu on one transaction, %llu on several, "
 		 "%llu on one writer, %llu on several, %llu by a whole-table key; "
-		 "%llu followed their chain, %llu their latest dependency, %llu stayed, %llu picked, %llu spread, %llu waited for their chain's writer; %d of %d writers in use",
+		 "%llu followed their chain, %llu their latest dependency, %llu stayed, %llu picked, %llu spread, %llu waited for their chain's writer; %d of %d writers in use, %llu more not tried for want of a free CPU",
 		 MyPaLeader->sub->name,
-		 (unsigned long long) ad.n_txns, (unsigned long long) ad.n_untracked,
-		 (unsigned long long) ad.n_nodep,
-		 (unsigned long long) ad.n_onetxn, (unsigned long long) ad.n_multitxn,
-		 (unsigned long long) ad.n_onewriter,
-		 (unsigned long long) ad.n_multiwriter,
-		 (unsigned long long) ad.n_tabledep,
-		 (unsigned long long) ad.n_follow, (unsigned long long) ad.n_latest,
-		 (unsigned long long) ad.n_stay,
-		 (unsigned long long) ad.n_pick, (unsigned long long) ad.n_spread,
-		 (unsigned long long) ad.n_wait_chain,
-		 writers_in_use(), pa_pool_size());
+		 (unsigned long long) disp.n_txns, (unsigned long long) disp.n_untracked,
+		 (unsigned long long) disp.n_nodep,
+		 (unsigned long long) disp.n_onetxn, (unsigned long long) disp.n_multitxn,
+		 (unsigned long long) disp.n_onewriter,
+		 (unsigned long long) disp.n_multiwriter,
+		 (unsigned long long) disp.n_tabledep,
+		 (unsigned long long) disp.n_follow, (unsigned long long) disp.n_latest,
+		 (unsigned long long) disp.n_stay,
+		 (unsigned long long) disp.n_pick, (unsigned long long) disp.n_spread,
+		 (unsigned long long) disp.n_wait_chain,
+		 writers_in_use(), pa_pool_size(),
+		 (unsigned long long) pa_adapt_no_cpu());
 }
 
 /* ---------------------------------------------------------------------
@@ -1248,15 +1060,15 @@ assign_writer(void)
 	if (ndepwriters == 1 && writer >= 0 && (chain || has_room(writer)))
 	{
 		/* follow the chain */
-		ad.n_follow++;
+		disp.n_follow++;
 		if (!has_room(writer))
-			ad.n_wait_chain++;
+			disp.n_wait_chain++;
 	}
 	else if (ndepwriters > 1 && writer >= 0 && has_room(writer) &&
 			 pa_adaptive_writers)
 	{
 		/* the latest dependency's writer: chains stay apart */
-		ad.n_latest++;
+		disp.n_latest++;
 	}
 	else if (last_writer >= 0 && last_writer < nuse &&
 			 !MyPaLeader->live_reserved[last_writer] &&
@@ -1264,15 +1076,15 @@ assign_writer(void)
 			  (chain && per_writer[last_writer] != 0)))
 	{
 		writer = last_writer;
-		ad.n_stay++;
+		disp.n_stay++;
 	}
 	else if (!chain || writer < 0)
 	{
 		writer = pick_writer();
-		ad.n_pick++;
+		disp.n_pick++;
 	}
 	else
-		ad.n_wait_chain++;
+		disp.n_wait_chain++;
 	if (ndepwriters == 0 && nuse > 1 && pa_adaptive_writers &&
 		pa_pool_inflight(writer) >= SPREAD_BACKLOG)
 	{
@@ -1281,7 +1093,7 @@ assign_writer(void)
 		if (idle >= 0)
 		{
 			writer = idle;
-			ad.n_spread++;
+			disp.n_spread++;
 		}
 	}
 
@@ -1304,26 +1116,26 @@ assign_writer(void)
 	pfree(per_writer);
 	pfree(entries);
 
-	ad.n_txns++;
-	if (!ad.track)
+	disp.n_txns++;
+	if (!disp.track)
 		;						/* keys not computed: not known */
 	else if (onedep == 0)
-		ad.n_nodep++;
+		disp.n_nodep++;
 	else if (multitxn)
-		ad.n_multitxn++;
+		disp.n_multitxn++;
 	else
-		ad.n_onetxn++;
-	if (!ad.track)
-		ad.n_untracked++;
+		disp.n_onetxn++;
+	if (!disp.track)
+		disp.n_untracked++;
 	else if (ndepwriters == 1)
-		ad.n_onewriter++;
+		disp.n_onewriter++;
 	else if (ndepwriters > 1)
-		ad.n_multiwriter++;
+		disp.n_multiwriter++;
 	if (tabledep)
-		ad.n_tabledep++;
-	if (ad.n_txns % STATS_EVERY == 0)
+		disp.n_tabledep++;
+	if (disp.n_txns % STATS_EVERY == 0)
 		log_counters();
-	adapt_tick(writer);
+	pa_adapt_dispatched(writer, writers_in_use());
 }
 
 /* ---------------------------------------------------------------------
@@ -1341,7 +1153,7 @@ keep_prepared_keys(void)
 	int			n = 0;
 
 	/* streamed, or one writer: no keys were tracked; too many: not kept */
-	if (txn->streaming || !ad.track ||
+	if (txn->streaming || !disp.track ||
 		txn->nkeys > PREPARED_KEYS_MAX)
 		return;
 	pk = hash_search(prepared_keys, &txn->begin.xid, HASH_ENTER, &found);
@@ -1637,7 +1449,7 @@ stream_forget(PaStreamedTxn *st)
 	hash_search(streams, &xid, HASH_REMOVE, NULL);
 }
 
-/* A change (type, the xid read) inside a stream block. */
+/* A change (type, the xid redisp) inside a stream block. */
 static void
 stream_change(char type, StringInfo in)
 {
@@ -2232,7 +2044,7 @@ dispatch_message(StringInfo in)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!txn->streaming && ad.track)
+			if (!txn->streaming && disp.track)
 				track_change(type, in);
 			append_message(data, len);
 			break;
@@ -2362,9 +2174,9 @@ pa_dispatch_housekeeping(void)
 	{
 		static uint64 logged = 0;
 
-		if (ad.n_txns != logged && pa_dispatch_idle())
+		if (disp.n_txns != logged && pa_dispatch_idle())
 		{
-			logged = ad.n_txns;
+			logged = disp.n_txns;
 			log_counters();
 		}
 	}

@@ -47,8 +47,6 @@ typedef struct PaDispatchWait
 	int			writer;
 } PaDispatchWait;
 
-extern bool pa_adaptive_writers;
-
 extern void pa_dispatch_init(void);
 extern void pa_dispatch_new_session(void);
 extern bool pa_dispatch_frame(StringInfo in, PaDispatchWait *wait);

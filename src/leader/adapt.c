@@ -1,0 +1,358 @@
+/*-------------------------------------------------------------------------
+ *
+ * adapt.c
+ *		Adaptive writers: how many of a subscription's writers the leader
+ *		gives work to.
+ *
+ * More writers are not always faster.  Each one more splits chains of
+ * dependent transactions (dispatcher.c, "Separable chains") and adds
+ * commit-order waits and smaller commit groups; it pays only when it gets
+ * a CPU (or storage) of its own to work with.  On this project's 2-CPU
+ * machine a second writer on TPC-B costs 14-20%; on many cores it is what
+ * makes the pipeline scale (bench/notes/dispatch.md).  So, with
+ * parallel_apply.adaptive_writers on (the default), the leader starts with
+ * one writer in use and changes the number, its target, from what it
+ * measures; the dispatcher follows the target (writers 0..n-1 in use, the
+ * rest parked: dispatcher.c, "Adaptive writers").  Off, the target is the
+ * whole pool.
+ *
+ * What is measured, per window of ADAPT_WINDOW_MS, from the dispatching
+ * path (a clock read every 16 transactions; a window with an idle gap or
+ * with fewer than ADAPT_MIN_TXNS transactions decides nothing):
+ *
+ * - the commit rate: transactions committed by all writers per second;
+ * - a backlog: at least half of the window's transactions went to a
+ *   writer that had BEHIND_INFLIGHT or more in flight already;
+ * - the CPU left free: the machine's idle (and I/O-wait) time over the
+ *   window, from /proc/stat, in CPUs.  Only where it can be read (Linux);
+ *   elsewhere every CPU counts as free, and the commit rate alone decides.
+ *
+ * The rule.  In a steady window with a backlog and at least ADAPT_FREE_CPU
+ * of a CPU free, it tries one writer more; with no backlog, from time to
+ * time, one fewer.  A try (a probe) waits until the dispatcher has made
+ * the change and a window has passed, measures ADAPT_MEASURE_WINDOWS
+ * windows against the two steady ones before, and keeps the change when
+ * the rate rose by ADAPT_GAIN (one more) or kept ADAPT_KEEP of it (one
+ * fewer); one more that is below ADAPT_ABORT after a single window goes
+ * back at once.  A probe that fails doubles the wait before the next one
+ * that way, from ADAPT_PROBE_MIN_MS up to ADAPT_PROBE_MAX_MS.
+ *
+ * Why the free CPU.  A probe costs: on TPC-B the hand-over of chains
+ * alone took 40% off the rate for the probe, and a catch-up of a few
+ * seconds pays that in full.  A writer more can only add throughput if
+ * there is a CPU for it; when the machine was busy all but a fraction of
+ * one CPU over the last window (the leader, the writers, the provider's
+ * walsender on the same host, or anything else), the probe is known to
+ * fail before it starts, so it is not made.  The machine-wide figure
+ * counts CPUs taken by other programs as taken, which is what matters;
+ * it does not see a cgroup's CPU quota (a container limited to fewer CPUs
+ * than its host shows relies on the commit rate, as before).
+ *
+ * src/leader/adapt.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "utils/timestamp.h"
+
+#include "adapt.h"
+#include "leader.h"
+#include "pool.h"
+
+/* parallel_apply.adaptive_writers */
+bool		pa_adaptive_writers = true;
+
+#ifdef PA_DEBUG_SWITCHES
+/*
+ * parallel_apply.debug_free_cpus, in a build with PA_DEBUG_SWITCHES only:
+ * the free CPUs every window is taken to have, so that a test can say "no
+ * CPU free" on any machine; -1 reads /proc/stat.
+ */
+double		pa_debug_free_cpus = -1;
+#endif
+
+#define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
+#define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
+#define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
+								 * failed twice this, */
+#define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
+#define ADAPT_MEASURE_WINDOWS 3	/* a probe is measured over this many */
+#define ADAPT_GAIN			1.10	/* one more writer stays if rate rises 10% */
+#define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
+#define ADAPT_ABORT			0.85	/* one more below this after a window:
+									 * back at once */
+#define ADAPT_FREE_CPU		0.75	/* one more is tried only with this much
+									 * of a CPU idle */
+#define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
+								 * the writer is behind */
+
+typedef enum AdaptPhase
+{
+	ADAPT_STEADY,				/* measuring the rate of target writers */
+	ADAPT_SETTLE,				/* target changed: a window to settle */
+	ADAPT_MEASURE				/* the probe's window */
+} AdaptPhase;
+
+static struct
+{
+	int			target;			/* writers wanted */
+	uint32		calls;
+	TimestampTz win_start;
+	uint64		win_committed;
+	uint32		win_dispatched;
+	uint32		win_behind;		/* given to a writer that is behind */
+	double		rate;			/* commits per second, steady */
+	double		prev_rate;		/* in the last steady window, 0: none */
+	AdaptPhase	phase;
+	int			probe_from;		/* target before the probe */
+	int			probe_windows;	/* measured so far */
+	TimestampTz probe_start;
+	uint64		probe_committed;
+	double		probe_base;		/* rate before the probe */
+	TimestampTz next_up;
+	TimestampTz next_down;
+	int			backoff_up;
+	int			backoff_down;
+	/* /proc/stat at the window's start: all and idle ticks; ok: read */
+	bool		cpu_ok;
+	uint64		cpu_total;
+	uint64		cpu_idle;
+	double		free_cpus;		/* in the last window; -1: not known */
+	uint64		n_no_cpu;		/* probes not made for want of a CPU */
+}			ad;
+
+static uint64
+committed_seq(void)
+{
+	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
+}
+
+/*
+ * The machine's CPU time so far, in ticks: all of it and the idle part
+ * (idle and iowait), from the first line of /proc/stat.  False where it
+ * cannot be read.
+ */
+static bool
+read_cpu_ticks(uint64 *total, uint64 *idle)
+{
+	FILE	   *f;
+	char		line[256];
+	unsigned long long v[8] = {0};
+	int			n;
+
+	f = fopen("/proc/stat", "r");
+	if (f == NULL)
+		return false;
+	n = 0;
+	if (fgets(line, sizeof(line), f) != NULL)
+		n = sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 5)
+		return false;
+	*total = 0;
+	for (int i = 0; i < n; i++)
+		*total += v[i];
+	*idle = v[3] + v[4];		/* idle, iowait */
+	return true;
+}
+
+/* Start a window: the clock, the commits and the CPU counters now. */
+static void
+start_window(TimestampTz now, uint64 committed)
+{
+	uint64		total;
+	uint64		idle;
+	bool		ok = read_cpu_ticks(&total, &idle);
+
+	ad.free_cpus = -1;
+	if (ok && ad.cpu_ok && total > ad.cpu_total)
+	{
+		long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		ad.free_cpus = (double) (idle - ad.cpu_idle) * Max(ncpu, 1) /
+			(double) (total - ad.cpu_total);
+	}
+#ifdef PA_DEBUG_SWITCHES
+	if (pa_debug_free_cpus >= 0)
+		ad.free_cpus = pa_debug_free_cpus;
+#endif
+	ad.cpu_ok = ok;
+	ad.cpu_total = total;
+	ad.cpu_idle = idle;
+	ad.win_start = now;
+	ad.win_committed = committed;
+	ad.win_dispatched = 0;
+	ad.win_behind = 0;
+}
+
+void
+pa_adapt_init(void)
+{
+	memset(&ad, 0, sizeof(ad));
+	ad.target = 1;
+	ad.backoff_up = ADAPT_PROBE_MIN_MS;
+	ad.backoff_down = ADAPT_PROBE_MIN_MS;
+	start_window(GetCurrentTimestamp(), 0);
+	ad.next_up = TimestampTzPlusMilliseconds(ad.win_start, ADAPT_PROBE_MIN_MS);
+	ad.next_down = ad.next_up;
+}
+
+/* The writers wanted: the target, or (adaptive writers off) the pool. */
+int
+pa_adapt_wanted(void)
+{
+	int			pool = pa_pool_size();
+
+	return pa_adaptive_writers ? Max(1, Min(ad.target, pool)) : pool;
+}
+
+/* The pool was resized: no more wanted than it has. */
+void
+pa_adapt_pool_resized(void)
+{
+	ad.target = Min(Max(ad.target, 1), pa_pool_size());
+}
+
+/* Probes not made because no CPU was free, for the DEBUG1 counters. */
+uint64
+pa_adapt_no_cpu(void)
+{
+	return ad.n_no_cpu;
+}
+
+/* Start a probe: from target writers to to. */
+static void
+start_probe(int to)
+{
+	ad.probe_from = ad.target;
+	ad.probe_base = ad.rate;
+	ad.target = to;
+	ad.phase = ADAPT_SETTLE;
+}
+
+/* The probe measured rate: keep its change, or go back and wait longer. */
+static void
+end_probe(TimestampTz now, double rate)
+{
+	bool		up = ad.target > ad.probe_from;
+	bool		keep;
+
+	keep = up ? rate >= ad.probe_base * ADAPT_GAIN :
+		rate >= ad.probe_base * ADAPT_KEEP;
+	elog(DEBUG1, "parallel_apply subscription \"%s\": %d writers: %.0f commits/s, %d writers: %.0f: %s",
+		 MyPaLeader->sub->name, ad.probe_from, ad.probe_base,
+		 ad.target, rate, keep ? "kept" : "back");
+	if (!keep)
+	{
+		ad.target = ad.probe_from;
+		if (up)
+		{
+			ad.backoff_up = Min(ad.backoff_up * 2, ADAPT_PROBE_MAX_MS);
+			ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
+		}
+		else
+		{
+			ad.backoff_down = Min(ad.backoff_down * 2, ADAPT_PROBE_MAX_MS);
+			ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
+		}
+		ad.next_down = Max(ad.next_down,
+						   TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
+		ad.next_up = Max(ad.next_up,
+						 TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS));
+	}
+	else
+	{
+		/* the other way is likely no better either */
+		if (up)
+		{
+			ad.backoff_up = ADAPT_PROBE_MIN_MS;
+			ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
+		}
+		else
+		{
+			ad.backoff_down = ADAPT_PROBE_MIN_MS;
+			ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
+		}
+		ad.rate = rate;
+	}
+	ad.phase = ADAPT_STEADY;
+	ad.prev_rate = 0;
+}
+
+/*
+ * A transaction was given to writer; nuse writers are in use now.  Once
+ * per window, the rule of the header comment.
+ */
+void
+pa_adapt_dispatched(int writer, int nuse)
+{
+	TimestampTz now;
+	long		ms;
+	uint64		committed;
+	double		rate;
+	bool		backlog;
+	bool		valid;
+	bool		up;
+
+	ad.win_dispatched++;
+	if (pa_pool_inflight(writer) >= BEHIND_INFLIGHT)
+		ad.win_behind++;
+	if (ad.calls++ % 16 != 0)
+		return;
+	now = GetCurrentTimestamp();
+	ms = (long) ((now - ad.win_start) / 1000);
+	if (ms < ADAPT_WINDOW_MS)
+		return;
+	committed = committed_seq();
+	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
+	backlog = ad.win_behind * 2 >= ad.win_dispatched;
+	valid = ms <= 4 * ADAPT_WINDOW_MS && ad.win_dispatched >= ADAPT_MIN_TXNS;
+	start_window(now, committed);	/* and the free CPU of the one ended */
+
+	/* an idle gap or too few to measure: start again */
+	if (!valid || !pa_adaptive_writers)
+		;
+	else if (ad.phase == ADAPT_SETTLE)
+	{
+		if (nuse == pa_adapt_wanted())
+		{
+			ad.phase = ADAPT_MEASURE;
+			ad.probe_windows = 0;
+			ad.probe_start = now;
+			ad.probe_committed = committed;
+		}
+	}
+	else if (ad.phase == ADAPT_MEASURE)
+	{
+		double		probe_rate = (double) (committed - ad.probe_committed) *
+			1000000.0 / Max(now - ad.probe_start, 1);
+
+		/* one more that is clearly worse is not measured to the end */
+		if (++ad.probe_windows >= ADAPT_MEASURE_WINDOWS ||
+			(ad.target > ad.probe_from &&
+			 probe_rate < ad.probe_base * ADAPT_ABORT))
+			end_probe(now, probe_rate);
+	}
+	else
+	{
+		/* the base of a probe: the last two steady windows */
+		ad.rate = ad.prev_rate > 0 ? (ad.prev_rate + rate) / 2 : rate;
+		ad.prev_rate = rate;
+		ad.target = Min(ad.target, pa_pool_size());
+		up = backlog && ad.target < pa_pool_size() && now >= ad.next_up;
+		/* one more needs a CPU: free (not known, -1, counts as free) */
+		if (up && ad.free_cpus >= 0 && ad.free_cpus < ADAPT_FREE_CPU)
+		{
+			up = false;
+			ad.n_no_cpu++;
+		}
+		if (up)
+			start_probe(ad.target + 1);
+		else if (ad.target > 1 && now >= ad.next_down)
+			start_probe(ad.target - 1);
+	}
+}

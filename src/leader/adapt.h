@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * adapt.h
+ *		Adaptive writers: how many writers the leader gives work to.
+ *
+ * src/leader/adapt.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PA_ADAPT_H
+#define PA_ADAPT_H
+
+extern bool pa_adaptive_writers;
+#ifdef PA_DEBUG_SWITCHES
+extern double pa_debug_free_cpus;	/* tests only, see adapt.c */
+#endif
+
+extern void pa_adapt_init(void);
+extern int	pa_adapt_wanted(void);
+extern void pa_adapt_pool_resized(void);
+extern void pa_adapt_dispatched(int writer, int nuse);
+extern uint64 pa_adapt_no_cpu(void);
+
+#endif							/* PA_ADAPT_H */
