@@ -219,6 +219,7 @@
 
 #define PA_STREAM_THRESHOLD	(8 * 1024 * 1024)
 #define PA_STREAM_CHUNK		(1024 * 1024)
+#define MSGS_KEEP_MAX		PA_STREAM_CHUNK /* more is freed after the txn */
 #define KEYTAB_PURGE_EVERY	4096
 
 #define MAX_INFLIGHT_PER_WRITER PA_MAX_INFLIGHT	/* see pipeline.h */
@@ -246,8 +247,14 @@ typedef struct PreparedKeys
 	bool		barrier;		/* it was a barrier */
 } PreparedKeys;
 
-/* more than this, and its end waits for everything instead */
-#define PREPARED_KEYS_MAX	65536
+/*
+ * A transaction's keys: room for TXN_KEYS_INIT at first, doubled as
+ * needed up to TXN_KEYS_MAX (1 MB); one that has more keeps none and is a
+ * barrier instead, see "Memory" in the header comment.  The same cap holds
+ * for the keys a prepared transaction keeps for its end.
+ */
+#define TXN_KEYS_INIT		256
+#define TXN_KEYS_MAX		65536
 
 /*
  * A transaction the provider streams while it is in progress (protocol
@@ -268,10 +275,12 @@ typedef struct PaStreamedTxn
 	bool		begun;			/* its PA_Q_LIVE_BEGIN is sent */
 	bool		ended;			/* forget it once pending is sent */
 	PaTxnHeader header;			/* PA_Q_LIVE_BEGIN's */
-	PaTxnKey   *keys;			/* the keys of its changes */
-	int			nkeys;
+	PaTxnKey   *keys;			/* the keys of its changes, NULL once */
+	int			nkeys;			/* dropped */
 	int			maxkeys;
-	bool		barrier;		/* a TRUNCATE or a changed RELATION */
+	bool		keys_dropped;	/* more than TXN_KEYS_MAX: not gathered */
+	bool		barrier;		/* a TRUNCATE or a changed RELATION, or
+								 * keys_dropped */
 } PaStreamedTxn;
 
 static MemoryContext msg_cxt;	/* reset after each message */
@@ -406,7 +415,7 @@ pa_dispatch_init(void)
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
 	initStringInfo(&txn->msgs);
-	txn->maxkeys = 256;
+	txn->maxkeys = TXN_KEYS_INIT;
 	txn->keys = MemoryContextAlloc(TopMemoryContext,
 								   txn->maxkeys * sizeof(PaTxnKey));
 	txn->deps = MemoryContextAlloc(TopMemoryContext,
@@ -500,11 +509,41 @@ pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * Forget the keys of the transaction being assembled, and give back the
+ * memory of a grown array: the keys are too many, or of no use (it is sent
+ * in chunks, a barrier).
+ */
+static void
+drop_keys(void)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	txn->nkeys = 0;
+	if (txn->maxkeys > TXN_KEYS_INIT)
+	{
+		pfree(txn->keys);
+		txn->maxkeys = TXN_KEYS_INIT;
+		txn->keys = MemoryContextAlloc(TopMemoryContext,
+									   txn->maxkeys * sizeof(PaTxnKey));
+	}
+}
+
 static void
 add_key(uint64 k, uint8 mode)
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
 
+	if (txn->keys_dropped)
+		return;
+	if (txn->nkeys == TXN_KEYS_MAX)
+	{
+		/* too many to keep: a barrier instead, see "Memory" */
+		txn->keys_dropped = true;
+		txn->barrier = true;
+		drop_keys();
+		return;
+	}
 	if (txn->nkeys == txn->maxkeys)
 	{
 		txn->maxkeys *= 2;
@@ -1340,9 +1379,8 @@ keep_prepared_keys(void)
 	bool		found;
 	int			n = 0;
 
-	/* streamed, or one writer: no keys were tracked; too many: not kept */
-	if (txn->streaming || !ad.track ||
-		txn->nkeys > PREPARED_KEYS_MAX)
+	/* streamed, or one writer: no keys were tracked; too many: none kept */
+	if (txn->streaming || !ad.track || txn->keys_dropped)
 		return;
 	pk = hash_search(prepared_keys, &txn->begin.xid, HASH_ENTER, &found);
 	if (found)
@@ -1406,6 +1444,16 @@ end_txn(void)
 	txn->live = false;
 	txn->stage = PA_COMMIT_NONE;
 	txn->in_txn = false;
+	/* a large one grew the buffer (up to twice the threshold): give it back */
+	if (txn->msgs.maxlen > MSGS_KEEP_MAX)
+	{
+		MemoryContext cxt = GetMemoryChunkContext(txn->msgs.data);
+
+		pfree(txn->msgs.data);
+		txn->msgs.data = MemoryContextAlloc(cxt, 1024);
+		txn->msgs.maxlen = 1024;
+		resetStringInfo(&txn->msgs);
+	}
 	SpinLockAcquire(&L->slot->mutex);
 	L->slot->last_remote_commit_time = txn->commit.commit_time;
 	SpinLockRelease(&L->slot->mutex);
@@ -1430,6 +1478,8 @@ flush_stream(PaDispatchWait *wait)
 		L->wait_before_next = 0;
 		txn->stream_writer = pick_writer();
 		txn->streaming = true;
+		/* a barrier: its keys are of no use */
+		drop_keys();
 		fill_header(&txn->header, PA_Q_STREAM_BEGIN, txn->stream_writer, 0);
 	}
 	if (!txn->begin_sent)
@@ -1632,7 +1682,8 @@ stream_forget(PaStreamedTxn *st)
 		MyPaLeader->live_reserved[st->writer] = false;
 		MyPaLeader->nlive--;
 		pfree(st->pending.data);
-		pfree(st->keys);
+		if (st->keys != NULL)
+			pfree(st->keys);
 	}
 	hash_search(streams, &xid, HASH_REMOVE, NULL);
 }
@@ -1660,7 +1711,7 @@ stream_change(char type, StringInfo in)
 	}
 	if (type == PA_MSG_TRUNCATE)
 		st->barrier = true;
-	else if (st->writer >= 0 && pa_pool_size() > 1)
+	else if (st->writer >= 0 && pa_pool_size() > 1 && !st->keys_dropped)
 	{
 		/* its keys, gathered where the transaction being assembled would */
 		PaLeaderTxn *txn = &L->txn;
@@ -1668,7 +1719,19 @@ stream_change(char type, StringInfo in)
 
 		Assert(!txn->in_txn);
 		txn->nkeys = 0;
+		txn->keys_dropped = false;
 		track_change(type, in);
+		if (st->nkeys + txn->nkeys > TXN_KEYS_MAX)
+		{
+			/* too many to keep: a barrier at its end, see "Memory" */
+			pfree(st->keys);
+			st->keys = NULL;
+			st->nkeys = 0;
+			st->maxkeys = 0;
+			st->keys_dropped = true;
+			st->barrier = true;
+			txn->nkeys = 0;
+		}
 		for (int i = 0; i < txn->nkeys; i++)
 		{
 			if (st->nkeys == st->maxkeys)
@@ -1763,6 +1826,7 @@ commit_live(PaStreamedTxn *st, PaCommitData *commit)
 	txn->stream_writer = st->writer;
 	txn->begin_sent = true;
 	txn->barrier = st->barrier;
+	txn->keys_dropped = st->keys_dropped;
 	for (int i = 0; i < st->nkeys; i++)
 	{
 		if (txn->nkeys == txn->maxkeys)
@@ -1877,12 +1941,14 @@ dispatch_stream_message(char type, StringInfo in)
 				st->begun = false;
 				st->ended = false;
 				st->barrier = false;
+				st->keys_dropped = false;
+				st->keys = NULL;
 				if (st->writer >= 0)
 				{
 					MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
 					initStringInfo(&st->pending);
-					st->maxkeys = 256;
+					st->maxkeys = TXN_KEYS_INIT;
 					st->nkeys = 0;
 					st->keys = palloc(st->maxkeys * sizeof(PaTxnKey));
 					MemoryContextSwitchTo(oldcxt);
@@ -1973,6 +2039,7 @@ start_txn(PaBeginData *begin)
 	txn->at_commit = false;
 	txn->wait_after = false;
 	txn->nkeys = 0;
+	txn->keys_dropped = false;
 	resetStringInfo(&txn->msgs);
 	Assert(txn->new_relations == NIL);
 	txn->flush = false;
@@ -2232,7 +2299,7 @@ dispatch_message(StringInfo in)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!txn->streaming && ad.track)
+			if (!txn->streaming && ad.track && !txn->keys_dropped)
 				track_change(type, in);
 			append_message(data, len);
 			break;
