@@ -101,9 +101,10 @@
  * unseen.  The same holds for one writer in use (adaptive writers,
  * above).
  *
- * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
- * provider) run alone: the dispatcher waits until everything before them
- * has committed, and dispatches nothing after them until they have.
+ * Barriers.  TRUNCATE, a changed RELATION (a schema change on the
+ * provider) and a transaction with too many keys to keep (below, "Memory")
+ * run alone: the dispatcher waits until everything before them has
+ * committed, and dispatches nothing after them until they have.
  *
  * Memory.  A transaction is assembled in one buffer and sent to its writer
  * as one queue message.  One larger than PA_STREAM_THRESHOLD is sent in
@@ -112,6 +113,23 @@
  * in flight: a full writer makes the leader wait, which stops it reading
  * from the provider, until half of what that writer holds has committed,
  * so that the leader sleeps and wakes once per several transactions.
+ * Nor does the leader's memory grow with a transaction.  Its keys go into
+ * an array that doubles as needed up to TXN_KEYS_MAX keys (1 MB): a
+ * transaction with more drops them, gathers no more and becomes a barrier
+ * instead, so that no later transaction needs them; the same holds for
+ * the keys a streamed transaction gathers until its end (there only its
+ * end is a barrier, see "Streamed transactions").  One sent in chunks drops
+ * its keys when it starts, as it is a barrier already.  After a
+ * transaction that grew them, the key array and the message buffer (over
+ * MSGS_KEEP_MAX) go back to their first size.  What remains: at most
+ * twice PA_STREAM_THRESHOLD of buffer (or a larger message's size) and
+ * TXN_KEYS_MAX keys for the transaction being assembled; about twice
+ * PA_STREAM_CHUNK of records not yet sent and TXN_KEYS_MAX keys per
+ * streamed transaction applied live (one the leader keeps is in a file);
+ * the keys kept for prepared transactions' ends (as many, each); and the
+ * key table: the keys of what is in flight and of what committed since
+ * its last purge (every KEYTAB_PURGE_EVERY dispatches and every second),
+ * a hash table that does not shrink.
  *
  * Waiting.  The dispatcher never waits itself.  A message is read into
  * the transaction being assembled; what it leaves to send (a chunk of a
@@ -146,8 +164,12 @@
  * from there on it is an ordinary transaction in flight, which later ones
  * that share a key depend on.  Not before: every transaction dispatched
  * while it is open commits before it, and must not wait for it.  A
- * TRUNCATE or a changed RELATION in it makes it a barrier at its end (the
- * next transaction waits for its commit).  With one writer, or none free,
+ * TRUNCATE or a changed RELATION in it, or more than TXN_KEYS_MAX keys
+ * (which are then dropped, see "Memory"), makes it a barrier at its end:
+ * the next transaction waits for its commit.  It need not wait for those
+ * before it: they commit first anyway, and a conflict with one of them is
+ * a lock wait of its writer, or rolled back as receiver.c's "Deadlock
+ * freedom" says, whether its keys are known or not.  With one writer, or none free,
  * the leader keeps the transaction instead, in a temporary file of its own
  * per transaction (stream_keep: subxid, message), notes the
  * subtransactions rolled back, drops it at its STREAM_ABORT, and at its
@@ -177,8 +199,8 @@
  * prepared transaction's keys (kept from its dispatch, in prepared_keys)
  * and later transactions that share one depend on it; when they are not
  * known (it was prepared before the leader started, or streamed, or in a
- * pool of one writer, which tracks none), nothing after the end is
- * dispatched until it has committed.  A PREPARE flagged AT_COMMIT (the
+ * pool of one writer, which tracks none, or it had more than TXN_KEYS_MAX),
+ * nothing after the end is dispatched until it has committed.  A PREPARE flagged AT_COMMIT (the
  * transaction is committed already: its COMMIT PREPARED follows at once)
  * is not prepared here: it is dispatched at that COMMIT PREPARED as the
  * ordinary transaction it is by then, at the COMMIT PREPARED's position.
