@@ -164,6 +164,11 @@ ok( poll_until($sub,
 		"SELECT received_lsn >= '$target' FROM subscription_status() WHERE subscription_name = 'st'"),
 	'the leader received the open transaction');
 cmp_ok(streamed(), '>', $streamed0, 'the provider streams it');
+ok( poll_until($sub, q{
+SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+ WHERE a.query = 'applying a streamed remote transaction'
+   AND l.relation = 'big2'::regclass AND l.granted}),
+	'a writer of its own applies it as it arrives');
 $mem = leader_memory();
 cmp_ok($mem, '<', $limit,
 	"the leader's memory while a streamed transaction of 300,000 rows is open is small");
