@@ -238,6 +238,37 @@ caught_up();
 is(prepared_here($sub), 'none', 'a large one: finished');
 rows_equal($pub, $sub, [ [ 'd', 'id' ], [ 't', 'id' ] ], 'a large one');
 
+# --- a prepared transaction with more keys than the leader keeps ---------------
+# 70,000 rows (one key each, over the 65,536 kept), sent whole: it runs as a
+# barrier, and its end, whose keys are not known, before anything after it;
+# then a DELETE of them all, as large, not prepared
+$pub->safe_psql('postgres', q{
+UPDATE t SET v = 'before many' WHERE id = 31;
+BEGIN;
+INSERT INTO t SELECT g, 'many keys' FROM generate_series(-70999, -1000) g;
+UPDATE t SET v = v || ', in many' WHERE id = 31;
+PREPARE TRANSACTION 'many';
+UPDATE d SET extra = extra + 1 WHERE id = 3;
+});
+caught_up();
+is(prepared_here($sub), gid_of('many'), 'many keys: prepared here');
+$pub->safe_psql('postgres', q{
+COMMIT PREPARED 'many';
+UPDATE t SET v = v || ', after many' WHERE id IN (31, -1000, -70999);
+DELETE FROM t WHERE id BETWEEN -2010 AND -2000;
+});
+caught_up();
+is(prepared_here($sub), 'none', 'many keys: finished');
+rows_equal($pub, $sub, [ [ 'd', 'id' ], [ 't', 'id' ] ], 'many keys');
+rows_equal($pub, $plain, [ [ 'd', 'id' ], [ 't', 'id' ] ], 'many keys, without two_phase');
+$pub->safe_psql('postgres', q{
+DELETE FROM t WHERE id < 0;
+UPDATE t SET v = v || ', after the delete' WHERE id = 31;
+});
+caught_up();
+rows_equal($pub, $sub, [ [ 't', 'id' ] ], 'many keys deleted');
+rows_equal($pub, $plain, [ [ 't', 'id' ] ], 'many keys deleted, without two_phase');
+
 # --- concurrent sessions: prepared transactions among ordinary ones ------------
 # each client prepares and finishes its own GID, on rows the others change
 # too, so that later transactions wait on the prepared ones on the provider

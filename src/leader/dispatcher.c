@@ -92,9 +92,10 @@
  * unseen.  The same holds for one writer in use (adaptive writers,
  * above).
  *
- * Barriers.  TRUNCATE and a changed RELATION (a schema change on the
- * provider) run alone: the dispatcher waits until everything before them
- * has committed, and dispatches nothing after them until they have.
+ * Barriers.  TRUNCATE, a changed RELATION (a schema change on the
+ * provider) and a transaction with too many keys to keep (below, "Memory")
+ * run alone: the dispatcher waits until everything before them has
+ * committed, and dispatches nothing after them until they have.
  *
  * Memory.  A transaction is assembled in one buffer and sent to its writer
  * as one queue message.  One larger than PA_STREAM_THRESHOLD is sent in
@@ -103,6 +104,23 @@
  * in flight: a full writer makes the leader wait, which stops it reading
  * from the provider, until half of what that writer holds has committed,
  * so that the leader sleeps and wakes once per several transactions.
+ * Nor does the leader's memory grow with a transaction.  Its keys go into
+ * an array that doubles as needed up to TXN_KEYS_MAX keys (1 MB): a
+ * transaction with more drops them, gathers no more and becomes a barrier
+ * instead, so that no later transaction needs them; the same holds for
+ * the keys a streamed transaction gathers until its end (there only its
+ * end is a barrier, see "Streamed transactions").  One sent in chunks drops
+ * its keys when it starts, as it is a barrier already.  After a
+ * transaction that grew them, the key array and the message buffer (over
+ * MSGS_KEEP_MAX) go back to their first size.  What remains: at most
+ * twice PA_STREAM_THRESHOLD of buffer (or a larger message's size) and
+ * TXN_KEYS_MAX keys for the transaction being assembled; about twice
+ * PA_STREAM_CHUNK of records not yet sent and TXN_KEYS_MAX keys per
+ * streamed transaction applied live (one the leader keeps is in a file);
+ * the keys kept for prepared transactions' ends (as many, each); and the
+ * key table: the keys of what is in flight and of what committed since
+ * its last purge (every KEYTAB_PURGE_EVERY dispatches and every second),
+ * a hash table that does not shrink.
  *
  * Waiting.  The dispatcher never waits itself.  A message is read into
  * the transaction being assembled; what it leaves to send (a chunk of a
@@ -137,8 +155,12 @@
  * from there on it is an ordinary transaction in flight, which later ones
  * that share a key depend on.  Not before: every transaction dispatched
  * while it is open commits before it, and must not wait for it.  A
- * TRUNCATE or a changed RELATION in it makes it a barrier at its end (the
- * next transaction waits for its commit).  With one writer, or none free,
+ * TRUNCATE or a changed RELATION in it, or more than TXN_KEYS_MAX keys
+ * (which are then dropped, see "Memory"), makes it a barrier at its end:
+ * the next transaction waits for its commit.  It need not wait for those
+ * before it: they commit first anyway, and a conflict with one of them is
+ * a lock wait of its writer, or rolled back as receiver.c's "Deadlock
+ * freedom" says, whether its keys are known or not.  With one writer, or none free,
  * the leader keeps the transaction instead, in a temporary file of its own
  * per transaction (stream_keep: subxid, message), notes the
  * subtransactions rolled back, drops it at its STREAM_ABORT, and at its
@@ -168,8 +190,8 @@
  * prepared transaction's keys (kept from its dispatch, in prepared_keys)
  * and later transactions that share one depend on it; when they are not
  * known (it was prepared before the leader started, or streamed, or in a
- * pool of one writer, which tracks none), nothing after the end is
- * dispatched until it has committed.  A PREPARE flagged AT_COMMIT (the
+ * pool of one writer, which tracks none, or it had more than TXN_KEYS_MAX),
+ * nothing after the end is dispatched until it has committed.  A PREPARE flagged AT_COMMIT (the
  * transaction is committed already: its COMMIT PREPARED follows at once)
  * is not prepared here: it is dispatched at that COMMIT PREPARED as the
  * ordinary transaction it is by then, at the COMMIT PREPARED's position.
@@ -211,6 +233,7 @@
 
 #define PA_STREAM_THRESHOLD	(8 * 1024 * 1024)
 #define PA_STREAM_CHUNK		(1024 * 1024)
+#define MSGS_KEEP_MAX		PA_STREAM_CHUNK /* more is freed after the txn */
 #define KEYTAB_PURGE_EVERY	4096
 
 #define MAX_INFLIGHT_PER_WRITER PA_MAX_INFLIGHT	/* see pipeline.h */
@@ -238,8 +261,14 @@ typedef struct PreparedKeys
 	bool		barrier;		/* it was a barrier */
 } PreparedKeys;
 
-/* more than this, and its end waits for everything instead */
-#define PREPARED_KEYS_MAX	65536
+/*
+ * A transaction's keys: room for TXN_KEYS_INIT at first, doubled as
+ * needed up to TXN_KEYS_MAX (1 MB); one that has more keeps none and is a
+ * barrier instead, see "Memory" in the header comment.  The same cap holds
+ * for the keys a prepared transaction keeps for its end.
+ */
+#define TXN_KEYS_INIT		256
+#define TXN_KEYS_MAX		65536
 
 /*
  * A transaction the provider streams while it is in progress (protocol
@@ -260,10 +289,12 @@ typedef struct PaStreamedTxn
 	bool		begun;			/* its PA_Q_LIVE_BEGIN is sent */
 	bool		ended;			/* forget it once pending is sent */
 	PaTxnHeader header;			/* PA_Q_LIVE_BEGIN's */
-	PaTxnKey   *keys;			/* the keys of its changes */
-	int			nkeys;
+	PaTxnKey   *keys;			/* the keys of its changes, NULL once */
+	int			nkeys;			/* dropped */
 	int			maxkeys;
-	bool		barrier;		/* a TRUNCATE or a changed RELATION */
+	bool		keys_dropped;	/* more than TXN_KEYS_MAX: not gathered */
+	bool		barrier;		/* a TRUNCATE or a changed RELATION, or
+								 * keys_dropped */
 } PaStreamedTxn;
 
 static MemoryContext msg_cxt;	/* reset after each message */
@@ -353,7 +384,7 @@ pa_dispatch_init(void)
 	L->frame = MemoryContextAlloc(TopMemoryContext,
 								  L->frame_max * sizeof(StringInfoData));
 	initStringInfo(&txn->msgs);
-	txn->maxkeys = 256;
+	txn->maxkeys = TXN_KEYS_INIT;
 	txn->keys = MemoryContextAlloc(TopMemoryContext,
 								   txn->maxkeys * sizeof(PaTxnKey));
 	txn->deps = MemoryContextAlloc(TopMemoryContext,
@@ -447,11 +478,41 @@ pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * Forget the keys of the transaction being assembled, and give back the
+ * memory of a grown array: the keys are too many, or of no use (it is sent
+ * in chunks, a barrier).
+ */
+static void
+drop_keys(void)
+{
+	PaLeaderTxn *txn = &MyPaLeader->txn;
+
+	txn->nkeys = 0;
+	if (txn->maxkeys > TXN_KEYS_INIT)
+	{
+		pfree(txn->keys);
+		txn->maxkeys = TXN_KEYS_INIT;
+		txn->keys = MemoryContextAlloc(TopMemoryContext,
+									   txn->maxkeys * sizeof(PaTxnKey));
+	}
+}
+
 static void
 add_key(uint64 k, uint8 mode)
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
 
+	if (txn->keys_dropped)
+		return;
+	if (txn->nkeys == TXN_KEYS_MAX)
+	{
+		/* too many to keep: a barrier instead, see "Memory" */
+		txn->keys_dropped = true;
+		txn->barrier = true;
+		drop_keys();
+		return;
+	}
 	if (txn->nkeys == txn->maxkeys)
 	{
 		txn->maxkeys *= 2;
@@ -1152,9 +1213,8 @@ keep_prepared_keys(void)
 	bool		found;
 	int			n = 0;
 
-	/* streamed, or one writer: no keys were tracked; too many: not kept */
-	if (txn->streaming || !disp.track ||
-		txn->nkeys > PREPARED_KEYS_MAX)
+	/* streamed, or one writer: no keys were tracked; too many: none kept */
+	if (txn->streaming || !disp.track || txn->keys_dropped)
 		return;
 	pk = hash_search(prepared_keys, &txn->begin.xid, HASH_ENTER, &found);
 	if (found)
@@ -1218,6 +1278,16 @@ end_txn(void)
 	txn->live = false;
 	txn->stage = PA_COMMIT_NONE;
 	txn->in_txn = false;
+	/* a large one grew the buffer (up to twice the threshold): give it back */
+	if (txn->msgs.maxlen > MSGS_KEEP_MAX)
+	{
+		MemoryContext cxt = GetMemoryChunkContext(txn->msgs.data);
+
+		pfree(txn->msgs.data);
+		txn->msgs.data = MemoryContextAlloc(cxt, 1024);
+		txn->msgs.maxlen = 1024;
+		resetStringInfo(&txn->msgs);
+	}
 	SpinLockAcquire(&L->slot->mutex);
 	L->slot->last_remote_commit_time = txn->commit.commit_time;
 	SpinLockRelease(&L->slot->mutex);
@@ -1242,6 +1312,8 @@ flush_stream(PaDispatchWait *wait)
 		L->wait_before_next = 0;
 		txn->stream_writer = pick_writer();
 		txn->streaming = true;
+		/* a barrier: its keys are of no use */
+		drop_keys();
 		fill_header(&txn->header, PA_Q_STREAM_BEGIN, txn->stream_writer, 0);
 	}
 	if (!txn->begin_sent)
@@ -1444,7 +1516,8 @@ stream_forget(PaStreamedTxn *st)
 		MyPaLeader->live_reserved[st->writer] = false;
 		MyPaLeader->nlive--;
 		pfree(st->pending.data);
-		pfree(st->keys);
+		if (st->keys != NULL)
+			pfree(st->keys);
 	}
 	hash_search(streams, &xid, HASH_REMOVE, NULL);
 }
@@ -1472,7 +1545,7 @@ stream_change(char type, StringInfo in)
 	}
 	if (type == PA_MSG_TRUNCATE)
 		st->barrier = true;
-	else if (st->writer >= 0 && pa_pool_size() > 1)
+	else if (st->writer >= 0 && pa_pool_size() > 1 && !st->keys_dropped)
 	{
 		/* its keys, gathered where the transaction being assembled would */
 		PaLeaderTxn *txn = &L->txn;
@@ -1480,7 +1553,19 @@ stream_change(char type, StringInfo in)
 
 		Assert(!txn->in_txn);
 		txn->nkeys = 0;
+		txn->keys_dropped = false;
 		track_change(type, in);
+		if (st->nkeys + txn->nkeys > TXN_KEYS_MAX)
+		{
+			/* too many to keep: a barrier at its end, see "Memory" */
+			pfree(st->keys);
+			st->keys = NULL;
+			st->nkeys = 0;
+			st->maxkeys = 0;
+			st->keys_dropped = true;
+			st->barrier = true;
+			txn->nkeys = 0;
+		}
 		for (int i = 0; i < txn->nkeys; i++)
 		{
 			if (st->nkeys == st->maxkeys)
@@ -1575,6 +1660,7 @@ commit_live(PaStreamedTxn *st, PaCommitData *commit)
 	txn->stream_writer = st->writer;
 	txn->begin_sent = true;
 	txn->barrier = st->barrier;
+	txn->keys_dropped = st->keys_dropped;
 	for (int i = 0; i < st->nkeys; i++)
 	{
 		if (txn->nkeys == txn->maxkeys)
@@ -1689,12 +1775,14 @@ dispatch_stream_message(char type, StringInfo in)
 				st->begun = false;
 				st->ended = false;
 				st->barrier = false;
+				st->keys_dropped = false;
+				st->keys = NULL;
 				if (st->writer >= 0)
 				{
 					MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
 					initStringInfo(&st->pending);
-					st->maxkeys = 256;
+					st->maxkeys = TXN_KEYS_INIT;
 					st->nkeys = 0;
 					st->keys = palloc(st->maxkeys * sizeof(PaTxnKey));
 					MemoryContextSwitchTo(oldcxt);
@@ -1785,6 +1873,7 @@ start_txn(PaBeginData *begin)
 	txn->at_commit = false;
 	txn->wait_after = false;
 	txn->nkeys = 0;
+	txn->keys_dropped = false;
 	resetStringInfo(&txn->msgs);
 	Assert(txn->new_relations == NIL);
 	txn->flush = false;
@@ -2044,7 +2133,7 @@ dispatch_message(StringInfo in)
 		case PA_MSG_DELETE:
 			require_in_txn(true, type);
 			/* one writer applies everything in order: no keys needed */
-			if (!txn->streaming && disp.track)
+			if (!txn->streaming && disp.track && !txn->keys_dropped)
 				track_change(type, in);
 			append_message(data, len);
 			break;

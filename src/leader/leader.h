@@ -69,6 +69,9 @@ typedef struct PaLeaderTxn
 	PaTxnKey   *keys;
 	int			nkeys;
 	int			maxkeys;
+	bool		keys_dropped;	/* it had more than TXN_KEYS_MAX: none are
+								 * kept, and it is a barrier (dispatcher.c,
+								 * "Memory") */
 	List	   *new_relations;	/* Oids of RELATIONs in this transaction */
 
 	/* what is still to send; see dispatcher.c, "Waiting" */
