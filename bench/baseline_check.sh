@@ -215,7 +215,7 @@ checksum_sql() {
 	echo "$sql"
 }
 
-echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical" >"$CSV"
+echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A RES_US RES_TPS RES_WS
 for sys in $SYSTEMS; do
 	log "$sys: fresh provider and subscriber"
@@ -310,6 +310,7 @@ for sys in $SYSTEMS; do
 		target=$(q prov "$DB" -c "BEGIN" -c "UPDATE bench_marker SET n = n + 1" \
 			-c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
 		(( ! CKPT_AFTER_LOAD )) || q sub "$DB" -c "CHECKPOINT"
+		work0=$(q sub "$DB" -c "$SUB_WORK_SQL")
 		coproc POLLER { exec psql -X -q -At -h "$SOCK" -p "${CPORT[sub]}" -U "$DBUSER" -d "$DB"; }
 		co_pid=$POLLER_PID
 		printf 'SELECT 1;\n' >&"${POLLER[1]}"
@@ -326,10 +327,11 @@ for sys in $SYSTEMS; do
 			sleep "$(awk -v m="$POLL_MS" 'BEGIN { printf "%.3f", m / 1000 }')"
 		done
 		t1=$EPOCHREALTIME
-		cpu=0
+		cpu=0 ctr="0 0 0"
 		for pid in $(q sub "$DB" -c "$PID_SQL"); do
 			v=$(proc_cpu_secs "$pid")
 			cpu=$(awk -v a="$cpu" -v b="${v:-0}" 'BEGIN { printf "%.4f", a + b }')
+			ctr=$(work_delta "-$(proc_counters "$pid" | sed 's/ / -/g')" "$ctr")
 		done
 		wpid=$(q prov "$DB" -c "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$SLOT'")
 		wcpu=$(proc_cpu_secs "$wpid")
@@ -338,14 +340,17 @@ for sys in $SYSTEMS; do
 		poll_until prov "$DB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '$SLOT'" 60
 		q sub "$DB" -c "$DISABLE" >/dev/null
 		poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+		# the apply processes are gone, their statistics flushed
+		poll_until sub "$DB" "SELECT count(*) = 0 FROM ($PID_SQL) p" 120
+		work=$(work_delta "$work0" "$(q sub "$DB" -c "$SUB_WORK_SQL")")
 		same=yes
 		[[ $(q prov "$DB" -c "$(checksum_sql)" | sort) == "$(q sub "$DB" -c "$(checksum_sql)" | sort)" ]] || same=no
 		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
 		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
 		wus=$(awk -v c="${wcpu:-0}" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
-		echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same" >>"$CSV"
-		log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg)"
+		echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same,${ctr// /,},${work// /,}" >>"$CSV"
+		log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg); apply vcsw/nvcsw/minflt $ctr; subscriber wal records/fpi/bytes, tuples ins/upd/hot, buffers alloc: $work"
 		[[ $same == yes ]] || die "$sys: tables differ after run $run"
 		RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
 	done

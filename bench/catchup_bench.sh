@@ -353,23 +353,28 @@ cpu_jiffies() {
 # subscriber's apply processes), LEADER_CPU (parallel_apply's receiver and
 # dispatcher, one process; NA for the others) and WALSENDER_CPU (the
 # provider's walsender of the system's slot: decoding and sending).
+# the subscriber's apply processes: in-core's apply worker is "logical
+# replication worker" up to 16, "logical replication apply worker" from 17,
+# and 16's parallel apply workers
+APPLY_PROCS_SQL="SELECT pid, backend_type FROM pg_stat_activity
+	WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
+		OR backend_type IN ('logical replication worker', 'logical replication apply worker',
+			'logical replication parallel worker')
+		OR backend_type LIKE 'pglogical apply%'"
+# (APPLY_CTR: their context switches, voluntary and not, and page faults,
+# summed; see proc_counters)
 apply_cpu() {
 	local s=$1 pid kind v
-	APPLY_CPU=0 LEADER_CPU=NA WALSENDER_CPU=NA
+	APPLY_CPU=0 LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="0 0 0"
 	[[ $s != pa_w* ]] || LEADER_CPU=0
 	while IFS='|' read -r pid kind; do
 		[[ -n $pid ]] || continue
 		v=$(proc_cpu_secs "$pid")
 		[[ -n $v ]] || continue
 		APPLY_CPU=$(awk -v a="$APPLY_CPU" -v b="$v" 'BEGIN { printf "%.3f", a + b }')
+		APPLY_CTR=$(work_delta "-$(proc_counters "$pid" | sed 's/ / -/g')" "$APPLY_CTR")
 		[[ $kind != "parallel_apply receiver"* ]] || LEADER_CPU=$v
-	# in-core's apply worker: "logical replication worker" up to 16, "logical
-	# replication apply worker" from 17, and 16's parallel apply workers
-	done < <(q "$s" "$SDB" -c "SELECT pid || '|' || backend_type FROM pg_stat_activity
-		WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
-			OR backend_type IN ('logical replication worker', 'logical replication apply worker',
-				'logical replication parallel worker')
-			OR backend_type LIKE 'pglogical apply%'" 2>/dev/null || true)
+	done < <(q "$s" "$SDB" -c "SELECT p.pid || '|' || p.backend_type FROM ($APPLY_PROCS_SQL) p" 2>/dev/null || true)
 	pid=$(qp "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" 2>/dev/null || true)
 	[[ -z $pid ]] || WALSENDER_CPU=$(proc_cpu_secs "$pid")
 	[[ -n $WALSENDER_CPU ]] || WALSENDER_CPU=NA
@@ -807,6 +812,8 @@ catchup() {
 
 	q "$c" "$db" -c "$prewarm_sql" >/dev/null
 	q "$c" "$db" -c "CHECKPOINT"
+	local work0
+	work0=$(q "$c" "$db" -c "$SUB_WORK_SQL")
 	local pw_before=""
 	if [[ $s == pa_w* ]]; then
 		before=$(q "$c" "$db" -c "$(pa_counters_sql "${SYS_SUB[$s]}")")
@@ -847,7 +854,7 @@ catchup() {
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
 	done
 	cpu_jiffies
-	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA
+	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="NA NA NA" WORK="NA NA NA NA NA NA NA"
 	[[ -z $t1 ]] || apply_cpu "$s"
 	printf '\\q\n' >&"$co_in" 2>/dev/null || true
 	wait "$co_pid" 2>/dev/null || true
@@ -897,6 +904,10 @@ catchup() {
 			PROBLEMS+=("run $RUN $s: the provider slot did not confirm the backlog within 30 s after the catch-up")
 	fi
 	disable_sys "$s" || record_evidence "$s" "run${RUN}_disable"
+	# what the subscriber did (its apply processes gone, their statistics flushed)
+	if [[ -n $t1 ]] && poll_until "$c" "$db" "SELECT count(*) = 0 FROM ($APPLY_PROCS_SQL) p" 60 "the apply processes of $s to exit"; then
+		WORK=$(work_delta "$work0" "$(q "$c" "$db" -c "$SUB_WORK_SQL")")
+	fi
 	# server log lines written during this catch-up that report a problem
 	tail -c +"$(( logsize + 1 ))" "$(clog "$c")" >"$EVIDENCE/run${RUN}_$s.log" 2>/dev/null || true
 	# (a FATAL "terminating background worker ... due to administrator
@@ -922,7 +933,7 @@ catchup() {
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps" >"$CSV"
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
 declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF REPLAY_OF
 nsys=${#SYS_LIST[@]}
@@ -991,7 +1002,7 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
 		ORDER_OF[$RUN]+="$s "
 		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
-		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS" >>"$CSV"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS,${APPLY_CTR// /,},${WORK// /,}" >>"$CSV"
 		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
 		REPLAY_OF[$s,$RUN]=$REPLAY_TPS
 		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
