@@ -405,6 +405,12 @@ log_line_prefix = '%m [%p] %q%b %a '
 EOF
 }
 
+# The provider keeps wal_sender_timeout at its default (60 s), as a user
+# does and as bench/baseline_check.sh does: with 0, a walsender never takes
+# the fast path of WalSndWriteData() and reads the socket for replies after
+# every message it sends, which cost its decoding 20-25% more CPU per
+# transaction here (bench/notes/baselines.md), CPU that the apply processes
+# share on a small machine.
 for c in "${CLUSTERS[@]}"; do
 	d=$(cdata "$c")
 	log "initdb $d"
@@ -420,7 +426,6 @@ max_wal_senders = $PROV_SLOTS
 max_replication_slots = $PROV_SLOTS
 output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply, pglogical_output'
 shared_preload_libraries = '$PROV_PRELOAD'
-wal_sender_timeout = 0
 EOF
 			;;
 		*)
