@@ -42,6 +42,9 @@
 # Environment (all optional):
 #   SYSTEMS="incore pglogical"  (also: pa = parallel_apply, 1 writer)
 #   NXACTS=64000 SCALE=10 CLIENTS=8 JOBS=2 RUNS=3 SYNC=off
+#   WARMUP=1             untimed runs first (same steps, not recorded): the
+#                        measured runs find the tables as a replicating
+#                        subscriber has them, not as the initial copy left them
 #   BINARY=false         in-core's binary option (false | true)
 #   HISTORY_PK=0         1: pgbench_history gets hid bigserial PRIMARY KEY
 #   SUB_INIT=copy        copy | pgbench (see 2. above)
@@ -74,6 +77,7 @@ SCALE=${SCALE:-10}
 CLIENTS=${CLIENTS:-8}
 JOBS=${JOBS:-2}
 RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-1}
 SYNC=${SYNC:-off}
 BINARY=${BINARY:-false}
 HISTORY_PK=${HISTORY_PK:-0}
@@ -93,6 +97,7 @@ for v in NXACTS SCALE CLIENTS JOBS RUNS PORT POLL_MS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 is_uint "$IDLE_CLUSTERS" || die "IDLE_CLUSTERS must be a number"
+is_uint "$WARMUP" || die "WARMUP must be a number"
 for s in $SYSTEMS; do
 	[[ $s == incore || $s == pglogical || $s == pa ]] || die "SYSTEMS: unknown system '$s' (incore, pglogical, pa)"
 done
@@ -105,7 +110,7 @@ done
 
 if (( EUID == 0 )); then
 	bench_become_user baseline_check.sh BASELINE_CHECK_REEXEC SYSTEMS NXACTS SCALE CLIENTS JOBS \
-		RUNS SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
+		RUNS WARMUP SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
 		CKPT_AFTER_LOAD IDLE_CLUSTERS PORT WORKDIR PGBIN BENCH_USER
 fi
 
@@ -299,7 +304,8 @@ for sys in $SYSTEMS; do
 		POLL="SELECT remote_lsn >= '%s' FROM pg_replication_origin_status WHERE external_id = '$ORIGIN'"
 	fi
 
-	for (( run = 1; run <= RUNS; run++ )); do
+	# run < 1: the untimed warm-up runs
+	for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 		for c in prov sub; do
 			q "$c" "$DB" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" -c "$prewarm_sql" >/dev/null
 		done
@@ -349,16 +355,20 @@ for sys in $SYSTEMS; do
 		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
 		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
 		wus=$(awk -v c="${wcpu:-0}" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
-		echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same,${ctr// /,},${work// /,}" >>"$CSV"
-		log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg); apply vcsw/nvcsw/minflt $ctr; subscriber wal records/fpi/bytes, tuples ins/upd/hot, buffers alloc: $work"
+		(( run < 1 )) || echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same,${ctr// /,},${work// /,}" >>"$CSV"
+		(( run < 1 )) || log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg); apply vcsw/nvcsw/minflt $ctr; subscriber wal records/fpi/bytes, tuples ins/upd/hot, buffers alloc: $work"
 		[[ $same == yes ]] || die "$sys: tables differ after run $run"
+		if (( run < 1 )); then
+			log "$sys warm-up run $(( run + WARMUP ))/$WARMUP: ${secs}s, apply ${us} us/xact (not recorded)"
+			continue
+		fi
 		RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
 	done
 	stop_all
 	for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
 done
 
-echo "baseline check: fresh provider + subscriber per system, TPC-B scale $SCALE, $CLIENTS clients, backlog $XACTS, $RUNS runs"
+echo "baseline check: fresh provider + subscriber per system, TPC-B scale $SCALE, $CLIENTS clients, backlog $XACTS, $RUNS runs after $WARMUP untimed"
 echo "  settings: SYNC=$SYNC BINARY=$BINARY HISTORY_PK=$HISTORY_PK SUB_INIT=$SUB_INIT CONN=$CONN shared_buffers=$SHARED_BUFFERS max_wal_size=$MAX_WAL_SIZE POLL_MS=$POLL_MS CKPT_AFTER_LOAD=$CKPT_AFTER_LOAD IDLE_CLUSTERS=$IDLE_CLUSTERS"
 printf '  %-10s %12s %12s %14s   %s\n' system apply_us walsender_us median_tps "runs (apply_us)"
 for sys in $SYSTEMS; do

@@ -44,6 +44,12 @@
 #
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
+#   WARMUP=1              untimed rounds before the runs (a backlog each system
+#                         applies and is vacuumed after), so that the timed runs
+#                         find the subscribers' tables as a replicating
+#                         subscriber has them, not as the initial copy left them
+#                         (full pages: the first catch-up after the copy makes
+#                         about 8% more WAL and ten times the non-HOT updates)
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
 #   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce)
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
@@ -69,6 +75,10 @@
 #                         on a fresh provider + subscriber pair, same workload)
 #                         and print its CPU per transaction next to this
 #                         bench's, flagging a deviation over 10%
+#   CHECK_RUNS=5          the check's runs per system (after WARMUP untimed):
+#                         one run's apply CPU per transaction spreads by
+#                         +-15% on a shared 2-CPU machine, the median of 3 by
+#                         about 7%, too much for a 10% criterion
 #   PA_CONF=              lines (";"-separated) added to each parallel_apply
 #                         subscriber's postgresql.conf, e.g.
 #                         "parallel_apply.adaptive_writers = off"
@@ -98,6 +108,7 @@ SCALE=${SCALE:-10}
 CLIENTS=${CLIENTS:-8}
 JOBS=${JOBS:-2}
 RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-1}
 WRITERS=${WRITERS:-"1 2 4 8"}
 SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
 ROUTE_WRITERS=${ROUTE_WRITERS:-2}
@@ -111,6 +122,7 @@ SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
 BENCH_USER=${BENCH_USER:-pa_bench}
 KEEP_DATA=${KEEP_DATA:-0}
 CHECK_BASELINES=${CHECK_BASELINES:-0}
+CHECK_RUNS=${CHECK_RUNS:-5}
 ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
 PA_CONF=${PA_CONF:-}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
@@ -125,7 +137,7 @@ CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
 
 bench_find_pgbin
 
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS; do
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS CHECK_RUNS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 (( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
@@ -135,6 +147,7 @@ done
 [[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
 [[ $HISTORY_PK == 0 || $HISTORY_PK == 1 ]] || die "HISTORY_PK must be 0 or 1"
 is_uint "$INSERT_COLUMNS" && (( INSERT_COLUMNS <= 100 )) || die "INSERT_COLUMNS must be 0..100"
+is_uint "$WARMUP" || die "WARMUP must be a number of rounds (got '$WARMUP')"
 for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
@@ -168,8 +181,8 @@ if (( EUID == 0 )); then
 	rm -rf "$WORKDIR/.workloads"
 	cp -r "$(dirname "${BASH_SOURCE[0]}")/workloads" "$WORKDIR/.workloads"
 	chmod -R a+rX "$WORKDIR/.workloads"
-	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES ALL_SUBSCRIBERS \
-		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
+	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS ALL_SUBSCRIBERS \
+		NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
 		KEEP_DATA BENCH_USER PA_CONF
 fi
@@ -945,11 +958,14 @@ nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
 
-for (( RUN = 1; RUN <= RUNS; RUN++ )); do
+# RUN < 1: the untimed warm-up rounds (WARMUP), recorded nowhere but checked
+# like any run (hang, error, table difference)
+for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 	# every subscription is disabled here; the provider is idle
 	qp "VACUUM ANALYZE"
 	qp "CHECKPOINT"
 	START_LSN=$(qp "SELECT pg_current_wal_lsn()")
+	(( RUN >= 1 )) || log "warm-up round $(( RUN + WARMUP ))/$WARMUP (untimed, not recorded)"
 	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT ($WORKLOAD)"
 	t0=$(now)
 	pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" "${PGBENCH_SCRIPT[@]}" \
@@ -985,11 +1001,11 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 	provider_checksums
 
 	for (( i = 0; i < nsys; i++ )); do
-		s=${SYS_LIST[$(( ((RUN - 1) * shift_by + i) % nsys ))]}
+		s=${SYS_LIST[$(( (((RUN - 1) * shift_by + i) % nsys + nsys) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		REPLAY_TPS=NA
 		sub_start "$s"
-		[[ $s != *_route ]] || replay_route "$s"
+		[[ $s != *_route ]] || (( RUN < 1 )) || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
 		if [[ $s == *_route ]]; then
@@ -1002,6 +1018,12 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 			FAILED=1
 		fi
 		[[ $SECS != NA ]] || FAILED=1
+		if (( RUN < 1 )); then
+			log "warm-up: $s ${SECS}s, identical: $SAME"
+			q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
+			sub_stop "$s"
+			continue
+		fi
 		tps=NA
 		[[ $SECS == NA ]] || tps=$(awk -v x="$XACTS" -v s="$SECS" 'BEGIN { printf "%.0f", x / s }')
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
@@ -1048,7 +1070,7 @@ echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
 echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
-echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS SYNC=$SYNC"
+echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
 echo "           WRITERS=\"$WRITERS\" HISTORY_PK=$HISTORY_PK PORT=$PORT..$(( PORT + ${#CLUSTERS[@]} - 1 ))"
 echo "           subscriber apply synchronous_commit=$SYNC (parallel_apply synchronous_commit := '$SYNC',"
 echo "           in-core WITH (synchronous_commit = $SYNC), pglogical.synchronous_commit = $SYNC)"
@@ -1185,7 +1207,7 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 		(( WANT_CORE )) && csys+="incore "
 		(( WANT_PGL )) && csys+="pglogical"
 		log "baseline check: bash $check (SYSTEMS=\"$csys\")"
-		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$RUNS" \
+		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$CHECK_RUNS" WARMUP="$WARMUP" \
 			SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 )) WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN" \
 			bash "$check" >"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err"; then
 			echo "baseline check (bench/baseline_check.sh, each baseline alone on a fresh provider + subscriber,"
