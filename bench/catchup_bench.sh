@@ -1228,6 +1228,14 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 					fi
 				fi
 				printf '  %-10s %10s %10s %10s  %s\n' "${SYS_LABEL[$s]}" "$bu" "$cu" "$dev" "$flag"
+				# each run's figure: how far apart the runs are tells whether a deviation is noise
+				br=""
+				for (( r = 1; r <= RUNS; r++ )); do
+					v=${APPLY_CPU_OF[$s,$r]:-NA}
+					[[ $v == NA ]] || br+=$(awk -v c="$v" -v x="$XACTS" 'BEGIN { printf " %.2f", 1e6 * c / x }')
+				done
+				printf '  %-10s runs: bench%s; check %s\n' "" "$br" \
+					"$(awk -F, -v s="$s" '$1 == s { printf "%s ", $7 }' "$WORKDIR/baseline/baseline_results.csv")"
 			done
 			echo "  (the check's report: $WORKDIR/baseline_check.txt)"
 		else
