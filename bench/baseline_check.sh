@@ -42,6 +42,9 @@
 # Environment (all optional):
 #   SYSTEMS="incore pglogical"  (also: pa = parallel_apply, 1 writer)
 #   NXACTS=64000 SCALE=10 CLIENTS=8 JOBS=2 RUNS=3 SYNC=off
+#   WARMUP=1             untimed runs first (same steps, not recorded): the
+#                        measured runs find the tables as a replicating
+#                        subscriber has them, not as the initial copy left them
 #   BINARY=false         in-core's binary option (false | true)
 #   HISTORY_PK=0         1: pgbench_history gets hid bigserial PRIMARY KEY
 #   SUB_INIT=copy        copy | pgbench (see 2. above)
@@ -74,6 +77,7 @@ SCALE=${SCALE:-10}
 CLIENTS=${CLIENTS:-8}
 JOBS=${JOBS:-2}
 RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-1}
 SYNC=${SYNC:-off}
 BINARY=${BINARY:-false}
 HISTORY_PK=${HISTORY_PK:-0}
@@ -93,6 +97,7 @@ for v in NXACTS SCALE CLIENTS JOBS RUNS PORT POLL_MS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 is_uint "$IDLE_CLUSTERS" || die "IDLE_CLUSTERS must be a number"
+is_uint "$WARMUP" || die "WARMUP must be a number"
 for s in $SYSTEMS; do
 	[[ $s == incore || $s == pglogical || $s == pa ]] || die "SYSTEMS: unknown system '$s' (incore, pglogical, pa)"
 done
@@ -105,7 +110,7 @@ done
 
 if (( EUID == 0 )); then
 	bench_become_user baseline_check.sh BASELINE_CHECK_REEXEC SYSTEMS NXACTS SCALE CLIENTS JOBS \
-		RUNS SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
+		RUNS WARMUP SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
 		CKPT_AFTER_LOAD IDLE_CLUSTERS PORT WORKDIR PGBIN BENCH_USER
 fi
 
@@ -215,7 +220,7 @@ checksum_sql() {
 	echo "$sql"
 }
 
-echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical" >"$CSV"
+echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A RES_US RES_TPS RES_WS
 for sys in $SYSTEMS; do
 	log "$sys: fresh provider and subscriber"
@@ -299,7 +304,8 @@ for sys in $SYSTEMS; do
 		POLL="SELECT remote_lsn >= '%s' FROM pg_replication_origin_status WHERE external_id = '$ORIGIN'"
 	fi
 
-	for (( run = 1; run <= RUNS; run++ )); do
+	# run < 1: the untimed warm-up runs
+	for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 		for c in prov sub; do
 			q "$c" "$DB" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" -c "$prewarm_sql" >/dev/null
 		done
@@ -310,6 +316,7 @@ for sys in $SYSTEMS; do
 		target=$(q prov "$DB" -c "BEGIN" -c "UPDATE bench_marker SET n = n + 1" \
 			-c "SELECT pg_current_wal_insert_lsn()" -c "COMMIT")
 		(( ! CKPT_AFTER_LOAD )) || q sub "$DB" -c "CHECKPOINT"
+		work0=$(q sub "$DB" -c "$SUB_WORK_SQL")
 		coproc POLLER { exec psql -X -q -At -h "$SOCK" -p "${CPORT[sub]}" -U "$DBUSER" -d "$DB"; }
 		co_pid=$POLLER_PID
 		printf 'SELECT 1;\n' >&"${POLLER[1]}"
@@ -326,10 +333,11 @@ for sys in $SYSTEMS; do
 			sleep "$(awk -v m="$POLL_MS" 'BEGIN { printf "%.3f", m / 1000 }')"
 		done
 		t1=$EPOCHREALTIME
-		cpu=0
+		cpu=0 ctr="0 0 0"
 		for pid in $(q sub "$DB" -c "$PID_SQL"); do
 			v=$(proc_cpu_secs "$pid")
 			cpu=$(awk -v a="$cpu" -v b="${v:-0}" 'BEGIN { printf "%.4f", a + b }')
+			ctr=$(work_delta "-$(proc_counters "$pid" | sed 's/ / -/g')" "$ctr")
 		done
 		wpid=$(q prov "$DB" -c "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$SLOT'")
 		wcpu=$(proc_cpu_secs "$wpid")
@@ -338,22 +346,29 @@ for sys in $SYSTEMS; do
 		poll_until prov "$DB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '$SLOT'" 60
 		q sub "$DB" -c "$DISABLE" >/dev/null
 		poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+		# the apply processes are gone, their statistics flushed
+		poll_until sub "$DB" "SELECT count(*) = 0 FROM ($PID_SQL) p" 120
+		work=$(work_delta "$work0" "$(q sub "$DB" -c "$SUB_WORK_SQL")")
 		same=yes
 		[[ $(q prov "$DB" -c "$(checksum_sql)" | sort) == "$(q sub "$DB" -c "$(checksum_sql)" | sort)" ]] || same=no
 		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
 		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
 		wus=$(awk -v c="${wcpu:-0}" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
-		echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same" >>"$CSV"
-		log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg)"
+		(( run < 1 )) || echo "$sys,$run,$XACTS,$secs,$tps,$cpu,$us,${wcpu:-NA},$wus,$same,${ctr// /,},${work// /,}" >>"$CSV"
+		(( run < 1 )) || log "$sys run $run: ${secs}s, $tps xacts/s, apply ${us} us/xact, walsender ${wus} us/xact, identical: $same, loadavg $(cut -d' ' -f1 /proc/loadavg); apply vcsw/nvcsw/minflt $ctr; subscriber wal records/fpi/bytes, tuples ins/upd/hot, buffers alloc: $work"
 		[[ $same == yes ]] || die "$sys: tables differ after run $run"
+		if (( run < 1 )); then
+			log "$sys warm-up run $(( run + WARMUP ))/$WARMUP: ${secs}s, apply ${us} us/xact (not recorded)"
+			continue
+		fi
 		RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
 	done
 	stop_all
 	for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
 done
 
-echo "baseline check: fresh provider + subscriber per system, TPC-B scale $SCALE, $CLIENTS clients, backlog $XACTS, $RUNS runs"
+echo "baseline check: fresh provider + subscriber per system, TPC-B scale $SCALE, $CLIENTS clients, backlog $XACTS, $RUNS runs after $WARMUP untimed"
 echo "  settings: SYNC=$SYNC BINARY=$BINARY HISTORY_PK=$HISTORY_PK SUB_INIT=$SUB_INIT CONN=$CONN shared_buffers=$SHARED_BUFFERS max_wal_size=$MAX_WAL_SIZE POLL_MS=$POLL_MS CKPT_AFTER_LOAD=$CKPT_AFTER_LOAD IDLE_CLUSTERS=$IDLE_CLUSTERS"
 printf '  %-10s %12s %12s %14s   %s\n' system apply_us walsender_us median_tps "runs (apply_us)"
 for sys in $SYSTEMS; do

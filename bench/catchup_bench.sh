@@ -44,6 +44,12 @@
 #
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
+#   WARMUP=1              untimed rounds before the runs (a backlog each system
+#                         applies and is vacuumed after), so that the timed runs
+#                         find the subscribers' tables as a replicating
+#                         subscriber has them, not as the initial copy left them
+#                         (full pages: the first catch-up after the copy makes
+#                         about 8% more WAL and ten times the non-HOT updates)
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
 #   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce)
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
@@ -69,6 +75,10 @@
 #                         on a fresh provider + subscriber pair, same workload)
 #                         and print its CPU per transaction next to this
 #                         bench's, flagging a deviation over 10%
+#   CHECK_RUNS=5          the check's runs per system (after WARMUP untimed):
+#                         one run's apply CPU per transaction spreads by
+#                         +-15% on a shared 2-CPU machine, the median of 3 by
+#                         about 7%, too much for a 10% criterion
 #   PA_CONF=              lines (";"-separated) added to each parallel_apply
 #                         subscriber's postgresql.conf, e.g.
 #                         "parallel_apply.adaptive_writers = off"
@@ -98,6 +108,7 @@ SCALE=${SCALE:-10}
 CLIENTS=${CLIENTS:-8}
 JOBS=${JOBS:-2}
 RUNS=${RUNS:-3}
+WARMUP=${WARMUP:-1}
 WRITERS=${WRITERS:-"1 2 4 8"}
 SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
 ROUTE_WRITERS=${ROUTE_WRITERS:-2}
@@ -111,6 +122,7 @@ SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
 BENCH_USER=${BENCH_USER:-pa_bench}
 KEEP_DATA=${KEEP_DATA:-0}
 CHECK_BASELINES=${CHECK_BASELINES:-0}
+CHECK_RUNS=${CHECK_RUNS:-5}
 ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
 PA_CONF=${PA_CONF:-}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
@@ -125,7 +137,7 @@ CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
 
 bench_find_pgbin
 
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS; do
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS CHECK_RUNS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 (( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
@@ -135,6 +147,7 @@ done
 [[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
 [[ $HISTORY_PK == 0 || $HISTORY_PK == 1 ]] || die "HISTORY_PK must be 0 or 1"
 is_uint "$INSERT_COLUMNS" && (( INSERT_COLUMNS <= 100 )) || die "INSERT_COLUMNS must be 0..100"
+is_uint "$WARMUP" || die "WARMUP must be a number of rounds (got '$WARMUP')"
 for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
@@ -168,8 +181,8 @@ if (( EUID == 0 )); then
 	rm -rf "$WORKDIR/.workloads"
 	cp -r "$(dirname "${BASH_SOURCE[0]}")/workloads" "$WORKDIR/.workloads"
 	chmod -R a+rX "$WORKDIR/.workloads"
-	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES ALL_SUBSCRIBERS \
-		NXACTS SCALE CLIENTS JOBS RUNS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
+	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS ALL_SUBSCRIBERS \
+		NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
 		KEEP_DATA BENCH_USER PA_CONF
 fi
@@ -353,23 +366,28 @@ cpu_jiffies() {
 # subscriber's apply processes), LEADER_CPU (parallel_apply's receiver and
 # dispatcher, one process; NA for the others) and WALSENDER_CPU (the
 # provider's walsender of the system's slot: decoding and sending).
+# the subscriber's apply processes: in-core's apply worker is "logical
+# replication worker" up to 16, "logical replication apply worker" from 17,
+# and 16's parallel apply workers
+APPLY_PROCS_SQL="SELECT pid, backend_type FROM pg_stat_activity
+	WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
+		OR backend_type IN ('logical replication worker', 'logical replication apply worker',
+			'logical replication parallel worker')
+		OR backend_type LIKE 'pglogical apply%'"
+# (APPLY_CTR: their context switches, voluntary and not, and page faults,
+# summed; see proc_counters)
 apply_cpu() {
 	local s=$1 pid kind v
-	APPLY_CPU=0 LEADER_CPU=NA WALSENDER_CPU=NA
+	APPLY_CPU=0 LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="0 0 0"
 	[[ $s != pa_w* ]] || LEADER_CPU=0
 	while IFS='|' read -r pid kind; do
 		[[ -n $pid ]] || continue
 		v=$(proc_cpu_secs "$pid")
 		[[ -n $v ]] || continue
 		APPLY_CPU=$(awk -v a="$APPLY_CPU" -v b="$v" 'BEGIN { printf "%.3f", a + b }')
+		APPLY_CTR=$(work_delta "-$(proc_counters "$pid" | sed 's/ / -/g')" "$APPLY_CTR")
 		[[ $kind != "parallel_apply receiver"* ]] || LEADER_CPU=$v
-	# in-core's apply worker: "logical replication worker" up to 16, "logical
-	# replication apply worker" from 17, and 16's parallel apply workers
-	done < <(q "$s" "$SDB" -c "SELECT pid || '|' || backend_type FROM pg_stat_activity
-		WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
-			OR backend_type IN ('logical replication worker', 'logical replication apply worker',
-				'logical replication parallel worker')
-			OR backend_type LIKE 'pglogical apply%'" 2>/dev/null || true)
+	done < <(q "$s" "$SDB" -c "SELECT p.pid || '|' || p.backend_type FROM ($APPLY_PROCS_SQL) p" 2>/dev/null || true)
 	pid=$(qp "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" 2>/dev/null || true)
 	[[ -z $pid ]] || WALSENDER_CPU=$(proc_cpu_secs "$pid")
 	[[ -n $WALSENDER_CPU ]] || WALSENDER_CPU=NA
@@ -400,6 +418,12 @@ log_line_prefix = '%m [%p] %q%b %a '
 EOF
 }
 
+# The provider keeps wal_sender_timeout at its default (60 s), as a user
+# does and as bench/baseline_check.sh does: with 0, a walsender never takes
+# the fast path of WalSndWriteData() and reads the socket for replies after
+# every message it sends, which cost its decoding 20-25% more CPU per
+# transaction here (bench/notes/baselines.md), CPU that the apply processes
+# share on a small machine.
 for c in "${CLUSTERS[@]}"; do
 	d=$(cdata "$c")
 	log "initdb $d"
@@ -415,7 +439,6 @@ max_wal_senders = $PROV_SLOTS
 max_replication_slots = $PROV_SLOTS
 output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply, pglogical_output'
 shared_preload_libraries = '$PROV_PRELOAD'
-wal_sender_timeout = 0
 EOF
 			;;
 		*)
@@ -807,6 +830,8 @@ catchup() {
 
 	q "$c" "$db" -c "$prewarm_sql" >/dev/null
 	q "$c" "$db" -c "CHECKPOINT"
+	local work0
+	work0=$(q "$c" "$db" -c "$SUB_WORK_SQL")
 	local pw_before=""
 	if [[ $s == pa_w* ]]; then
 		before=$(q "$c" "$db" -c "$(pa_counters_sql "${SYS_SUB[$s]}")")
@@ -847,7 +872,7 @@ catchup() {
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
 	done
 	cpu_jiffies
-	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA
+	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="NA NA NA" WORK="NA NA NA NA NA NA NA"
 	[[ -z $t1 ]] || apply_cpu "$s"
 	printf '\\q\n' >&"$co_in" 2>/dev/null || true
 	wait "$co_pid" 2>/dev/null || true
@@ -897,6 +922,10 @@ catchup() {
 			PROBLEMS+=("run $RUN $s: the provider slot did not confirm the backlog within 30 s after the catch-up")
 	fi
 	disable_sys "$s" || record_evidence "$s" "run${RUN}_disable"
+	# what the subscriber did (its apply processes gone, their statistics flushed)
+	if [[ -n $t1 ]] && poll_until "$c" "$db" "SELECT count(*) = 0 FROM ($APPLY_PROCS_SQL) p" 60 "the apply processes of $s to exit"; then
+		WORK=$(work_delta "$work0" "$(q "$c" "$db" -c "$SUB_WORK_SQL")")
+	fi
 	# server log lines written during this catch-up that report a problem
 	tail -c +"$(( logsize + 1 ))" "$(clog "$c")" >"$EVIDENCE/run${RUN}_$s.log" 2>/dev/null || true
 	# (a FATAL "terminating background worker ... due to administrator
@@ -922,18 +951,21 @@ catchup() {
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps" >"$CSV"
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
 declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF REPLAY_OF
 nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
 
-for (( RUN = 1; RUN <= RUNS; RUN++ )); do
+# RUN < 1: the untimed warm-up rounds (WARMUP), recorded nowhere but checked
+# like any run (hang, error, table difference)
+for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 	# every subscription is disabled here; the provider is idle
 	qp "VACUUM ANALYZE"
 	qp "CHECKPOINT"
 	START_LSN=$(qp "SELECT pg_current_wal_lsn()")
+	(( RUN >= 1 )) || log "warm-up round $(( RUN + WARMUP ))/$WARMUP (untimed, not recorded)"
 	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT ($WORKLOAD)"
 	t0=$(now)
 	pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" "${PGBENCH_SCRIPT[@]}" \
@@ -969,11 +1001,11 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 	provider_checksums
 
 	for (( i = 0; i < nsys; i++ )); do
-		s=${SYS_LIST[$(( ((RUN - 1) * shift_by + i) % nsys ))]}
+		s=${SYS_LIST[$(( (((RUN - 1) * shift_by + i) % nsys + nsys) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		REPLAY_TPS=NA
 		sub_start "$s"
-		[[ $s != *_route ]] || replay_route "$s"
+		[[ $s != *_route ]] || (( RUN < 1 )) || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
 		if [[ $s == *_route ]]; then
@@ -986,12 +1018,18 @@ for (( RUN = 1; RUN <= RUNS; RUN++ )); do
 			FAILED=1
 		fi
 		[[ $SECS != NA ]] || FAILED=1
+		if (( RUN < 1 )); then
+			log "warm-up: $s ${SECS}s, identical: $SAME"
+			q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
+			sub_stop "$s"
+			continue
+		fi
 		tps=NA
 		[[ $SECS == NA ]] || tps=$(awk -v x="$XACTS" -v s="$SECS" 'BEGIN { printf "%.0f", x / s }')
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
 		ORDER_OF[$RUN]+="$s "
 		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
-		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS" >>"$CSV"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS,${APPLY_CTR// /,},${WORK// /,}" >>"$CSV"
 		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
 		REPLAY_OF[$s,$RUN]=$REPLAY_TPS
 		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
@@ -1032,7 +1070,7 @@ echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
 echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
-echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS SYNC=$SYNC"
+echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
 echo "           WRITERS=\"$WRITERS\" HISTORY_PK=$HISTORY_PK PORT=$PORT..$(( PORT + ${#CLUSTERS[@]} - 1 ))"
 echo "           subscriber apply synchronous_commit=$SYNC (parallel_apply synchronous_commit := '$SYNC',"
 echo "           in-core WITH (synchronous_commit = $SYNC), pglogical.synchronous_commit = $SYNC)"
@@ -1169,7 +1207,7 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 		(( WANT_CORE )) && csys+="incore "
 		(( WANT_PGL )) && csys+="pglogical"
 		log "baseline check: bash $check (SYSTEMS=\"$csys\")"
-		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$RUNS" \
+		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$CHECK_RUNS" WARMUP="$WARMUP" \
 			SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 )) WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN" \
 			bash "$check" >"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err"; then
 			echo "baseline check (bench/baseline_check.sh, each baseline alone on a fresh provider + subscriber,"
@@ -1190,6 +1228,14 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 					fi
 				fi
 				printf '  %-10s %10s %10s %10s  %s\n' "${SYS_LABEL[$s]}" "$bu" "$cu" "$dev" "$flag"
+				# each run's figure: how far apart the runs are tells whether a deviation is noise
+				br=""
+				for (( r = 1; r <= RUNS; r++ )); do
+					v=${APPLY_CPU_OF[$s,$r]:-NA}
+					[[ $v == NA ]] || br+=$(awk -v c="$v" -v x="$XACTS" 'BEGIN { printf " %.2f", 1e6 * c / x }')
+				done
+				printf '  %-10s runs: bench%s; check %s\n' "" "$br" \
+					"$(awk -F, -v s="$s" '$1 == s { printf "%s ", $7 }' "$WORKDIR/baseline/baseline_results.csv")"
 			done
 			echo "  (the check's report: $WORKDIR/baseline_check.txt)"
 		else

@@ -115,3 +115,27 @@ proc_cpu_secs() {
 		awk -v t="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / t }' <<<"$f"
 	fi
 }
+# proc_counters PID: "voluntary_ctxt_switches nonvoluntary_ctxt_switches
+# minflt" of a process since it started ("" if it is gone): how often it
+# slept waiting (for data, a lock, I/O), was preempted, and faulted in a page
+proc_counters() {
+	local st
+	st=$(cat /proc/"$1"/stat 2>/dev/null) || return 0
+	awk -v stat="${st##*) }" '
+		/^voluntary_ctxt_switches:/ { v = $2 } /^nonvoluntary_ctxt_switches:/ { n = $2 }
+		END { split(stat, f, " "); printf "%d %d %d", v, n, f[8] }' /proc/"$1"/status 2>/dev/null
+}
+# what a subscriber database did, cumulative (diff two readings around a
+# catch-up, taken while no apply process runs, so that their statistics are
+# flushed): WAL records, full-page images and bytes, rows inserted, updated
+# and HOT-updated in its tables, and buffers allocated
+SUB_WORK_SQL="SELECT w.wal_records || ' ' || w.wal_fpi || ' ' || w.wal_bytes || ' ' ||
+	t.ins || ' ' || t.upd || ' ' || t.hot || ' ' || b.buffers_alloc
+	FROM pg_stat_wal w, pg_stat_bgwriter b,
+		(SELECT coalesce(sum(n_tup_ins), 0) ins, coalesce(sum(n_tup_upd), 0) upd,
+			coalesce(sum(n_tup_hot_upd), 0) hot FROM pg_stat_user_tables) t"
+# work_delta "BEFORE" "AFTER": the difference of two SUB_WORK_SQL readings
+work_delta() {
+	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ");
+		for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? " " : ""), y[i] - x[i] }'
+}
