@@ -1228,6 +1228,19 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 					fi
 				fi
 				printf '  %-10s %10s %10s %10s  %s\n' "${SYS_LABEL[$s]}" "$bu" "$cu" "$dev" "$flag"
+				# the same against the walsender of each run: it decodes the same
+				# stream with the same plugin and settings in both, so its CPU
+				# per transaction is a control for how fast the machine ran
+				cw=$(awk -F, -v s="$s" '$1 == s { print $9 }' "$WORKDIR/baseline/baseline_results.csv" | sort -g |
+					awk '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+				bw=$(us_per_xact WALSENDER_CPU_OF "$s")
+				if [[ $cu != NA && $bu != NA && $cw != NA && $bw != NA ]]; then
+					nb=$(awk -v a="$bu" -v w="$bw" 'BEGIN { printf "%.3f", a / w }')
+					nc=$(awk -v a="$cu" -v w="$cw" 'BEGIN { printf "%.3f", a / w }')
+					printf '  %-10s walsender us: bench %s, check %s (%s); apply / walsender: bench %s, check %s (%s)\n' "" \
+						"$bw" "$cw" "$(awk -v b="$bw" -v c="$cw" 'BEGIN { printf "%+.1f%%", 100 * (b - c) / c }')" \
+						"$nb" "$nc" "$(awk -v b="$nb" -v c="$nc" 'BEGIN { printf "%+.1f%%", 100 * (b - c) / c }')"
+				fi
 				# each run's figure: how far apart the runs are tells whether a deviation is noise
 				br=""
 				for (( r = 1; r <= RUNS; r++ )); do
