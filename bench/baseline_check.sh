@@ -5,15 +5,16 @@
 # The baselines set up independently, as a careful user would, to check that
 # bench/catchup_bench.sh does not handicap them (issue 17).  For each system
 # of SYSTEMS (in-core logical replication, pglogical, optionally
-# parallel_apply with 1 writer), one after the other, nothing else of the
-# benchmark running:
+# parallel_apply with 1 writer), nothing else of the benchmark running:
 #
 #   1. one fresh provider and one fresh subscriber cluster (initdb), the
 #      settings below,
 #   2. pgbench -i -s SCALE on the provider; the subscriber gets the schema
 #      (pg_dump -s) and the system's own initial copy (SUB_INIT=copy), or
 #      pgbench -i itself and a subscription without copy (SUB_INIT=pgbench),
-#   3. per run (RUNS): subscription disabled; VACUUM (ANALYZE), CHECKPOINT
+#   3. per run (RUNS), each system in turn, only its two clusters running
+#      (started for the run, stopped after it): subscription disabled;
+#      VACUUM (ANALYZE), CHECKPOINT
 #      and pg_prewarm of every relation on both sides; a backlog of NXACTS
 #      pgbench TPC-B transactions (CLIENTS clients) on the provider; then a
 #      marker transaction whose commit follows every backlog commit;
@@ -27,6 +28,14 @@
 #
 # Output: a table on stdout and WORKDIR/baseline_results.csv, one row per run
 # (bench/catchup_bench.sh with CHECK_BASELINES=1 reads it and compares).
+#
+# Paired with the bench (PAIR_DIR, set by catchup_bench.sh with
+# CHECK_PAIRED=1): the check runs beside the bench, and its timed runs take
+# turns with the bench's, so that the two see the same minutes of the
+# machine and can be compared run by run.  After its setup and warm-up it
+# writes PAIR_DIR/setup.done; before its run r it waits for PAIR_DIR/go.r
+# (the bench's run r is over) and after it writes PAIR_DIR/done.r.  Its
+# clusters are stopped whenever it waits.
 #
 # Settings of every cluster (what a careful user gives a replication
 # benchmark on this kind of machine; see bench/README.md "Fair baselines"):
@@ -57,6 +66,7 @@
 #                        prewarmed copies of the subscriber) meanwhile
 #   PORT=5680 WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/baseline PGBIN=...
 #   BENCH_USER=pa_bench  (OS user the clusters run as when started as root)
+#   PAIR_DIR=            see "Paired with the bench" above
 
 set -euo pipefail
 export LC_ALL=C
@@ -88,6 +98,7 @@ MAX_WAL_SIZE=${MAX_WAL_SIZE:-4GB}
 POLL_MS=${POLL_MS:-100}
 CKPT_AFTER_LOAD=${CKPT_AFTER_LOAD:-0}
 IDLE_CLUSTERS=${IDLE_CLUSTERS:-0}
+PAIR_DIR=${PAIR_DIR:-}
 PORT=${PORT:-5680}
 BENCH_USER=${BENCH_USER:-pa_bench}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/baseline}
@@ -111,7 +122,7 @@ done
 if (( EUID == 0 )); then
 	bench_become_user baseline_check.sh BASELINE_CHECK_REEXEC SYSTEMS NXACTS SCALE CLIENTS JOBS \
 		RUNS WARMUP SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
-		CKPT_AFTER_LOAD IDLE_CLUSTERS PORT WORKDIR PGBIN BENCH_USER
+		CKPT_AFTER_LOAD IDLE_CLUSTERS PAIR_DIR PORT WORKDIR PGBIN BENCH_USER
 fi
 
 unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
@@ -169,6 +180,29 @@ poll_until() {
 	done
 }
 
+# each system's clusters have directories of their own (CSYS_prov, ...);
+# only one system's run at a time, so they share the ports
+CSYS=""
+cdata() { echo "$WORKDIR/${CSYS:+${CSYS}_}$1"; }
+start_cluster() {
+	pg_ctl start -D "$(cdata "$1")" -l "$WORKDIR/$1.log" -w -t 120 >/dev/null ||
+		{ tail -n 20 "$WORKDIR/$1.log" >&2; die "$1 did not start"; }
+	STARTED+=("$1")
+}
+# paired with the bench: wait for its file, while the bench lives
+PARENT=$PPID
+mkfifo "$WORKDIR/.sleep.$$"
+exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
+rm -f "$WORKDIR/.sleep.$$"
+pair_wait() {
+	local t0=$SECONDS
+	while [[ ! -e $1 ]]; do
+		kill -0 "$PARENT" 2>/dev/null || die "paired: the bench (pid $PARENT) is gone"
+		(( SECONDS - t0 < 7200 )) || die "paired: no $1 after 2 hours"
+		read -r -t 0.5 -u "$SLEEP_FD" _ || true
+	done
+}
+
 make_cluster() {
 	local c=$1 d
 	d=$(cdata "$c")
@@ -221,8 +255,9 @@ checksum_sql() {
 }
 
 echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
-declare -A RES_US RES_TPS RES_WS
+declare -A RES_US RES_TPS RES_WS S_SLOT S_ENABLE S_DISABLE S_PID_SQL S_POLL
 for sys in $SYSTEMS; do
+	CSYS=$sys
 	log "$sys: fresh provider and subscriber"
 	stop_all
 	make_cluster prov "$sys"
@@ -304,8 +339,21 @@ for sys in $SYSTEMS; do
 		POLL="SELECT remote_lsn >= '%s' FROM pg_replication_origin_status WHERE external_id = '$ORIGIN'"
 	fi
 
-	# run < 1: the untimed warm-up runs
-	for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
+	S_SLOT[$sys]=$SLOT S_ENABLE[$sys]=$ENABLE S_DISABLE[$sys]=$DISABLE
+	S_PID_SQL[$sys]=$PID_SQL S_POLL[$sys]=$POLL
+	stop_all
+done
+
+# run < 1: the untimed warm-up runs; each run goes through the systems
+for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
+	if [[ -n $PAIR_DIR ]] && (( run >= 1 )); then
+		(( run > 1 )) || : >"$PAIR_DIR/setup.done"
+		pair_wait "$PAIR_DIR/go.$run"
+	fi
+	for sys in $SYSTEMS; do
+		CSYS=$sys SLOT=${S_SLOT[$sys]} ENABLE=${S_ENABLE[$sys]} DISABLE=${S_DISABLE[$sys]}
+		PID_SQL=${S_PID_SQL[$sys]} POLL=${S_POLL[$sys]}
+		for c in "${CLUSTERS[@]}"; do start_cluster "$c"; done
 		for c in prov sub; do
 			q "$c" "$DB" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" -c "$prewarm_sql" >/dev/null
 		done
@@ -360,11 +408,15 @@ for sys in $SYSTEMS; do
 		[[ $same == yes ]] || die "$sys: tables differ after run $run"
 		if (( run < 1 )); then
 			log "$sys warm-up run $(( run + WARMUP ))/$WARMUP: ${secs}s, apply ${us} us/xact (not recorded)"
-			continue
+		else
+			RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
 		fi
-		RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
+		stop_all
 	done
-	stop_all
+	[[ -z $PAIR_DIR ]] || (( run < 1 )) || : >"$PAIR_DIR/done.$run"
+done
+for sys in $SYSTEMS; do
+	CSYS=$sys
 	for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
 done
 

@@ -75,6 +75,12 @@
 #                         on a fresh provider + subscriber pair, same workload)
 #                         and print its CPU per transaction next to this
 #                         bench's, flagging a deviation over 10%
+#   CHECK_PAIRED=0        1 (with CHECK_BASELINES=1): the check runs beside the
+#                         bench instead of after it, its run r right after the
+#                         bench's run r (the other's clusters stopped or idle),
+#                         RUNS runs each, and the two are also compared run by
+#                         run: the machine's speed drifts between invocations
+#                         by more than 10% (bench/notes/baselines.md)
 #   CHECK_RUNS=5          the check's runs per system (after WARMUP untimed):
 #                         one run's apply CPU per transaction spreads by
 #                         +-15% on a shared 2-CPU machine, the median of 3 by
@@ -123,6 +129,7 @@ BENCH_USER=${BENCH_USER:-pa_bench}
 KEEP_DATA=${KEEP_DATA:-0}
 CHECK_BASELINES=${CHECK_BASELINES:-0}
 CHECK_RUNS=${CHECK_RUNS:-5}
+CHECK_PAIRED=${CHECK_PAIRED:-0}
 ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
 PA_CONF=${PA_CONF:-}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
@@ -148,6 +155,9 @@ done
 [[ $HISTORY_PK == 0 || $HISTORY_PK == 1 ]] || die "HISTORY_PK must be 0 or 1"
 is_uint "$INSERT_COLUMNS" && (( INSERT_COLUMNS <= 100 )) || die "INSERT_COLUMNS must be 0..100"
 is_uint "$WARMUP" || die "WARMUP must be a number of rounds (got '$WARMUP')"
+[[ $CHECK_PAIRED == 0 || $CHECK_PAIRED == 1 ]] || die "CHECK_PAIRED must be 0 or 1"
+(( ! CHECK_PAIRED )) || [[ $CHECK_BASELINES == 1 && $WORKLOAD == tpcb ]] ||
+	die "CHECK_PAIRED=1 needs CHECK_BASELINES=1 and WORKLOAD=tpcb"
 for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
@@ -181,7 +191,7 @@ if (( EUID == 0 )); then
 	rm -rf "$WORKDIR/.workloads"
 	cp -r "$(dirname "${BASH_SOURCE[0]}")/workloads" "$WORKDIR/.workloads"
 	chmod -R a+rX "$WORKDIR/.workloads"
-	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS ALL_SUBSCRIBERS \
+	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS \
 		NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
 		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
 		KEEP_DATA BENCH_USER PA_CONF
@@ -308,8 +318,14 @@ rm -f "$CSV" "$PGBENCH_LOG" "$WORKDIR"/poller.err "$WORKDIR"/schema.sql
 
 STARTED=()
 SUCCESS=0
+CHECK_PID=""
 cleanup() {
 	local rc=$? i c
+	# a paired check still running stops its own clusters on TERM
+	if [[ -n $CHECK_PID ]] && kill -0 "$CHECK_PID" 2>/dev/null; then
+		kill -TERM "$CHECK_PID" 2>/dev/null || true
+		wait "$CHECK_PID" 2>/dev/null || true
+	fi
 	# subscribers first, so that no walsender is left waiting on them
 	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
 		c=${STARTED[$i]}
@@ -958,9 +974,50 @@ nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
 
+# CHECK_PAIRED=1: the check runs beside the bench, taking turns with it
+# (bench/baseline_check.sh, "Paired with the bench"): its setup and warm-up
+# overlap the bench's, which are not timed; before the bench's first timed
+# run it has finished them, and after the bench's run r it runs its run r
+# while the bench waits.
+PAIR_DIR=$WORKDIR/pair
+check_systems() {
+	local csys=""
+	(( WANT_CORE )) && csys+="incore "
+	(( WANT_PGL )) && csys+="pglogical"
+	echo "$csys"
+}
+# the check's environment: the bench's workload settings
+check_env() {
+	CHECK_ENV=(SYSTEMS="$(check_systems)" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS"
+		WARMUP="$WARMUP" SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 ))
+		WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN")
+}
+pair_wait() {
+	local t0=$SECONDS
+	while [[ ! -e $1 ]]; do
+		kill -0 "$CHECK_PID" 2>/dev/null ||
+			die "the paired baseline check ended early: $WORKDIR/baseline_check.err"
+		(( SECONDS - t0 < 7200 )) || die "the paired baseline check did not write $1 in 2 hours"
+		read -r -t 0.5 -u "$SLEEP_FD" _ || true
+	done
+}
+if (( CHECK_PAIRED )); then
+	rm -rf "$PAIR_DIR"
+	mkdir -p "$PAIR_DIR"
+	log "baseline check, paired: bash $CHECK_SCRIPT (SYSTEMS=\"$(check_systems)\", $RUNS runs)"
+	check_env
+	env "${CHECK_ENV[@]}" RUNS="$RUNS" PAIR_DIR="$PAIR_DIR" bash "$CHECK_SCRIPT" \
+		>"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err" &
+	CHECK_PID=$!
+fi
+
 # RUN < 1: the untimed warm-up rounds (WARMUP), recorded nowhere but checked
 # like any run (hang, error, table difference)
 for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
+	if (( CHECK_PAIRED && RUN == 1 )); then
+		log "waiting for the paired check's setup"
+		pair_wait "$PAIR_DIR/setup.done"
+	fi
 	# every subscription is disabled here; the provider is idle
 	qp "VACUUM ANALYZE"
 	qp "CHECKPOINT"
@@ -1036,7 +1093,17 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
 		sub_stop "$s"
 	done
+	if (( CHECK_PAIRED && RUN >= 1 )); then
+		log "run $RUN/$RUNS: the paired check's run $RUN"
+		: >"$PAIR_DIR/go.$RUN"
+		pair_wait "$PAIR_DIR/done.$RUN"
+	fi
 done
+if (( CHECK_PAIRED )); then
+	CHECK_RC=0
+	wait "$CHECK_PID" || CHECK_RC=$?
+	CHECK_PID=""
+fi
 
 # ---------------------------------------------------------------------------
 # Report.
@@ -1197,21 +1264,29 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 	if [[ $WORKLOAD != tpcb ]] || (( ! WANT_CORE && ! WANT_PGL )); then
 		echo "baseline check: skipped (it runs the TPC-B workload against in-core and pglogical)"
 	else
-		check=$CHECK_SCRIPT
-		# this bench's clusters stop first: the check runs alone
-		for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
-			pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 || true
-		done
-		STARTED=()
-		csys=""
-		(( WANT_CORE )) && csys+="incore "
-		(( WANT_PGL )) && csys+="pglogical"
-		log "baseline check: bash $check (SYSTEMS=\"$csys\")"
-		if env SYSTEMS="$csys" NXACTS="$NXACTS" SCALE="$SCALE" CLIENTS="$CLIENTS" JOBS="$JOBS" RUNS="$CHECK_RUNS" WARMUP="$WARMUP" \
-			SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 )) WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN" \
-			bash "$check" >"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err"; then
-			echo "baseline check (bench/baseline_check.sh, each baseline alone on a fresh provider + subscriber,"
-			echo "same workload and settings; apply CPU per transaction, medians; must be within 10%):"
+		csys=$(check_systems)
+		if (( CHECK_PAIRED )); then
+			check_ok=$(( CHECK_RC == 0 ))
+		else
+			# this bench's clusters stop first: the check runs alone
+			for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
+				pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 || true
+			done
+			STARTED=()
+			log "baseline check: bash $CHECK_SCRIPT (SYSTEMS=\"$csys\")"
+			check_ok=0
+			check_env
+			env "${CHECK_ENV[@]}" RUNS="$CHECK_RUNS" bash "$CHECK_SCRIPT" \
+				>"$WORKDIR/baseline_check.txt" 2>"$WORKDIR/baseline_check.err" && check_ok=1
+		fi
+		if (( check_ok )); then
+			if (( CHECK_PAIRED )); then
+				echo "baseline check (bench/baseline_check.sh, each baseline on a fresh provider + subscriber of its own,"
+				echo "its run r right after the bench's run r; apply CPU per transaction, medians; must be within 10%):"
+			else
+				echo "baseline check (bench/baseline_check.sh, each baseline alone on a fresh provider + subscriber,"
+				echo "same workload and settings; apply CPU per transaction, medians; must be within 10%):"
+			fi
 			printf '  %-10s %10s %10s %10s\n' system bench_us check_us deviation
 			for s in $csys; do
 				cu=$(awk -F, -v s="$s" '$1 == s { print $7 }' "$WORKDIR/baseline/baseline_results.csv" | sort -g |
@@ -1249,6 +1324,21 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 				done
 				printf '  %-10s runs: bench%s; check %s\n' "" "$br" \
 					"$(awk -F, -v s="$s" '$1 == s { printf "%s ", $7 }' "$WORKDIR/baseline/baseline_results.csv")"
+				# paired: run r of the bench against run r of the check
+				if (( CHECK_PAIRED )); then
+					pr=()
+					for (( r = 1; r <= RUNS; r++ )); do
+						v=${APPLY_CPU_OF[$s,$r]:-NA}
+						c=$(awk -F, -v s="$s" -v r="$r" '$1 == s && $2 == r { print $7 }' "$WORKDIR/baseline/baseline_results.csv")
+						[[ $v == NA || -z $c ]] ||
+							pr+=("$(awk -v v="$v" -v x="$XACTS" -v c="$c" 'BEGIN { printf "%.3f", 1e6 * v / x / c }')")
+					done
+					if (( ${#pr[@]} )); then
+						pm=$(median "${pr[@]}")
+						printf '  %-10s paired, bench / check run by run: %s; median %s (%s)\n' "" "${pr[*]}" "$pm" \
+							"$(awk -v m="$pm" 'BEGIN { printf "%+.1f%%", 100 * (m - 1) }')"
+					fi
+				fi
 			done
 			echo "  (the check's report: $WORKDIR/baseline_check.txt)"
 		else
