@@ -125,12 +125,18 @@ ALTER SYSTEM SET parallel_apply.debug_free_cpus = $cpus;
 ALTER SYSTEM SET log_min_messages = debug1;
 SELECT pg_reload_conf();
 });
+	# a leader started now has the settings: a reload reaches a running
+	# one only when its loop comes round, which may be after the first
+	# windows of the backlog
+	$sub->safe_psql('postgres', "SELECT disable_subscription('a')");
+	$sub->safe_psql('postgres', "SELECT enable_subscription('a')");
 	my $logpos = -s $sub->logfile;
 	# The backlog is held back by a lock on the subscriber rather than by
 	# disabling the subscription, so that the leader keeps running: the
 	# rule's first try may come 0.8 s after a leader starts, later than a
 	# fast machine needs to catch up.  Released, the backlog is there at
-	# once, and the rule decides within two 100 ms windows.
+	# once, and the rule decides within two 100 ms windows.  (While the
+	# lock is held the leader fills writer 0 and waits: no window.)
 	my $before = per_writer();
 	my $lock = session_open($sub);
 	session_query($lock, 'BEGIN');
@@ -149,16 +155,14 @@ SELECT pg_reload_conf();
 	# wait_for_log dies after the timeout rather than hang
 	$sub->wait_for_log(qr/more not tried for want of a free CPU/, $logpos);
 	my $log = slurp_file($sub->logfile, $logpos);
-	# the counter is the leader's since it started: as it was before
-	my @before = substr(slurp_file($sub->logfile), 0, $logpos) =~
-	  /(\d+) more not tried for want of a free CPU/g;
+	# the counter is the leader's since it started, at the enable above
 	my @after = $log =~ /(\d+) more not tried for want of a free CPU/g;
 	$sub->safe_psql('postgres', q{
 ALTER SYSTEM RESET log_min_messages;
 ALTER SYSTEM RESET parallel_apply.debug_free_cpus;
 SELECT pg_reload_conf();
 });
-	return ($counts, $log, ($after[-1] // 0) - ($before[-1] // 0));
+	return ($counts, $log, $after[-1] // 0);
 }
 
 my ($counts0, $log0, $notried0) =
