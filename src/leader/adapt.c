@@ -56,6 +56,7 @@
 
 #include <unistd.h>
 
+#include "storage/fd.h"
 #include "utils/timestamp.h"
 
 #include "adapt.h"
@@ -124,12 +125,6 @@ static struct
 	uint64		n_no_cpu;		/* probes not made for want of a CPU */
 }			ad;
 
-static uint64
-committed_seq(void)
-{
-	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
-}
-
 /*
  * The machine's CPU time so far, in ticks: all of it and the idle part
  * (idle and iowait), from the first line of /proc/stat.  False where it
@@ -143,14 +138,14 @@ read_cpu_ticks(uint64 *total, uint64 *idle)
 	unsigned long long v[8] = {0};
 	int			n;
 
-	f = fopen("/proc/stat", "r");
+	f = AllocateFile("/proc/stat", "r");
 	if (f == NULL)
 		return false;
 	n = 0;
 	if (fgets(line, sizeof(line), f) != NULL)
 		n = sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
 				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-	fclose(f);
+	FreeFile(f);
 	if (n < 5)
 		return false;
 	*total = 0;
@@ -160,13 +155,17 @@ read_cpu_ticks(uint64 *total, uint64 *idle)
 	return true;
 }
 
-/* Start a window: the clock, the commits and the CPU counters now. */
+/*
+ * Start a window: the clock, the commits and the CPU counters now.  The
+ * CPU counters are read only while the rule can take a writer more.
+ */
 static void
 start_window(TimestampTz now, uint64 committed)
 {
-	uint64		total;
-	uint64		idle;
-	bool		ok = read_cpu_ticks(&total, &idle);
+	uint64		total = 0;
+	uint64		idle = 0;
+	bool		ok = pa_adaptive_writers && pa_pool_size() > 1 &&
+		read_cpu_ticks(&total, &idle);
 
 	ad.free_cpus = -1;
 	if (ok && ad.cpu_ok && total > ad.cpu_total)
@@ -284,15 +283,15 @@ end_probe(TimestampTz now, double rate)
 }
 
 /*
- * A transaction was given to writer; nuse writers are in use now.  Once
- * per window, the rule of the header comment.
+ * A transaction was given to writer; nuse writers are in use now, and
+ * transactions up to committed have committed.  Once per window, the rule
+ * of the header comment.
  */
 void
-pa_adapt_dispatched(int writer, int nuse)
+pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 {
 	TimestampTz now;
 	long		ms;
-	uint64		committed;
 	double		rate;
 	bool		backlog;
 	bool		valid;
@@ -307,7 +306,6 @@ pa_adapt_dispatched(int writer, int nuse)
 	ms = (long) ((now - ad.win_start) / 1000);
 	if (ms < ADAPT_WINDOW_MS)
 		return;
-	committed = committed_seq();
 	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
 	valid = ms <= 4 * ADAPT_WINDOW_MS && ad.win_dispatched >= ADAPT_MIN_TXNS;

@@ -1196,7 +1196,7 @@ assign_writer(void)
 		disp.n_tabledep++;
 	if (disp.n_txns % STATS_EVERY == 0)
 		log_counters();
-	pa_adapt_dispatched(writer, writers_in_use());
+	pa_adapt_dispatched(writer, writers_in_use(), committed);
 }
 
 /* ---------------------------------------------------------------------
@@ -1522,7 +1522,7 @@ stream_forget(PaStreamedTxn *st)
 	hash_search(streams, &xid, HASH_REMOVE, NULL);
 }
 
-/* A change (type, the xid redisp) inside a stream block. */
+/* A change (type, the xid read) inside a stream block. */
 static void
 stream_change(char type, StringInfo in)
 {
