@@ -194,14 +194,6 @@ PARENT=$PPID
 mkfifo "$WORKDIR/.sleep.$$"
 exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
 rm -f "$WORKDIR/.sleep.$$"
-pair_wait() {
-	local t0=$SECONDS
-	while [[ ! -e $1 ]]; do
-		kill -0 "$PARENT" 2>/dev/null || die "paired: the bench (pid $PARENT) is gone"
-		(( SECONDS - t0 < 7200 )) || die "paired: no $1 after 2 hours"
-		read -r -t 0.5 -u "$SLEEP_FD" _ || true
-	done
-}
 
 make_cluster() {
 	local c=$1 d
@@ -348,7 +340,7 @@ done
 for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 	if [[ -n $PAIR_DIR ]] && (( run >= 1 )); then
 		(( run > 1 )) || : >"$PAIR_DIR/setup.done"
-		pair_wait "$PAIR_DIR/go.$run"
+		wait_for_file "$PAIR_DIR/go.$run" "$PARENT" "paired: the bench"
 	fi
 	for sys in $SYSTEMS; do
 		CSYS=$sys SLOT=${S_SLOT[$sys]} ENABLE=${S_ENABLE[$sys]} DISABLE=${S_DISABLE[$sys]}

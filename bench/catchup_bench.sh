@@ -993,13 +993,7 @@ check_env() {
 		WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN")
 }
 pair_wait() {
-	local t0=$SECONDS
-	while [[ ! -e $1 ]]; do
-		kill -0 "$CHECK_PID" 2>/dev/null ||
-			die "the paired baseline check ended early: $WORKDIR/baseline_check.err"
-		(( SECONDS - t0 < 7200 )) || die "the paired baseline check did not write $1 in 2 hours"
-		read -r -t 0.5 -u "$SLEEP_FD" _ || true
-	done
+	wait_for_file "$1" "$CHECK_PID" "the paired baseline check ($WORKDIR/baseline_check.err)"
 }
 if (( CHECK_PAIRED )); then
 	rm -rf "$PAIR_DIR"

@@ -101,6 +101,17 @@ poll_until() {
 		sleep 0.2
 	done
 }
+# wait_for_file FILE PID WHO: wait until FILE exists, while process PID
+# (WHO, for the message) lives, two hours at most; sleeps on the caller's
+# SLEEP_FD (a FIFO opened read-write), so that no process is started
+wait_for_file() {
+	local t0=$SECONDS
+	while [[ ! -e $1 ]]; do
+		kill -0 "$2" 2>/dev/null || die "$3 (pid $2) is gone while waiting for $1"
+		(( SECONDS - t0 < 7200 )) || die "no $1 after 2 hours"
+		read -r -t 0.5 -u "$SLEEP_FD" _ || true
+	done
+}
 # proc_cpu_secs PID: CPU seconds the process used since it started (the
 # scheduler's run time in /proc/PID/schedstat, else utime + stime); "" if
 # it is gone
