@@ -3,11 +3,13 @@
 # 65536) keeps none and runs as a barrier instead.  (1) One sent whole at
 # its commit (the provider does not stream it), with small transactions on
 # the same and other rows committed just before and after it, dispatched
-# in one burst; (2) one the provider streams while it runs, applied as it
+# in one burst; (3) one the provider streams while it runs, applied as it
 # arrives by a writer of its own, with small transactions committing
 # meanwhile and after it.  Rows equal on both sides, commit order kept,
 # and the leader's memory (pg_log_backend_memory_contexts' grand total)
 # stays small while the streamed transaction is open and after each.
+# (2) and (4): each kind is a barrier, seen from the leader, which reads
+# nothing past the first transaction after it until it commits.
 use strict;
 use warnings;
 
@@ -18,7 +20,7 @@ use Time::HiRes qw(usleep);
 use lib 't/lib';
 use PaTest;
 
-# not streamed at first (phase 1), streamed from phase 2 on
+# not streamed at first (phases 1 and 2), streamed from phase 3 on
 my $pub = provider_node('provider', extra_conf => q{
 logical_decoding_work_mem = 256MB
 });
@@ -79,7 +81,7 @@ sub leader_memory
 
 # The bound: a few MB, whatever the size of the transactions.  Without
 # the cap, the keys of phase 1 alone (80,000 rows) keep more than this,
-# and those of phase 2 (300,000) several times more.
+# and those of phase 3 (300,000) several times more.
 my $limit = 8 * 1024 * 1024;
 
 # The small transactions around a large one: each changes rows it
@@ -96,6 +98,65 @@ UPDATE $bigtable SET v = v + 1 WHERE id = $i;
 INSERT INTO log VALUES (nextval('log_id'), '$who $i');
 });
 	}
+	return;
+}
+
+# A transaction over the cap is a barrier: nothing after it is dispatched
+# before it commits.  Its writer is held by a row lock a session on the
+# subscriber takes first (the last row the transaction updates); of the
+# two small transactions committed after it, the leader reads the first
+# and waits there, so that it receives nothing past the first's commit
+# ($mid).  Without the barrier the small ones depend on nothing the
+# leader knows (the large one's keys are dropped): they are dispatched,
+# and the leader reads on at once.  Then the lock goes, and everything is
+# applied in commit order.
+sub barrier_held
+{
+	my ($what, $table, $fill, $streams) = @_;
+	my $lastid = $pub->safe_psql('postgres', 'SELECT max(id) FROM log');
+	my $streamed_before = streamed();
+	my $locker = session_open($sub);
+	session_query($locker, 'BEGIN');
+	session_query($locker, "SELECT v FROM $table WHERE id = 5 FOR UPDATE");
+	$pub->safe_psql('postgres', qq{
+BEGIN;
+$fill;
+UPDATE $table SET v = v + 1 WHERE id = 5;
+INSERT INTO log VALUES (nextval('log_id'), '$what');
+COMMIT;
+});
+	my $after_big = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	small_txns("after $what", $table, 1);
+	my $mid = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	small_txns("after $what", $table, 2);
+	ok( poll_until($sub,
+			"SELECT received_lsn >= '$after_big' FROM subscription_status() WHERE subscription_name = 'st'"),
+		"$what: the leader received it and what follows");
+	ok( poll_until($sub, q{
+SELECT count(*) > 0 FROM pg_locks l JOIN writer_status() w USING (pid)
+ WHERE w.subscription_name = 'st' AND NOT l.granted}),
+		"$what: its writer waits for the row lock");
+	# reading on would take the leader milliseconds
+	usleep(1_000_000);
+	is( $sub->safe_psql('postgres',
+			"SELECT received_lsn <= '$mid' FROM subscription_status() WHERE subscription_name = 'st'"),
+		't', "$what: a barrier, the leader waits for its commit before the next");
+	if ($streams)
+	{
+		cmp_ok(streamed(), '>', $streamed_before, "$what: the provider streamed it");
+	}
+	else
+	{
+		is(streamed(), $streamed_before, "$what: the provider did not stream it");
+	}
+	session_query($locker, 'ROLLBACK');
+	session_close($locker);
+	wait_caught_up($sub, 'st');
+	rows_equal($pub, $sub, \@tables, $what);
+	is( $sub->safe_psql('postgres',
+			"SELECT string_agg(who, ',' ORDER BY id) FROM log WHERE id > $lastid"),
+		"$what,after $what 1,after $what 2", "$what: the log in commit order");
+	no_errors($sub, 'st', $what);
 	return;
 }
 
@@ -141,7 +202,11 @@ $mem = leader_memory();
 cmp_ok($mem, '<', $limit, "the leader's memory after it is small");
 diag("leader memory after phase 1: $mem bytes");
 
-# 2. A transaction of 300,000 rows the provider streams while it runs.
+# 2. A barrier (above): one sent whole, held by a lock.
+barrier_held('barrier sent whole', 'big',
+	'INSERT INTO big SELECT g, -g, 0 FROM generate_series(81001, 161000) g', 0);
+
+# 3. A transaction of 300,000 rows the provider streams while it runs.
 $pub->safe_psql('postgres', q{
 ALTER SYSTEM SET logical_decoding_work_mem = '64kB';
 SELECT pg_reload_conf();
@@ -198,6 +263,11 @@ is($sub->safe_psql('postgres',
 no_errors($sub, 'st', 'a large streamed transaction');
 $mem = leader_memory();
 cmp_ok($mem, '<', $limit, "the leader's memory after it is small");
-diag("leader memory after phase 2: $mem bytes");
+diag("leader memory after phase 3: $mem bytes");
+
+# 4. A barrier too: one the provider streams, applied as it arrives by a
+# writer of its own, held by a lock (its end is the barrier).
+barrier_held('barrier streamed', 'big2',
+	'INSERT INTO big2 SELECT g, 0 FROM generate_series(400001, 470000) g', 1);
 
 done_testing();
