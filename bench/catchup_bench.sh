@@ -992,6 +992,13 @@ check_env() {
 		WARMUP="$WARMUP" SYNC="$SYNC" HISTORY_PK="$HISTORY_PK" PORT=$(( PORT + 60 ))
 		WORKDIR="$WORKDIR/baseline" PGBIN="$PGBIN")
 }
+# the check's median of its CSV's column col (7: apply us, 9: walsender
+# us) for system s, "NA" without runs
+check_median() {
+	local m
+	m=$(median $(awk -F, -v s="$2" -v c="$1" '$1 == s { print $c }' "$WORKDIR/baseline/baseline_results.csv"))
+	[[ $m == NA ]] && echo NA || printf '%.2f' "$m"
+}
 pair_wait() {
 	wait_for_file "$1" "$CHECK_PID" "the paired baseline check ($WORKDIR/baseline_check.err)"
 }
@@ -1283,8 +1290,7 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 			fi
 			printf '  %-10s %10s %10s %10s\n' system bench_us check_us deviation
 			for s in $csys; do
-				cu=$(awk -F, -v s="$s" '$1 == s { print $7 }' "$WORKDIR/baseline/baseline_results.csv" | sort -g |
-					awk '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+				cu=$(check_median 7 "$s")
 				bu=$(us_per_xact APPLY_CPU_OF "$s")
 				dev=NA flag=""
 				if [[ $cu != NA && $bu != NA ]]; then
@@ -1300,8 +1306,7 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 				# the same against the walsender of each run: it decodes the same
 				# stream with the same plugin and settings in both, so its CPU
 				# per transaction is a control for how fast the machine ran
-				cw=$(awk -F, -v s="$s" '$1 == s { print $9 }' "$WORKDIR/baseline/baseline_results.csv" | sort -g |
-					awk '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+				cw=$(check_median 9 "$s")
 				bw=$(us_per_xact WALSENDER_CPU_OF "$s")
 				if [[ $cu != NA && $bu != NA && $cw != NA && $bw != NA ]]; then
 					nb=$(awk -v a="$bu" -v w="$bw" 'BEGIN { printf "%.3f", a / w }')
