@@ -4,7 +4,9 @@
 # the rule starts and stops tracking keys ends identical to the provider;
 # with the rule off every writer takes work and a backlog of independent
 # transactions spreads over more than one of them, again identical; the
-# setting switched while a load runs loses nothing.
+# setting switched while a load runs loses nothing.  A parked writer is
+# started only when first taken into use: by the rule, or for a streamed
+# transaction.
 use strict;
 use warnings;
 
@@ -173,11 +175,55 @@ unlike($log0, qr/1 writers: \d+ commits\/s, 2 writers/,
 	'no CPU free: no second writer was tried');
 is(join('/', @$counts0[ 1 .. $#$counts0 ]), '0/0/0',
 	'no CPU free: writer 0 applied the whole backlog');
+# a parked writer is started only when first taken into use: the leader
+# started at the enable above never took one, so only writer 0 runs
+is( $sub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'parallel_apply writer a:%'"
+	),
+	'1',
+	'no CPU free: one writer process runs');
+is( $sub->safe_psql('postgres',
+		"SELECT string_agg(writer || ':' || state || ':' || coalesce(pid::text, 'none'), ' ' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'a' AND writer > 0"
+	),
+	'1:parked:none 2:parked:none 3:parked:none',
+	'no CPU free: writers 1-3 are parked and were never started');
 
 my ($counts64, $log64, $notried64) =
   free_cpu_backlog(64, 'independent keys, CPUs free');
 is($notried64, 0, 'CPUs free: no try was left out');
 like($log64, qr/1 writers: \d+ commits\/s, 2 writers: \d+: (?:kept|back)/,
 	'CPUs free and a backlog: a second writer was tried');
+like($log64, qr/writer 1 started/,
+	'CPUs free: writer 1 was started for the try');
+
+# A streamed transaction takes a writer of its own, the last parked one,
+# started for it when it does not run yet.
+$pub->safe_psql('postgres', q{
+ALTER SYSTEM SET logical_decoding_work_mem = '64kB';
+SELECT pg_reload_conf();
+});
+$sub->safe_psql('postgres', "SELECT disable_subscription('a')");
+$sub->safe_psql('postgres', "SELECT enable_subscription('a')");
+ok( poll_until($sub, q{
+SELECT count(*) FILTER (WHERE application_name = 'parallel_apply receiver a') = 1
+   AND count(*) FILTER (WHERE application_name = 'parallel_apply writer a:0') = 1
+   AND count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer a:%') = 1
+  FROM pg_stat_activity}),
+	'restarted: writer 0 alone runs');
+my @before = split m{/}, per_writer();
+$pub->safe_psql('postgres',
+	'INSERT INTO indep SELECT g FROM generate_series(100001, 140000) g');
+wait_caught_up($sub, 'a');
+my @after = split m{/}, per_writer();
+rows_equal($pub, $sub, [ [ 'indep', 'id' ] ],
+	'a streamed transaction on a writer started for it');
+is($after[3] - $before[3], 1,
+	'the streamed transaction was applied by writer 3')
+  or diag(join('/', @before) . ' -> ' . join('/', @after));
+ok( $sub->safe_psql('postgres',
+		"SELECT pid IS NOT NULL FROM writer_status() WHERE subscription_name = 'a' AND writer = 3"
+	) eq 't',
+	'writer 3 runs now');
+no_errors($sub, 'a', 'after the streamed transaction');
 
 done_testing();

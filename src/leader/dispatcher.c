@@ -69,8 +69,10 @@
  * tracked, so that keys are computed from the BEGIN after the rule asks
  * for more, and the change follows when those before have committed.
  * Tracking goes on while a writer other than 0 still has something in
- * flight.  Off, every writer of the pool is in use, and transactions on
- * several chains stay with the previous writer as above.  The counters
+ * flight.  A parked writer is started only when it is first taken into
+ * use (pool.c), so the writers that are never needed never run.  Off,
+ * every writer of the pool is in use, and transactions on several chains
+ * stay with the previous writer as above.  The counters
  * behind these rules go to the log at DEBUG1 every STATS_EVERY
  * transactions and at the end of a busy spell.
  *
@@ -733,8 +735,9 @@ handle_relation(const char *data, int len, StringInfo in, int except)
 
 		for (int w = 0; w < pa_pool_size(); w++)
 		{
-			if (w == except)
-				continue;		/* it has it in its stream */
+			if (w == except || !pa_pool_running(w))
+				continue;		/* it has it in its stream, or learns it
+								 * when started */
 			MyPaLeader->owed_writers = lappend_int(MyPaLeader->owed_writers, w);
 			MyPaLeader->owed_relids = lappend_oid(MyPaLeader->owed_relids,
 												  rel.remoteid);
@@ -763,6 +766,29 @@ pa_dispatch_writer_started(int writer)
 		L->owed_relids = lappend_oid(L->owed_relids, re->relid);
 	}
 	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Start writer w if it does not run (pool.c), so that it can be given
+ * work; it learns the relations before anything else.
+ */
+static void
+start_writer_now(int w)
+{
+	if (pa_pool_start(w))
+	{
+		pa_dispatch_writer_started(w);
+		elog(DEBUG1, "parallel_apply subscription \"%s\": writer %d started",
+			 MyPaLeader->sub->name, w);
+	}
+}
+
+/* Writers 0..n-1 of the pool run, started now where they did not. */
+void
+pa_dispatch_start_writers(int n)
+{
+	for (int w = 0; w < Min(n, pa_pool_size()); w++)
+		start_writer_now(w);
 }
 
 static bool
@@ -806,7 +832,7 @@ broadcast_new_relations(int except, PaDispatchWait *wait)
 			int			w = txn->next_writer;
 			shm_mq_iovec iov[PA_Q_MAX_IOV];
 
-			if (w == except || w >= pa_pool_size())
+			if (w == except || w >= pa_pool_size() || !pa_pool_running(w))
 				continue;
 			if (!sent_or_wait(w, iov,
 							  pa_q_write_relation(iov, re->raw, re->len),
@@ -948,7 +974,10 @@ update_writers_in_use(void)
 		disp.nuse = want;
 	else if (want > disp.nuse && disp.track &&
 			 committed_seq() + 1 >= disp.tracked_from)
+	{
+		pa_dispatch_start_writers(want);
 		disp.nuse = want;
+	}
 	if (Max(disp.nuse, want) != shown)
 	{
 		shown = Max(disp.nuse, want);
@@ -966,6 +995,7 @@ void
 pa_dispatch_pool_resized(void)
 {
 	disp.nuse = Min(disp.nuse, pa_pool_size());
+	pa_dispatch_start_writers(writers_in_use());
 	pa_adapt_pool_resized();
 	publish_parked();
 }
@@ -1389,6 +1419,9 @@ dispatch_txn(PaDispatchWait *wait)
 	}
 	if (txn->stage == PA_COMMIT_SEND)
 	{
+		/* a writer assign_writer() started learns the relations first */
+		if (L->owed_writers != NIL && !send_owed_relations(wait))
+			return false;
 		if (txn->streaming)
 		{
 			if (!sent_or_wait(txn->writer, iov,
@@ -1596,14 +1629,19 @@ live_writer(void)
 
 	if (n < 2 || n - L->nlive < 2)
 		return -1;
-	for (int w = n - 1; w >= 1; w--)
+	/* one that runs, else one started for it */
+	for (int pass = 0; pass < 2; pass++)
 	{
-		if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
-			w != L->last_writer)
+		for (int w = n - 1; w >= 1; w--)
 		{
-			L->live_reserved[w] = true;
-			L->nlive++;
-			return w;
+			if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
+				w != L->last_writer && (pass == 1 || pa_pool_running(w)))
+			{
+				start_writer_now(w);
+				L->live_reserved[w] = true;
+				L->nlive++;
+				return w;
+			}
 		}
 	}
 	return -1;

@@ -9,12 +9,25 @@
  * queue number.  Queues are one-way, leader to writer; writers report back
  * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
  *
+ * The pool's size is the subscription's number of writers; a writer of
+ * the pool runs once it is started, and only writers that run are given
+ * anything.  Without adaptive writers all of them are started at once.
+ * With them (adapt.c) a writer is started only when the dispatcher first
+ * wants it: writer 0 at the start, the next one when the adaptive rule
+ * first takes it into use, or a parked one when a streamed transaction
+ * needs a writer of its own (dispatcher.c).  A subscription that never
+ * needs more than one writer, the common case on a machine without a free
+ * CPU, then never pays for starting the others (a backend start each, and
+ * learning the relations) when it starts or restarts.  Once started, a
+ * writer runs until the pipeline stops or the pool shrinks below it: a
+ * parked writer costs nothing but its process.
+ *
  * The pool can grow and shrink while it runs (alter_subscription_config,
- * alter_group_config, the reloadable GUC).  Growing starts writers, which
- * the leader then sends every RELATION the others know (dispatcher.c);
- * shrinking stops handing work to the highest-numbered writers, waits until
- * they have committed all they were given, then detaches their queues,
- * which makes them exit.
+ * alter_group_config, the reloadable GUC).  A writer started is sent every
+ * RELATION the others know before anything else (dispatcher.c); shrinking
+ * stops handing work to the highest-numbered writers, waits until they
+ * have committed all they were given, then detaches their queues, which
+ * makes them exit.
  *
  * The pool never waits for the leader's dispatcher: pa_pool_try_sendv()
  * says when a queue is full, and the leader's loop waits for room
@@ -87,6 +100,26 @@ pa_pool_init(void)
 		shm_toc_insert(MyPaLeader->pool_toc, i + 1,
 					   shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
 	MyPaLeader->nactive = 0;
+
+	/*
+	 * No writer of this pool runs yet (pa_progress_await_writers saw the
+	 * last pipeline's exit): one that is never started must show as such,
+	 * and have nothing in flight.
+	 */
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
+
+		SpinLockAcquire(&MyPaLeader->slot->mutex);
+		ws->pid = 0;
+		ws->state = PA_WRITER_STOPPED;
+		ws->seq = 0;
+		ws->parked = false;
+		SpinLockRelease(&MyPaLeader->slot->mutex);
+		pg_atomic_write_u64(&ws->committed, 0);
+		pg_atomic_write_u64(&ws->blocks_read, 0);
+		pg_atomic_write_u64(&ws->locked_seq, 0);
+	}
 }
 
 static void
@@ -98,7 +131,13 @@ start_writer(int w)
 	shm_mq	   *mq;
 	pid_t		pid;
 	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
+	MemoryContext oldcxt;
 
+	/*
+	 * The worker's handle and the queue's live as long as the writer; the
+	 * dispatcher may start one while it works in a short-lived context.
+	 */
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
 	shm_mq_set_sender(mq, MyProc);
 
@@ -108,7 +147,7 @@ start_writer(int w)
 	ws->seq = 0;
 	ws->copies_done = 0;
 	ws->copy_failed = false;
-	ws->parked = false;
+	/* parked stays as the dispatcher set it (publish_parked) */
 	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
 	pg_atomic_write_u64(&ws->blocks_read, 0);
@@ -138,6 +177,7 @@ start_writer(int w)
 	pw->running = true;
 	pw->retiring = false;
 	pw->dispatched = 0;
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /* Stop a retiring writer once everything it was given is committed. */
@@ -163,12 +203,13 @@ try_stop_writer(int w)
 }
 
 /*
- * Make writers 0..n-1 the active ones: start the missing ones, retire the
- * rest (they stop once drained, see pa_pool_check).  started[w] (of
- * pa_max_writers) says which were started.
+ * Make writers 0..n-1 the pool: start the missing ones among the first
+ * nstart of them (the others are started when wanted, pa_pool_start),
+ * keep the ones running, retire the rest (they stop once drained, see
+ * pa_pool_check).  started[w] (of pa_max_writers) says which were started.
  */
 void
-pa_pool_resize(int n, bool *started)
+pa_pool_resize(int n, int nstart, bool *started)
 {
 	n = Max(1, Min(n, pa_max_writers));
 	for (int w = 0; w < pa_max_writers; w++)
@@ -179,7 +220,7 @@ pa_pool_resize(int n, bool *started)
 		{
 			if (pw->running && pw->retiring)
 				pw->retiring = false;
-			else if (!pw->running)
+			else if (!pw->running && w < nstart)
 			{
 				start_writer(w);
 				started[w] = true;
@@ -198,6 +239,26 @@ int
 pa_pool_size(void)
 {
 	return MyPaLeader->nactive;
+}
+
+/*
+ * Start writer w of the pool if it does not run; true when it was
+ * started.  The caller makes it learn the relations (dispatcher.c).
+ */
+bool
+pa_pool_start(int w)
+{
+	if (w >= MyPaLeader->nactive || MyPaLeader->writers[w].running)
+		return false;
+	start_writer(w);
+	return true;
+}
+
+/* Does writer w run (started, and not stopped since)? */
+bool
+pa_pool_running(int w)
+{
+	return MyPaLeader->writers[w].running;
 }
 
 uint64

@@ -149,6 +149,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "adapt.h"
 #include "catalog.h"
 #include "compat.h"
 #include "dispatcher.h"
@@ -368,13 +369,17 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 	return true;
 }
 
-/* Writers 0..n-1; the new ones learn the relations first (dispatcher.c). */
+/*
+ * Writers 0..n-1; the new ones learn the relations first (dispatcher.c).
+ * With adaptive writers only writer 0 is started here, the others when
+ * the dispatcher first takes them into use.
+ */
 static void
 resize_pool(int n)
 {
 	bool	   *started = palloc0(sizeof(bool) * pa_max_writers);
 
-	pa_pool_resize(n, started);
+	pa_pool_resize(n, pa_adaptive_writers ? 1 : n, started);
 	for (int w = 0; w < pa_max_writers; w++)
 		if (started[w])
 			pa_dispatch_writer_started(w);

@@ -1493,8 +1493,13 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[1] = Int32GetDatum(w);
 			values[2] = Int32GetDatum(ws.pid);
 			nulls[2] = ws.pid == 0;
-			/* an idle writer the leader gives no work to is parked */
-			values[3] = CStringGetTextDatum(ws.parked && ws.state == PA_WRITER_IDLE ?
+			/*
+			 * An idle writer the leader gives no work to is parked, and so
+			 * is one of the pool not started yet (pool.c).
+			 */
+			values[3] = CStringGetTextDatum(ws.parked &&
+											(ws.state == PA_WRITER_IDLE ||
+											 ws.state == PA_WRITER_STOPPED) ?
 											"parked" :
 											writer_state_name(ws.state));
 			values[4] = TransactionIdGetDatum(ws.remote_xid);

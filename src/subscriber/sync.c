@@ -87,6 +87,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "conn.h"
+#include "dispatcher.h"
 #include "pool.h"
 #include "queue.h"
 #include "sync.h"
@@ -255,9 +256,12 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 {
 	List	   *listed = list_tables(sub, snapshot);
 	List	   *tasks = unrecorded(listed, sub->subid);
-	int			nwriters = pa_pool_size();
+	int			nwriters = Max(1, Min(pa_pool_size(), list_length(tasks)));
 	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
 	ListCell   *lc;
+
+	/* with adaptive writers, only writer 0 may run so far */
+	pa_dispatch_start_writers(nwriters);
 
 	ereport(LOG,
 			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
