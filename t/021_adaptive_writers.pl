@@ -6,7 +6,8 @@
 # transactions spreads over more than one of them, again identical; the
 # setting switched while a load runs loses nothing.  A parked writer is
 # started only when first taken into use: by the rule, or for a streamed
-# transaction.
+# transaction; without a worker slot free for it the subscription goes on
+# with the writers it has.
 use strict;
 use warnings;
 
@@ -225,5 +226,31 @@ ok( $sub->safe_psql('postgres',
 	) eq 't',
 	'writer 3 runs now');
 no_errors($sub, 'a', 'after the streamed transaction');
+
+# No background worker slot free for a writer the rule wants: it goes on
+# with the writers it has.  max_worker_processes is set to the workers
+# running now (writer 0 the only writer, after a restart of the pipeline).
+$sub->safe_psql('postgres', "SELECT disable_subscription('a')");
+$sub->safe_psql('postgres', "SELECT enable_subscription('a')");
+ok(poll_until($sub, q{
+SELECT count(*) FILTER (WHERE application_name = 'parallel_apply receiver a') = 1
+   AND count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer a:%') = 1
+  FROM pg_stat_activity}),
+	'before the restart: writer 0 alone runs');
+my $workers = $sub->safe_psql('postgres', q{
+SELECT count(*) FROM pg_stat_activity
+ WHERE backend_type LIKE 'parallel_apply %' OR backend_type = 'logical replication launcher'});
+$sub->safe_psql('postgres', "ALTER SYSTEM SET max_worker_processes = $workers");
+$sub->restart;
+my ($counts_full, $log_full) =
+  free_cpu_backlog(64, 'no worker slot free for a second writer');
+like($log_full,
+	qr/LOG:  could not start writer 1 of parallel_apply subscription "a"\n.*DETAIL:  No background worker slot is free; the subscription goes on with the writers it has\./,
+	'no worker slot free: the second writer is not started, and the log says why');
+is(join('/', @$counts_full[ 1 .. $#$counts_full ]), '0/0/0',
+	'no worker slot free: writer 0 applied the whole backlog');
+no_errors($sub, 'a', 'no worker slot free');
+$sub->safe_psql('postgres', 'ALTER SYSTEM RESET max_worker_processes');
+$sub->restart;
 
 done_testing();

@@ -216,6 +216,22 @@ pa_adapt_pool_resized(void)
 	ad.target = Min(Max(ad.target, 1), pa_pool_size());
 }
 
+/*
+ * Only n writers can be had (one more could not be started): no more are
+ * wanted, and the next try of one more waits the longest.
+ */
+void
+pa_adapt_limit(int n)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	ad.target = Max(1, Min(ad.target, n));
+	ad.phase = ADAPT_STEADY;
+	ad.prev_rate = 0;
+	ad.backoff_up = ADAPT_PROBE_MAX_MS;
+	ad.next_up = TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MAX_MS);
+}
+
 /* Probes not made because no CPU was free, for the DEBUG1 counters. */
 uint64
 pa_adapt_no_cpu(void)

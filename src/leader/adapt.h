@@ -18,6 +18,7 @@ extern double pa_debug_free_cpus;	/* tests only, see adapt.c */
 extern void pa_adapt_init(void);
 extern int	pa_adapt_wanted(void);
 extern void pa_adapt_pool_resized(void);
+extern void pa_adapt_limit(int n);
 extern void pa_adapt_dispatched(int writer, int nuse, uint64 committed);
 extern uint64 pa_adapt_no_cpu(void);
 

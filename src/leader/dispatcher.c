@@ -770,25 +770,40 @@ pa_dispatch_writer_started(int writer)
 
 /*
  * Start writer w if it does not run (pool.c), so that it can be given
- * work; it learns the relations before anything else.
+ * work; it learns the relations before anything else.  False when it
+ * could not be started (no background worker slot free, logged).
  */
-static void
+static bool
 start_writer_now(int w)
 {
-	if (pa_pool_start(w))
+	switch (pa_pool_start(w))
 	{
-		pa_dispatch_writer_started(w);
-		elog(DEBUG1, "parallel_apply subscription \"%s\": writer %d started",
-			 MyPaLeader->sub->name, w);
+		case PA_RUNNING:
+			return true;
+		case PA_STARTED:
+			pa_dispatch_writer_started(w);
+			elog(DEBUG1, "parallel_apply subscription \"%s\": writer %d started",
+				 MyPaLeader->sub->name, w);
+			return true;
+		case PA_NOT_STARTED:
+			break;
 	}
+	return false;
 }
 
-/* Writers 0..n-1 of the pool run, started now where they did not. */
-void
+/*
+ * Make writers 0..n-1 of the pool run, starting those that do not; the
+ * number of them that run from writer 0 on, n unless one could not be
+ * started.
+ */
+int
 pa_dispatch_start_writers(int n)
 {
-	for (int w = 0; w < Min(n, pa_pool_size()); w++)
-		start_writer_now(w);
+	n = Min(n, pa_pool_size());
+	for (int w = 0; w < n; w++)
+		if (!start_writer_now(w))
+			return w;
+	return n;
 }
 
 static bool
@@ -975,8 +990,12 @@ update_writers_in_use(void)
 	else if (want > disp.nuse && disp.track &&
 			 committed_seq() + 1 >= disp.tracked_from)
 	{
-		pa_dispatch_start_writers(want);
-		disp.nuse = want;
+		int			running = pa_dispatch_start_writers(want);
+
+		/* a writer that could not be started is not wanted either */
+		if (running < want)
+			pa_adapt_limit(running);
+		disp.nuse = Max(running, 1);
 	}
 	if (Max(disp.nuse, want) != shown)
 	{
@@ -995,7 +1014,7 @@ void
 pa_dispatch_pool_resized(void)
 {
 	disp.nuse = Min(disp.nuse, pa_pool_size());
-	pa_dispatch_start_writers(writers_in_use());
+	disp.nuse = Max(1, pa_dispatch_start_writers(writers_in_use()));
 	pa_adapt_pool_resized();
 	publish_parked();
 }
@@ -1637,7 +1656,9 @@ live_writer(void)
 			if (!L->live_reserved[w] && pa_pool_inflight(w) == 0 &&
 				w != L->last_writer && (pass == 1 || pa_pool_running(w)))
 			{
-				start_writer_now(w);
+				/* none free to start: the leader keeps it (see above) */
+				if (!start_writer_now(w))
+					return -1;
 				L->live_reserved[w] = true;
 				L->nlive++;
 				return w;

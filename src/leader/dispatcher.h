@@ -54,7 +54,7 @@ extern bool pa_dispatch_continue(PaDispatchWait *wait);
 extern bool pa_dispatch_idle(void);
 extern bool pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait);
 extern void pa_dispatch_writer_started(int writer);
-extern void pa_dispatch_start_writers(int n);
+extern int	pa_dispatch_start_writers(int n);
 extern void pa_dispatch_pool_resized(void);
 extern void pa_dispatch_housekeeping(void);
 

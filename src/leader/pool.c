@@ -122,8 +122,13 @@ pa_pool_init(void)
 	}
 }
 
-static void
-start_writer(int w)
+/*
+ * Start writer w.  When no background worker slot is free: an error, or
+ * with lazy (a writer started when first wanted, not one the pipeline
+ * needs) a LOG line and false, so that the pipeline goes on without it.
+ */
+static bool
+start_writer(int w, bool lazy)
 {
 	PaPoolWriter *pw = &MyPaLeader->writers[w];
 	uint32		extra[4];
@@ -163,11 +168,19 @@ start_writer(int w)
 								  extra, sizeof(extra));
 	pfree(name);
 	if (pw->handle == NULL)
-		ereport(ERROR,
+	{
+		SpinLockAcquire(&MyPaLeader->slot->mutex);
+		ws->state = PA_WRITER_STOPPED;
+		SpinLockRelease(&MyPaLeader->slot->mutex);
+		ereport(lazy ? LOG : ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start writer %d of parallel_apply subscription \"%s\"",
 						w, MyPaLeader->sub->name),
+				 lazy ? errdetail("No background worker slot is free; the subscription goes on with the writers it has.") : 0,
 				 errhint("Raise max_worker_processes: each subscription needs a receiver and its writers, each database a supervisor.")));
+		MemoryContextSwitchTo(oldcxt);
+		return false;
+	}
 	if (WaitForBackgroundWorkerStartup(pw->handle, &pid) != BGWH_STARTED)
 		ereport(ERROR,
 				(errmsg("writer %d of parallel_apply subscription \"%s\" did not start",
@@ -178,6 +191,7 @@ start_writer(int w)
 	pw->retiring = false;
 	pw->dispatched = 0;
 	MemoryContextSwitchTo(oldcxt);
+	return true;
 }
 
 /* Stop a retiring writer once everything it was given is committed. */
@@ -222,7 +236,7 @@ pa_pool_resize(int n, int nstart, bool *started)
 				pw->retiring = false;
 			else if (!pw->running && w < nstart)
 			{
-				start_writer(w);
+				(void) start_writer(w, false);
 				started[w] = true;
 			}
 		}
@@ -242,16 +256,19 @@ pa_pool_size(void)
 }
 
 /*
- * Start writer w of the pool if it does not run; true when it was
- * started.  The caller makes it learn the relations (dispatcher.c).
+ * Start writer w of the pool if it does not run: PA_STARTED when it was
+ * started now (the caller makes it learn the relations, dispatcher.c),
+ * PA_RUNNING when it ran already, PA_NOT_STARTED when no background
+ * worker slot was free (logged), or it is not in the pool.
  */
-bool
+PaPoolStart
 pa_pool_start(int w)
 {
-	if (w >= MyPaLeader->nactive || MyPaLeader->writers[w].running)
-		return false;
-	start_writer(w);
-	return true;
+	if (w >= MyPaLeader->nactive)
+		return PA_NOT_STARTED;
+	if (MyPaLeader->writers[w].running)
+		return PA_RUNNING;
+	return start_writer(w, true) ? PA_STARTED : PA_NOT_STARTED;
 }
 
 /* Does writer w run (started, and not stopped since)? */

@@ -30,7 +30,14 @@
 extern void pa_pool_init(void);
 extern void pa_pool_resize(int nwriters, int nstart, bool *started);
 extern int	pa_pool_size(void);
-extern bool pa_pool_start(int writer);
+typedef enum PaPoolStart
+{
+	PA_NOT_STARTED,
+	PA_STARTED,
+	PA_RUNNING
+} PaPoolStart;
+
+extern PaPoolStart pa_pool_start(int writer);
 extern bool pa_pool_running(int writer);
 extern bool pa_pool_try_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
 extern void pa_pool_send(int writer, const void *data, Size len);

@@ -256,12 +256,18 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 {
 	List	   *listed = list_tables(sub, snapshot);
 	List	   *tasks = unrecorded(listed, sub->subid);
-	int			nwriters = Max(1, Min(pa_pool_size(), list_length(tasks)));
-	uint32	   *assigned = palloc0(sizeof(uint32) * nwriters);
+	int			nwriters;
+	uint32	   *assigned;
 	ListCell   *lc;
 
-	/* with adaptive writers, only writer 0 may run so far */
-	pa_dispatch_start_writers(nwriters);
+	/*
+	 * With adaptive writers only writer 0 may run so far: start as many as
+	 * there are tables, up to the pool, with what worker slots there are.
+	 */
+	nwriters = pa_dispatch_start_writers(Max(1, Min(pa_pool_size(),
+													list_length(tasks))));
+	Assert(nwriters >= 1);
+	assigned = palloc0(sizeof(uint32) * nwriters);
 
 	ereport(LOG,
 			(errmsg("parallel_apply subscription \"%s\": copying %d tables with %d writers",
