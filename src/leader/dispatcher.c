@@ -1013,7 +1013,7 @@ update_writers_in_use(void)
 void
 pa_dispatch_pool_resized(void)
 {
-	disp.nuse = Min(disp.nuse, pa_pool_size());
+	/* writers_in_use() is the number kept, clamped to the pool */
 	disp.nuse = Max(1, pa_dispatch_start_writers(writers_in_use()));
 	pa_adapt_pool_resized();
 	publish_parked();

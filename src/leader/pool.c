@@ -76,6 +76,27 @@ queue_of(int writer)
 	return shm_toc_lookup(MyPaLeader->pool_toc, writer + 1, false);
 }
 
+/*
+ * Writer w's slot as for a writer not running yet: state, no pid, nothing
+ * in flight or copied.  Its cumulative counters and parked are kept.
+ */
+static void
+reset_writer_slot(int w, PaWriterState state)
+{
+	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
+
+	SpinLockAcquire(&MyPaLeader->slot->mutex);
+	ws->pid = 0;
+	ws->state = state;
+	ws->seq = 0;
+	ws->copies_done = 0;
+	ws->copy_failed = false;
+	SpinLockRelease(&MyPaLeader->slot->mutex);
+	pg_atomic_write_u64(&ws->committed, 0);
+	pg_atomic_write_u64(&ws->blocks_read, 0);
+	pg_atomic_write_u64(&ws->locked_seq, 0);
+}
+
 void
 pa_pool_init(void)
 {
@@ -108,17 +129,10 @@ pa_pool_init(void)
 	 */
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
-
+		reset_writer_slot(w, PA_WRITER_STOPPED);
 		SpinLockAcquire(&MyPaLeader->slot->mutex);
-		ws->pid = 0;
-		ws->state = PA_WRITER_STOPPED;
-		ws->seq = 0;
-		ws->parked = false;
+		MyPaLeader->slot->writers[w].parked = false;
 		SpinLockRelease(&MyPaLeader->slot->mutex);
-		pg_atomic_write_u64(&ws->committed, 0);
-		pg_atomic_write_u64(&ws->blocks_read, 0);
-		pg_atomic_write_u64(&ws->locked_seq, 0);
 	}
 }
 
@@ -146,17 +160,8 @@ start_writer(int w, bool lazy)
 	mq = shm_mq_create(queue_of(w), PA_QUEUE_SIZE);
 	shm_mq_set_sender(mq, MyProc);
 
-	SpinLockAcquire(&MyPaLeader->slot->mutex);
-	ws->pid = 0;
-	ws->state = PA_WRITER_STARTING;
-	ws->seq = 0;
-	ws->copies_done = 0;
-	ws->copy_failed = false;
 	/* parked stays as the dispatcher set it (publish_parked) */
-	SpinLockRelease(&MyPaLeader->slot->mutex);
-	pg_atomic_write_u64(&ws->committed, 0);
-	pg_atomic_write_u64(&ws->blocks_read, 0);
-	pg_atomic_write_u64(&ws->locked_seq, 0);
+	reset_writer_slot(w, PA_WRITER_STARTING);
 
 	extra[0] = (uint32) w;
 	extra[1] = (uint32) dsm_segment_handle(MyPaLeader->pool_seg);
