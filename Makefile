@@ -46,6 +46,7 @@ OBJS += \
 	src/writer/coalesce.o \
 	src/writer/twophase.o \
 	src/writer/apply.o \
+	src/writer/execstate.o \
 	src/writer/conflict.o
 # the SQL API
 OBJS += \

@@ -250,6 +250,25 @@ like($log_full,
 is(join('/', @$counts_full[ 1 .. $#$counts_full ]), '0/0/0',
 	'no worker slot free: writer 0 applied the whole backlog');
 no_errors($sub, 'a', 'no worker slot free');
+
+# A streamed transaction wants a writer of its own, and none can be
+# started: the leader keeps it and writer 0 applies it at its commit.
+{
+	my $logpos = -s $sub->logfile;
+	my @b = split m{/}, per_writer();
+	$pub->safe_psql('postgres',
+		'INSERT INTO indep SELECT g FROM generate_series(140001, 180000) g');
+	wait_caught_up($sub, 'a');
+	my @a = split m{/}, per_writer();
+	rows_equal($pub, $sub, [ [ 'indep', 'id' ] ],
+		'no worker slot free: a streamed transaction');
+	is(join('/', map { $a[$_] - $b[$_] } 0 .. $#a), '1/0/0/0',
+		'no worker slot free: writer 0 applied the streamed transaction');
+	like(slurp_file($sub->logfile, $logpos),
+		qr/LOG:  could not start writer \d of parallel_apply subscription "a"/,
+		'no worker slot free: the writer wanted for it was not started, and the log says so');
+	no_errors($sub, 'a', 'no worker slot free, after the streamed transaction');
+}
 $sub->safe_psql('postgres', 'ALTER SYSTEM RESET max_worker_processes');
 $sub->restart;
 

@@ -4,16 +4,18 @@
  *		Subscriber side: apply one decoded change to a local table through
  *		the executor.
  *
- * No SQL is generated.  Each change builds a small executor state of its
- * own (an EState with a one-entry range table and a ResultRelInfo for the
- * local table, as PostgreSQL's logical replication worker does), turns
- * the protocol's tuples into slots of the local table's row type with the
+ * No SQL is generated.  Each change gets a small executor state (an
+ * EState with a one-entry range table and a ResultRelInfo for the local
+ * table, as PostgreSQL's logical replication worker builds; execstate.c,
+ * which keeps it across a run of changes to one table), turns the
+ * protocol's tuples into slots of the local table's row type with the
  * conversions relmap.c set up, and calls the executor's replication
  * entry points (ExecSimpleRelationInsert/Update/Delete), which check
  * constraints, maintain indexes, compute generated columns and fire
  * triggers as session_replication_role says.  Everything a change
- * allocates lives in the EState's query context and is freed when the
- * change is done; a change ends with CommandCounterIncrement, so the next
+ * allocates is freed when the change is done (with its own EState's
+ * query context, or with the caller's per-change context when the state
+ * is kept); a change ends with CommandCounterIncrement, so the next
  * change of the transaction sees it.
  *
  * Rows are identified as the provider identifies them:
@@ -110,6 +112,7 @@
 #include "apply.h"
 #include "compat.h"
 #include "conflict.h"
+#include "execstate.h"
 
 /* The executor state of one change. */
 typedef struct ApplyState
@@ -117,9 +120,9 @@ typedef struct ApplyState
 	PaRelMapEntry *rel;
 	CmdType		operation;
 	const char *action;			/* "INSERT", ... for the error context */
+	PaExecState *exec;			/* execstate.c: estate and rootinfo's */
 	EState	   *estate;
 	ResultRelInfo *rootinfo;	/* the local table itself */
-	bool		root_indexes_open;
 	ModifyTableState *mtstate;	/* tuple routing, partitioned tables */
 	PartitionTupleRouting *proute;
 	int			column;			/* local attno being converted, or -1 */
@@ -163,13 +166,6 @@ static void
 apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 			const char *action)
 {
-	EState	   *estate;
-	RangeTblEntry *rte;
-
-	if (rel->localrel == NULL)
-		elog(ERROR, "relation map entry for remote relation %u is not open",
-			 rel->remoteid);
-
 	memset(state, 0, sizeof(ApplyState));
 	state->rel = rel;
 	state->operation = operation;
@@ -183,26 +179,17 @@ apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 
-	estate = state->estate = CreateExecutorState();
-	state->oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
-
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel->localrel);
-	rte->relkind = rel->localrel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	pa_exec_init_range_table(estate, rte);
-
 	/*
-	 * The relation is the one pa_relmap_open opened; it is listed as opened
-	 * (so that ExecGetTriggerResultRel finds it) but never closed by the
-	 * executor: no ExecCloseResultRelations below.
+	 * A state of the change's own allocates in its query context, freed
+	 * at the end; a kept one leaves the change's allocations to the
+	 * caller's context (reset after each change, writer.c).
 	 */
-	state->rootinfo = makeNode(ResultRelInfo);
-	InitResultRelInfo(state->rootinfo, rel->localrel, 1, NULL, 0);
-	estate->es_opened_result_relations =
-		lappend(estate->es_opened_result_relations, state->rootinfo);
-	estate->es_output_cid = GetCurrentCommandId(true);
+	state->exec = pa_exec_begin(rel, operation);
+	state->estate = state->exec->estate;
+	state->rootinfo = state->exec->rootinfo;
+	state->oldcxt = CurrentMemoryContext;
+	if (!state->exec->kept)
+		MemoryContextSwitchTo(state->estate->es_query_cxt);
 
 	/* from here, the table's triggers, defaults and checks run as its user */
 	pa_apply_switch_user(rel->localrel->rd_rel->relowner, &state->user);
@@ -220,12 +207,9 @@ apply_end(ApplyState *state)
 	/* closes the partitions routing opened, and their indexes */
 	if (state->proute != NULL)
 		ExecCleanupTupleRouting(state->mtstate, state->proute);
-	if (state->root_indexes_open)
-		ExecCloseIndices(state->rootinfo);
 
-	ExecResetTupleTable(estate->es_tupleTable, false);
 	MemoryContextSwitchTo(state->oldcxt);
-	FreeExecutorState(estate);
+	pa_exec_end(state->exec);
 
 	pa_apply_restore_user(&state->user);
 	PopActiveSnapshot();
@@ -256,6 +240,24 @@ check_privileges(Relation rel, AclMode mode)
 				 errmsg("user \"%s\" cannot apply replicated changes to table \"%s\", which has row-level security enabled",
 						GetUserNameFromId(GetUserId(), true),
 						RelationGetRelationName(rel))));
+}
+
+/*
+ * check_privileges, on the local table once per kept executor state
+ * (execstate.c); on a partition, or in a state of the change's own, each
+ * time.
+ */
+static void
+check_change_privileges(ApplyState *state, Relation rel, AclMode mode)
+{
+	PaExecState *exec = state->exec;
+	bool		keep = exec->kept && rel == state->rootinfo->ri_RelationDesc;
+
+	if (keep && (exec->checked & mode) == mode)
+		return;
+	check_privileges(rel, mode);
+	if (keep)
+		exec->checked |= mode;
 }
 
 /* ---------------------------------------------------------------------
@@ -509,8 +511,7 @@ convert_row(ApplyState *state, ApplyTarget *target, AttrMap *map,
 	if (target->rri == state->rootinfo)
 		return from;
 
-	slot = ExecInitExtraTupleSlot(state->estate, RelationGetDescr(to),
-								  &TTSOpsVirtual);
+	slot = pa_exec_slot(state->exec, RelationGetDescr(to), &TTSOpsVirtual);
 	if (map != NULL)
 		return execute_attr_map_slot(map, from, slot);
 	return ExecCopySlot(slot, from);
@@ -744,8 +745,9 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 	Oid			idxoid;
 	char	   *notsent = NULL;
 
-	check_privileges(trel, ACL_SELECT);
-	*localslot = table_slot_create(trel, &state->estate->es_tupleTable);
+	check_change_privileges(state, trel, ACL_SELECT);
+	*localslot = pa_exec_slot(state->exec, RelationGetDescr(trel),
+							  table_slot_callbacks(trel));
 
 	idxoid = pa_relmap_key_index(trel);
 
@@ -791,21 +793,27 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
  * ---------------------------------------------------------------------
  */
 
-/* Indexes of a partition are opened by tuple routing; the root's here. */
+/*
+ * Indexes of a partition are opened by tuple routing; the root's here,
+ * in the state's query context, which a kept state's change is not in.
+ */
 static void
 open_indexes(ApplyState *state, ResultRelInfo *rri)
 {
-	if (rri == state->rootinfo && !state->root_indexes_open)
+	if (rri == state->rootinfo && !state->exec->root_indexes_open)
 	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(state->estate->es_query_cxt);
+
 		ExecOpenIndices(rri, false);
-		state->root_indexes_open = true;
+		MemoryContextSwitchTo(oldcxt);
+		state->exec->root_indexes_open = true;
 	}
 }
 
 static void
 insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 {
-	check_privileges(rri->ri_RelationDesc, ACL_INSERT);
+	check_change_privileges(state, rri->ri_RelationDesc, ACL_INSERT);
 	open_indexes(state, rri);
 	if (pa_conflict_probe_unique)
 	{
@@ -827,7 +835,7 @@ update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
 {
 	EPQState	epqstate;
 
-	check_privileges(rri->ri_RelationDesc, ACL_UPDATE);
+	check_change_privileges(state, rri->ri_RelationDesc, ACL_UPDATE);
 	open_indexes(state, rri);
 	if (pa_conflict_probe_unique)
 		pa_conflict_check_exists(state->estate, rri, newslot,
@@ -845,7 +853,7 @@ delete_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot)
 {
 	EPQState	epqstate;
 
-	check_privileges(rri->ri_RelationDesc, ACL_DELETE);
+	check_change_privileges(state, rri->ri_RelationDesc, ACL_DELETE);
 	PA_EVAL_PLAN_QUAL_INIT(&epqstate, state->estate);
 	ExecSimpleRelationDelete(rri, state->estate, &epqstate, localslot);
 	EvalPlanQualEnd(&epqstate);
@@ -862,9 +870,8 @@ local_slot(ApplyState *state, PaTupleData *tup)
 {
 	TupleTableSlot *slot;
 
-	slot = ExecInitExtraTupleSlot(state->estate,
-								  RelationGetDescr(state->rel->localrel),
-								  &TTSOpsVirtual);
+	slot = pa_exec_slot(state->exec, RelationGetDescr(state->rel->localrel),
+						&TTSOpsVirtual);
 	if (tup != NULL)
 		store_tuple(state, slot, tup);
 	return slot;

@@ -57,6 +57,7 @@
 #include "utils/relcache.h"
 
 #include "compat.h"
+#include "execstate.h"
 #include "pipeline.h"
 #include "protocol.h"
 #include "queue.h"
@@ -204,6 +205,7 @@ read_ahead_change(const char *data, int len)
 	rel = pa_relmap_lookup(relid);
 	if (rel == NULL || !rel->localrelvalid)
 		return false;
+	pa_exec_release();			/* not held open by the last change */
 	rel = pa_relmap_open(relid, AccessShareLock);
 	lookup_row(rel, key, oldkind == PA_TUPLE_OLD);
 	pa_relmap_close(rel, AccessShareLock);

@@ -219,6 +219,7 @@
 #include "catalog.h"
 #include "coalesce.h"
 #include "conflict.h"
+#include "execstate.h"
 #include "pool.h"
 #include "progress.h"
 #include "queue.h"
@@ -851,13 +852,15 @@ flush_kept(Oid relid)
 	pa_coalesce_flush_start(&MyWriter->kept, &it, relid);
 	while (pa_coalesce_flush_next(&it, &msg, &len))
 		apply_kept(msg, len);
+	/* the end of a run of changes: nothing stays held (execstate.c) */
+	pa_exec_release();
 }
 
 /*
  * Before a change to rel (open) is applied, apply what coalesce.c kept
  * that the change could see or be ordered against: the kept updates of
  * the same table, all of them when rel's triggers fire here.  Returns rel
- * opened again (a kept update of it opens it itself).
+ * opened again (flushing closes what is held).
  */
 static PaRelMapEntry *
 before_change(PaRelMapEntry *rel)
@@ -868,9 +871,8 @@ before_change(PaRelMapEntry *rel)
 	if (MyWriter->applying_kept ||
 		!pa_coalesce_pending(&MyWriter->kept, which))
 		return rel;
-	pa_relmap_close(rel, NoLock);
 	flush_kept(which);
-	return pa_relmap_open(relid, RowExclusiveLock);
+	return pa_exec_open(relid);
 }
 
 /*
@@ -904,19 +906,16 @@ apply_row_change(StringInfo in, char type, const char *data, int len)
 				 (unsigned char) type);
 	}
 	pa_read_end(in);
-	rel = pa_relmap_open(relid, RowExclusiveLock);
+	/* left open for the next change, if it is to the same table */
+	rel = pa_exec_open(relid);
 	if (type == PA_MSG_UPDATE)
 	{
+		/* neither kept nor applied: see pa_relmap_skip() */
 		if (pa_relmap_skip(rel))
-		{
-			/* neither kept nor applied: see pa_relmap_skip() */
-			pa_relmap_close(rel, NoLock);
 			return;
-		}
 		if (can_keep(rel, oldkind, &newtup, &key))
 		{
-			/* closed first: keeping may apply what was kept */
-			pa_relmap_close(rel, NoLock);
+			/* keeping may apply what was kept, and close rel */
 			if (!pa_coalesce_room(&MyWriter->kept, len))
 				flush_kept(InvalidOid);
 			pa_coalesce_keep(&MyWriter->kept, relid, key.data, key.len,
@@ -932,7 +931,6 @@ apply_row_change(StringInfo in, char type, const char *data, int len)
 		(void) pa_apply_update(rel, oldkind, &oldtup, &newtup);
 	else
 		(void) pa_apply_delete(rel, oldkind, &oldtup);
-	pa_relmap_close(rel, NoLock);
 }
 
 /* A RELATION, at in. */
@@ -1720,6 +1718,7 @@ live_rollback(TransactionId subxid)
 		return;
 	/* what is kept was kept in it, or in what it rolls back with it */
 	pa_coalesce_discard(&MyWriter->kept);
+	pa_exec_release();
 	live_close_subxacts(pos, true);
 	MemoryContextSwitchTo(oldcxt);
 }
