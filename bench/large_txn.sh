@@ -29,7 +29,8 @@
 # system's subscription streams, and the applied position is polled every
 # 20 ms on the subscriber until it passes the transaction's commit.  Before
 # a run, every slot is advanced past what earlier runs wrote (fast-forward,
-# untimed), so that no system decodes or applies another system's run.
+# untimed, its restart_lsn too), so that no system decodes or applies
+# another system's run.
 # Per system the insert runs first and the update then works on the rows it
 # left on both sides; with WORKLOADS=update alone, the rows are loaded on
 # both sides locally (the provider's load skipped by the slot).
@@ -44,6 +45,9 @@
 #   LOGICAL_DECODING_WORK_MEM=   the provider's logical_decoding_work_mem
 #                         (empty: the server's default, 64MB)
 #   SYNC=off              the subscribers' apply synchronous_commit
+#   PIN=                  split: the provider's server on CPU 0 and each
+#                         subscriber's on CPU 1 (taskset), as two machines of
+#                         one CPU each; empty: no pinning, all share the CPUs
 #   PORT=5660             provider; the subscriber clusters use PORT+1, ...
 #   LAG_TIMEOUT=3600      seconds before a run's apply counts as hung
 #   SAMPLE_MS=100         memory / directory sampling interval
@@ -76,6 +80,7 @@ SYSTEMS=${SYSTEMS:-"pa incore_off incore_on incore_parallel"}
 WRITERS=${WRITERS:-"1 4"}
 LOGICAL_DECODING_WORK_MEM=${LOGICAL_DECODING_WORK_MEM:-}
 SYNC=${SYNC:-off}
+PIN=${PIN:-}
 PORT=${PORT:-5660}
 LAG_TIMEOUT=${LAG_TIMEOUT:-3600}
 SAMPLE_MS=${SAMPLE_MS:-100}
@@ -93,6 +98,11 @@ done
 (( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
 (( SAMPLE_MS >= 10 )) || die "SAMPLE_MS must be at least 10"
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
+if [[ -n $PIN ]]; then
+	[[ $PIN == split ]] || die "PIN must be split or empty (got '$PIN')"
+	(( $(nproc) >= 2 )) || die "PIN=split needs 2 CPUs"
+	command -v taskset >/dev/null || die "PIN=split needs taskset (util-linux)"
+fi
 [[ -z $LOGICAL_DECODING_WORK_MEM || $LOGICAL_DECODING_WORK_MEM =~ ^[0-9]+(kB|MB|GB)?$ ]] ||
 	die "LOGICAL_DECODING_WORK_MEM must be a size such as 64MB (got '$LOGICAL_DECODING_WORK_MEM')"
 for w in $WORKLOADS; do
@@ -125,7 +135,7 @@ if (( EUID == 0 )); then
 	fi
 	bench_become_user large_txn.sh LARGE_TXN_REEXEC REPO_REV \
 		N WORKLOADS SYSTEMS WRITERS LOGICAL_DECODING_WORK_MEM SYNC PORT LAG_TIMEOUT \
-		SAMPLE_MS WORKDIR PGBIN KEEP_DATA BENCH_USER
+		SAMPLE_MS WORKDIR PGBIN KEEP_DATA BENCH_USER PIN
 fi
 
 # ---------------------------------------------------------------------------
@@ -306,7 +316,11 @@ done
 for c in "${CLUSTERS[@]}"; do
 	log "starting $c on port ${CPORT[$c]}"
 	STARTED+=("$c")
-	pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
+	pin=()
+	if [[ $PIN == split ]]; then
+		[[ $c == prov ]] && pin=(taskset -c 0) || pin=(taskset -c 1)
+	fi
+	"${pin[@]}" pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
 		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
 done
 
@@ -564,13 +578,28 @@ record_evidence() {
 }
 
 # every slot (all inactive) moved to the provider's current position:
-# fast-forward, nothing decoded into a reorder buffer or spilled
+# fast-forward, nothing decoded into a reorder buffer or spilled.  One
+# advance moves confirmed_flush_lsn there, but restart_lsn (where the
+# walsender starts decoding) only to the first running-xacts record it
+# passed: a slot advanced over an earlier run's gigabytes of WAL would then
+# decode them again when its subscription is enabled, before the marker
+# (measured: 23-24 s, the walsender's CPU doubled).  So advance, log a
+# running-xacts record (CHECKPOINT), and advance again until restart_lsn is
+# within 64 MB.
 advance_slots() {
-	local s
+	local s gap i
 	for s in "${SYS_LIST[@]}"; do
-		qp "SELECT pg_replication_slot_advance(slot_name, greatest(confirmed_flush_lsn, pg_current_wal_lsn()))
-			FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" >/dev/null ||
-			die "advancing slot ${SLOT[$s]} failed"
+		for i in 1 2 3 4; do
+			qp "SELECT pg_replication_slot_advance(slot_name, greatest(confirmed_flush_lsn, pg_current_wal_lsn()))
+				FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" >/dev/null ||
+				die "advancing slot ${SLOT[$s]} failed"
+			gap=$(qp "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint
+				FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'")
+			(( gap <= 64 * 1024 * 1024 )) && break
+			qp "CHECKPOINT" >/dev/null
+		done
+		(( gap <= 64 * 1024 * 1024 )) ||
+			die "slot ${SLOT[$s]}: restart_lsn stays $gap bytes behind after advancing"
 	done
 }
 
@@ -769,6 +798,7 @@ for n in "${NOTES[@]}"; do echo "           NOTE: $n"; done
 echo "settings:  N=$N WORKLOADS=\"$WORKLOADS\" WRITERS=\"$WRITERS\" SYNC=$SYNC (apply synchronous_commit)"
 echo "           provider logical_decoding_work_mem=$LDWM_SHOWN; every cluster: shared_buffers=1GB"
 echo "           max_wal_size=8GB autovacuum=off fsync=on; one system at a time, the others disabled"
+[[ $PIN == split ]] && echo "           PIN=split: the provider's server on CPU 0, the subscribers' on CPU 1 (taskset)"
 echo "insert:    $INSERT_SQL"
 echo "update:    $UPDATE_SQL"
 echo "workdir:   $WORKDIR (clusters ran as OS user $(id -un))"
