@@ -17,6 +17,11 @@
 #     is also replayed into a throwaway subscription of that cluster
 #     (parallel_apply.debug_replay_file): the routing rate with nothing
 #     decoding meanwhile,
+#   - optionally (SYSTEMS containing "adaptive") parallel_apply with
+#     ADAPTIVE_WRITERS writers and parallel_apply.adaptive_writers = on,
+#     whatever PA_CONF says: with PA_CONF="parallel_apply.adaptive_writers =
+#     off" the pa systems are fixed writer counts, compared with the rule in
+#     the same invocation,
 #   - optionally (SYSTEMS containing "nocoalesce") parallel_apply with 1
 #     writer and parallel_apply.coalesce_updates = off: every update applied
 #     (src/writer/coalesce.c), for comparing with pa_w1 in the same invocation,
@@ -51,7 +56,9 @@
 #                         (full pages: the first catch-up after the copy makes
 #                         about 8% more WAL and ten times the non-HOT updates)
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
-#   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce)
+#   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce,
+#                         adaptive)
+#   ADAPTIVE_WRITERS=8    writers of the "adaptive" system
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
 #   SYNC=off              off | on: durable apply on the subscriber
 #   WORKLOAD=tpcb         tpcb | insert (one INSERT per transaction)
@@ -118,6 +125,7 @@ WARMUP=${WARMUP:-1}
 WRITERS=${WRITERS:-"1 2 4 8"}
 SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
 ROUTE_WRITERS=${ROUTE_WRITERS:-2}
+ADAPTIVE_WRITERS=${ADAPTIVE_WRITERS:-8}
 SYNC=${SYNC:-off}
 WORKLOAD=${WORKLOAD:-tpcb}
 HISTORY_PK=${HISTORY_PK:-0}
@@ -144,7 +152,7 @@ CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
 
 bench_find_pgbin
 
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS CHECK_RUNS; do
+for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS; do
 	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
 done
 (( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
@@ -162,8 +170,9 @@ for w in $WRITERS; do
 	is_uint "$w" && (( w >= 1 && w <= 64 )) || die "WRITERS: '$w' is not a writer count in 1..64"
 done
 for s in $SYSTEMS; do
-	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ]] ||
-		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce)"
+	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ||
+		$s == adaptive ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive)"
 done
 for b in initdb pg_ctl postgres psql pgbench pg_dump pg_waldump pg_isready; do
 	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
@@ -193,7 +202,7 @@ if (( EUID == 0 )); then
 	chmod -R a+rX "$WORKDIR/.workloads"
 	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS \
 		NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
-		ROUTE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
+		ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
 		KEEP_DATA BENCH_USER PA_CONF
 fi
 
@@ -230,12 +239,13 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
 		route) WANT_ROUTE=1 ;;
 		nocoalesce) WANT_NC=1 ;;
+		adaptive) WANT_AD=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -245,7 +255,7 @@ if (( WANT_PGL && ! HAVE_PGL )); then
 	PGL_NOTE="pglogical is not installed ($PKGLIBDIR/pglogical.so missing; Debian package postgresql-15-pglogical): skipped"
 	log "NOTE: $PGL_NOTE"
 fi
-if (( WANT_PA || WANT_ROUTE || WANT_NC )); then
+if (( WANT_PA || WANT_ROUTE || WANT_NC || WANT_AD )); then
 	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
 fi
 # the route system's settings exist only in a build made with
@@ -280,6 +290,12 @@ if (( WANT_NC )); then
 	SYS_LIST+=("$s")
 	SYS_SUB[$s]=pa_nc SYS_WRITERS[$s]=1 SYS_LABEL[$s]="pa no-coalesce"
 fi
+# the adaptive rule on, whatever PA_CONF says; its name ends in _ad
+if (( WANT_AD )); then
+	s=pa_w${ADAPTIVE_WRITERS}_ad
+	SYS_LIST+=("$s")
+	SYS_SUB[$s]=pa_ad SYS_WRITERS[$s]=$ADAPTIVE_WRITERS SYS_LABEL[$s]="pa adaptive"
+fi
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
 	SYS_SUB[pglogical]=pgl_sub SYS_WRITERS[pglogical]=1 SYS_LABEL[pglogical]="pglogical"
@@ -297,7 +313,7 @@ done
 (( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
 SDB=sub
 MAXW=8
-for w in $WRITERS $ROUTE_WRITERS; do (( w > MAXW )) && MAXW=$w; done
+for w in $WRITERS $ROUTE_WRITERS $ADAPTIVE_WRITERS; do (( w > MAXW )) && MAXW=$w; done
 
 for c in "${CLUSTERS[@]}"; do
 	d=$(cdata "$c")
@@ -477,6 +493,7 @@ EOF
 			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
 			[[ $c != *_nc ]] || echo "parallel_apply.coalesce_updates = off" >>"$d/postgresql.conf"
 			[[ -z ${PA_CONF:-} ]] || tr ';' '\n' <<<"$PA_CONF" >>"$d/postgresql.conf"
+			[[ $c != *_ad ]] || echo "parallel_apply.adaptive_writers = on" >>"$d/postgresql.conf"
 			;;
 		pglogical)
 			cat >>"$d/postgresql.conf" <<EOF
@@ -1209,7 +1226,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+#
+# bench/device/make-bundle.sh [OUTDIR]
+#
+# Pack what the benchmarks need to run on a machine with no network and an
+# unknown Linux (the 16-CPU machine some sessions are lent, see
+# bench/README.md, "Many CPUs"): one Debian root, made here, that the
+# machine unpacks and enters with chroot, so that nothing depends on its
+# own libraries.  The root is Debian testing's (tools/pg-root.sh 18) with
+#
+#   - PostgreSQL 18 and its pglogical, parallel_apply built and installed in
+#     it (default build),
+# stripped of what the shell benchmarks do not run (compilers, headers, LLVM
+# and the JIT, Perl and Python, documentation, apt's lists: the machine's
+# tree travels in at most 64 MiB, this root included), and written as OUTDIR/root.tar.xz
+# (default .devbundle/ in the repository, which git ignores).  Run as root
+# on Debian 12, after the extension builds here.
+#
+# bench/device/run.sh unpacks it on the other machine.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${1:-$repo/.devbundle}
+stage=${STAGE_DIR:-/var/tmp/pa-devroot}
+say() { printf 'make-bundle: %s\n' "$*"; }
+(( EUID == 0 )) || { echo "make-bundle: run as root" >&2; exit 1; }
+
+. "$repo/tools/tree.sh"
+root=$(pa_root_for 18)
+bash "$repo/tools/pg-root.sh" 18 "$root"
+
+# parallel_apply for 18, built and installed in the full root
+src=/tmp/parallel_apply_bundle_src
+pa_copy_tree "$repo" "$root$src"
+chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 bash -c "
+	set -e; cd $src
+	make -s PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config 2>&1 | (! grep warning:)
+	make -s PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config install >/dev/null"
+
+# the copy that travels, without what no benchmark runs
+say "copying $root to $stage"
+rm -rf "$stage"
+mkdir -p "$stage"
+tar -C "$root" --one-file-system \
+	--exclude=./proc/'*' --exclude=./tmp/'*' --exclude=./var/cache/apt \
+	--exclude=./var/lib/apt/lists --exclude=./usr/share/doc --exclude=./usr/share/man \
+	--exclude=./usr/share/info --exclude=./usr/share/locale --exclude=./usr/include \
+	--exclude=./usr/lib/gcc --exclude=./usr/libexec/gcc --exclude='./usr/lib/llvm-*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/libLLVM*' --exclude='./usr/lib/x86_64-linux-gnu/libclang*' \
+	--exclude='./usr/lib/postgresql/*/lib/bitcode' --exclude='./usr/lib/postgresql/*/lib/llvmjit*' \
+	--exclude='./usr/lib/postgresql/*/lib/pgxs' --exclude='./usr/share/postgresql/*/man' \
+	--exclude='./usr/lib/x86_64-linux-gnu/libasan*' --exclude='./usr/lib/x86_64-linux-gnu/libtsan*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/liblsan*' --exclude='./usr/lib/x86_64-linux-gnu/libubsan*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/libhwasan*' --exclude='./usr/lib/x86_64-linux-gnu/libgprofng*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/libbfd*' --exclude='./usr/lib/x86_64-linux-gnu/libctf*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/libz3*' --exclude='./usr/bin/x86_64-linux-gnu-*' \
+	--exclude='./usr/share/postgresql-common/pgdg' --exclude=./var/log/'*' \
+	--exclude='./usr/lib/x86_64-linux-gnu/*.a' --exclude='./usr/lib/x86_64-linux-gnu/libpfm*' \
+	--exclude=./usr/lib/linux --exclude=./usr/share/i18n --exclude=./usr/share/perl \
+	--exclude=./usr/lib/x86_64-linux-gnu/perl \
+	--exclude='./usr/lib/python3*' --exclude='./usr/bin/python3*' \
+	--exclude=./usr/lib/x86_64-linux-gnu/perl-base --exclude=./usr/bin/perl \
+	--exclude='./usr/bin/perl5*' --exclude='./usr/lib/x86_64-linux-gnu/libperl*' \
+	--exclude=./usr/lib/x86_64-linux-gnu/gconv --exclude=./usr/lib/x86_64-linux-gnu/systemd \
+	--exclude=./usr/lib/systemd --exclude='./usr/lib/x86_64-linux-gnu/libisl*' \
+	-cf - . | tar -C "$stage" -xf -
+
+chroot "$stage" /usr/lib/postgresql/18/bin/postgres --version
+[[ -f $stage/usr/lib/postgresql/18/lib/parallel_apply.so && -f $stage/usr/lib/postgresql/18/lib/pglogical.so ]] ||
+	{ echo "make-bundle: parallel_apply or pglogical missing in the root" >&2; exit 1; }
+mkdir -p "$out"
+git -C "$repo" describe --always --dirty >"$out/REV.new" 2>/dev/null || echo unknown >"$out/REV.new"
+say "writing $out/root.tar.xz ($(du -sh "$stage" | cut -f1) unpacked)"
+tar -C "$stage" -cf - . | xz -T2 -9 >"$out/root.tar.xz.new"
+mv "$out/root.tar.xz.new" "$out/root.tar.xz"
+mv "$out/REV.new" "$out/REV"
+say "$(du -h "$out/root.tar.xz" | cut -f1) written"
