@@ -27,10 +27,11 @@
 #
 # STAGES (default "large catchup") picks stages and their order; each
 # stage's variables can be overridden (LARGE_N, LARGE_SYSTEMS, LARGE_MAX,
-# CATCHUP_NXACTS, CATCHUP_SCALE, CATCHUP_CLIENTS, CATCHUP_RUNS,
-# CATCHUP_WRITERS).  Output goes to $OUT (default
-# /tmp/pa-device-out): one log per stage and results.tar.gz with the
-# reports and CSVs.
+# CATCHUP_NXACTS, CATCHUP_SCALE, CATCHUP_CLIENTS, CATCHUP_JOBS,
+# CATCHUP_RUNS, CATCHUP_WRITERS, CATCHUP_SYSTEMS, CATCHUP_WORKLOAD).  Output
+# goes to $OUT (default /tmp/pa-device-out): one log per stage and
+# results.tar.gz with the reports and CSVs.  Each call after the first on
+# the same machine finds the root unpacked.
 set -uo pipefail
 
 budget=${1:-540}
@@ -114,7 +115,8 @@ for s in $STAGES; do
 			stage catchup 120 100000 bash -c "cd $src && PGBIN=$pgbin \
 				SCALE=${CATCHUP_SCALE:-16} NXACTS=${CATCHUP_NXACTS:-150000} \
 				CLIENTS=${CATCHUP_CLIENTS:-32} JOBS=${CATCHUP_JOBS:-16} RUNS=${CATCHUP_RUNS:-2} WARMUP=1 \
-				WRITERS='${CATCHUP_WRITERS:-1 2 4 8 16}' SYSTEMS='pa adaptive pglogical incore' \
+				WRITERS='${CATCHUP_WRITERS:-1 2 4 8 16}' SYSTEMS='${CATCHUP_SYSTEMS:-pa adaptive pglogical incore}' \
+				WORKLOAD=${CATCHUP_WORKLOAD:-tpcb} \
 				PA_CONF='parallel_apply.adaptive_writers = off' ADAPTIVE_WRITERS=16 \
 				WORKDIR=/tmp/pa_bench/catchup bash bench/catchup_bench.sh" ;;
 		*) say "unknown stage $s" ;;
