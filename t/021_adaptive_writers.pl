@@ -119,6 +119,20 @@ if ($sub->safe_psql('postgres',
 
 # The free-CPU condition.  The counters go to the log at DEBUG1 at the end
 # of a busy spell: "..., N more not tried for want of a free CPU".
+# One streamed transaction (40,000 rows into indep from id $from), caught
+# up and compared: the transactions each writer applied meanwhile
+sub streamed_insert
+{
+	my ($from, $what) = @_;
+	my @before = split m{/}, per_writer();
+	$pub->safe_psql('postgres',
+		"INSERT INTO indep SELECT g FROM generate_series($from, $from + 39999) g");
+	wait_caught_up($sub, 'a');
+	my @after = split m{/}, per_writer();
+	rows_equal($pub, $sub, [ [ 'indep', 'id' ] ], $what);
+	return map { $after[$_] - $before[$_] } 0 .. $#after;
+}
+
 sub free_cpu_backlog
 {
 	my ($cpus, $msg) = @_;
@@ -211,16 +225,10 @@ SELECT count(*) FILTER (WHERE application_name = 'parallel_apply receiver a') = 
    AND count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer a:%') = 1
   FROM pg_stat_activity}),
 	'restarted: writer 0 alone runs');
-my @before = split m{/}, per_writer();
-$pub->safe_psql('postgres',
-	'INSERT INTO indep SELECT g FROM generate_series(100001, 140000) g');
-wait_caught_up($sub, 'a');
-my @after = split m{/}, per_writer();
-rows_equal($pub, $sub, [ [ 'indep', 'id' ] ],
-	'a streamed transaction on a writer started for it');
-is($after[3] - $before[3], 1,
-	'the streamed transaction was applied by writer 3')
-  or diag(join('/', @before) . ' -> ' . join('/', @after));
+my @applied =
+  streamed_insert(100001, 'a streamed transaction on a writer started for it');
+is($applied[3], 1, 'the streamed transaction was applied by writer 3')
+  or diag('applied per writer: ' . join('/', @applied));
 ok( $sub->safe_psql('postgres',
 		"SELECT pid IS NOT NULL FROM writer_status() WHERE subscription_name = 'a' AND writer = 3"
 	) eq 't',
@@ -255,14 +263,9 @@ no_errors($sub, 'a', 'no worker slot free');
 # started: the leader keeps it and writer 0 applies it at its commit.
 {
 	my $logpos = -s $sub->logfile;
-	my @b = split m{/}, per_writer();
-	$pub->safe_psql('postgres',
-		'INSERT INTO indep SELECT g FROM generate_series(140001, 180000) g');
-	wait_caught_up($sub, 'a');
-	my @a = split m{/}, per_writer();
-	rows_equal($pub, $sub, [ [ 'indep', 'id' ] ],
-		'no worker slot free: a streamed transaction');
-	is(join('/', map { $a[$_] - $b[$_] } 0 .. $#a), '1/0/0/0',
+	is( join('/',
+			streamed_insert(140001, 'no worker slot free: a streamed transaction')),
+		'1/0/0/0',
 		'no worker slot free: writer 0 applied the streamed transaction');
 	like(slurp_file($sub->logfile, $logpos),
 		qr/LOG:  could not start writer \d of parallel_apply subscription "a"/,
