@@ -14,7 +14,7 @@
 # and the JIT, Perl and Python, documentation, apt's lists: the machine's
 # tree travels in at most 64 MiB, this root included), and written as OUTDIR/root.tar.xz
 # (default .devbundle/ in the repository, which git ignores).  Run as root
-# on Debian 12, after the extension builds here.
+# on Debian 12.
 #
 # bench/device/run.sh unpacks it on the other machine.
 set -euo pipefail
@@ -27,15 +27,9 @@ say() { printf 'make-bundle: %s\n' "$*"; }
 
 . "$repo/tools/tree.sh"
 root=$(pa_root_for 18)
-bash "$repo/tools/pg-root.sh" 18 "$root"
-
-# parallel_apply for 18, built and installed in the full root
-src=/tmp/parallel_apply_bundle_src
-pa_copy_tree "$repo" "$root$src"
-chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 bash -c "
-	set -e; cd $src
-	make -s PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config 2>&1 | (! grep warning:)
-	make -s PG_CONFIG=/usr/lib/postgresql/18/bin/pg_config install >/dev/null"
+# the root made (tools/pg-root.sh) and parallel_apply built and installed
+# in it without warnings, as for a benchmark there; the script run is none
+bash "$repo/bench/in-root.sh" 18 /dev/null
 
 # the copy that travels, without what no benchmark runs
 say "copying $root to $stage"

@@ -69,10 +69,9 @@ tar -C "$repo" --exclude=./.git --exclude=./.devbundle --exclude='*.o' --exclude
 # the build in the root is the one make-bundle.sh made
 rev=$(cat "$repo/.devbundle/REV" 2>/dev/null || echo unknown)
 
-in_root() {
-	chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-		PA_REV="$rev" "$@"
-}
+# a command in the root, with a clean environment
+in_root=(chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+	PA_REV="$rev")
 
 {
 	echo "date: $(date -u)"
@@ -81,9 +80,9 @@ in_root() {
 	grep -m1 'model name' /proc/cpuinfo
 	grep -E '^(MemTotal|MemAvailable)' /proc/meminfo
 	uname -a
-	cat /etc/os-release 2>/dev/null | head -3
-	df -h / "$root" | tail -n +1
-	in_root $pgbin/postgres --version
+	head -3 /etc/os-release 2>/dev/null
+	df -h / "$root"
+	"${in_root[@]}" $pgbin/postgres --version
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt" >&2
 
@@ -100,8 +99,7 @@ stage() {
 		return 0
 	fi
 	say "$name: start ($t s at most)"
-	timeout -k 10 "$t" chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-		LANG=C.UTF-8 PA_REV="$rev" "$@" >"$OUT/$name.log" 2>&1
+	timeout -k 10 "$t" "${in_root[@]}" "$@" >"$OUT/$name.log" 2>&1
 	say "$name: exit $?"
 }
 
