@@ -1,4 +1,4 @@
--- Version 1.0 of the extension updates to 1.1, 1.2 and on to 1.3:
+-- Version 1.0 of the extension updates to 1.1, 1.2, 1.3 and on to 1.4:
 -- subscriptions keep their settings and gain origin 'any', run_as_owner
 -- false and an owner (the bootstrap superuser), table_sync false (their
 -- tables are not recorded), disable_on_error false and no skip_lsn,
@@ -39,8 +39,8 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
--- 1.2 updates to 1.3 alone, and ends with the catalog and functions of a
--- fresh 1.3
+-- 1.2 updates to 1.3 and 1.4, and 1.3 to 1.4 alone, each ending with the
+-- catalog and functions (their grants too) of a fresh 1.4
 -- the extension's catalog columns (with defaults) and functions, as they
 -- are when this is called (found by name, so that a dropped and recreated
 -- extension is seen)
@@ -56,17 +56,27 @@ CREATE FUNCTION pg_temp.extension_shape()
     AND attnum > 0
   UNION ALL
   SELECT 'function', p.oid::regprocedure::text, pg_get_function_result(p.oid), p.proisstrict,
-         array_to_string(p.proconfig, ',')
+         concat_ws(' ', array_to_string(p.proconfig, ','), p.prosecdef,
+                   (SELECT string_agg(a.grantee::regrole::text || ':' || a.privilege_type, ','
+                                      ORDER BY a.grantee::regrole::text)
+                    FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+                    WHERE a.grantee <> p.proowner))
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
 $$;
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
 DROP EXTENSION parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.2';
-ALTER EXTENSION parallel_apply UPDATE TO '1.3';
+ALTER EXTENSION parallel_apply UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 -- the difference both ways: none
+(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+DROP TABLE upgraded;
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.3';
+ALTER EXTENSION parallel_apply UPDATE TO '1.4';
+CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
