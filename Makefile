@@ -31,7 +31,8 @@ OBJS += \
 	src/subscriber/conn.o \
 	src/subscriber/queue.o \
 	src/subscriber/relmap.o \
-	src/subscriber/sync.o
+	src/subscriber/sync.o \
+	src/subscriber/usercontext.o
 # subscriber: the leader (receiver, dispatcher, pool of writers, progress)
 OBJS += \
 	src/leader/receiver.o \

@@ -34,8 +34,8 @@
  *	  A remote column without a local column is an error: its data would
  *	  be lost.  Text from a provider of another database encoding is
  *	  converted to this database's first (binary is then never sent);
- *	- the defaults of local columns the provider does not send, planned,
- *	  for INSERT;
+ *	- the defaults of local columns the provider does not send, not yet
+ *	  planned (apply.c plans them as the table's user), for INSERT;
  *	- the table's record in subscription_rel (sync.c): the position its
  *	  copy read, before which its changes are in the copy and skipped
  *	  (pa_relmap_skip), and the copy's snapshot, which decides instead for
@@ -500,7 +500,11 @@ build_columns(PaRelMapEntry *entry, Relation rel, MemoryContext cxt)
 	}
 }
 
-/* Planned defaults of the local columns the provider does not send. */
+/*
+ * Defaults of the local columns the provider does not send, as parsed:
+ * nothing of them is evaluated here (planning would fold the owner's
+ * IMMUTABLE functions, here as the worker's user); the apply plans them.
+ */
 static void
 build_defaults(PaRelMapEntry *entry, Relation rel)
 {
@@ -523,7 +527,8 @@ build_defaults(PaRelMapEntry *entry, Relation rel)
 		if (defexpr == NULL)
 			continue;
 		entry->defattnums[entry->ndefaults] = i + 1;
-		entry->defexprs[entry->ndefaults] = expression_planner(defexpr);
+		/* planned by the apply, as the table's user (apply.c) */
+		entry->defexprs[entry->ndefaults] = defexpr;
 		entry->ndefaults++;
 	}
 }
@@ -722,6 +727,7 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 	list_free(indexes);
 
 	entry->fires_triggers = false;
+	entry->fires_deferrable = false;
 	if (rel->trigdesc != NULL)
 	{
 		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
@@ -731,7 +737,10 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 			if (TRIGGER_FOR_ROW(t->tgtype) &&
 				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
 				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
+			{
 				entry->fires_triggers = true;
+				entry->fires_deferrable |= t->tgdeferrable;
+			}
 		}
 	}
 	/* see coalesce.c */

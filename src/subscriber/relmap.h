@@ -103,14 +103,19 @@ typedef struct PaRelMapEntry
 	/*
 	 * coalesce.c: updates may be kept and merged (the only uniqueness is
 	 * the replica identity, a local index enforces it, a plain table, no
-	 * row triggers firing here); fires_triggers: row triggers fire here.
+	 * row triggers firing here); fires_triggers: row triggers fire here;
+	 * fires_deferrable: some of them are deferrable (constraint triggers,
+	 * which apply.c makes fire at the end of the change, as the table's
+	 * user, rather than at commit).
 	 */
 	bool		coalescable;
 	bool		fires_triggers;
+	bool		fires_deferrable;
 
 	/*
 	 * Defaults of the local columns the provider does not send (not dropped,
-	 * not generated), planned, for INSERT.
+	 * not generated), as parsed (apply.c plans them as the table's user), for
+	 * INSERT.
 	 */
 	int			ndefaults;
 	AttrNumber *defattnums;

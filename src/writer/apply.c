@@ -67,13 +67,15 @@
  * partitions), as PostgreSQL 16's apply worker does with run_as_owner
  * off: the workers themselves run as the bootstrap superuser, but the
  * table's triggers, defaults, constraints and index expressions only get
- * its owner's rights, under SECURITY_RESTRICTED_OPERATION.  With the
- * subscription's run_as_owner, changes are applied as the subscription's
- * owner instead.  A TRUNCATE of tables of several owners runs as the
- * subscription's owner.  Privileges are checked for that user as the
- * logical replication worker checks them: it needs the privilege on the
- * table actually modified (the leaf partition), SELECT where rows are
- * searched, and row-level security must not apply to it.
+ * its owner's rights, under SECURITY_RESTRICTED_OPERATION and in a GUC
+ * nest level of the change's own (usercontext.c); the switch comes before
+ * the first value is converted.  With the subscription's run_as_owner,
+ * changes are applied as the subscription's owner instead.  A TRUNCATE
+ * runs each table's part as that table's user.  Privileges are checked
+ * for that user as the logical replication worker checks them: it needs
+ * the privilege on the table actually modified (the leaf partition),
+ * SELECT where rows are searched, and row-level security must not apply
+ * to it.
  *
  * src/writer/apply.c
  *
@@ -87,6 +89,7 @@
 #include "access/tupconvert.h"
 #include "access/xact.h"
 #include "catalog/catalog.h"
+#include "catalog/heap.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
@@ -97,6 +100,7 @@
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -180,6 +184,14 @@ apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	/*
+	 * From here, everything of the table (its index expressions as the
+	 * executor state opens them, type input, defaults, triggers, checks)
+	 * runs as its user (usercontext.c).
+	 */
+	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
+							pa_apply_as_role, &state->user);
+
+	/*
 	 * A state of the change's own allocates in its query context, freed
 	 * at the end; a kept one leaves the change's allocations to the
 	 * caller's context (reset after each change, writer.c).
@@ -191,8 +203,21 @@ apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 	if (!state->exec->kept)
 		MemoryContextSwitchTo(state->estate->es_query_cxt);
 
-	/* from here, the table's triggers, defaults and checks run as its user */
-	pa_apply_switch_user(rel->localrel->rd_rel->relowner, &state->user);
+	/*
+	 * A deferred trigger would fire at commit, as the writer's user, not
+	 * the table's: a table with deferrable triggers that fire here (and a
+	 * partitioned one, whose partitions may have them) has its constraints
+	 * set immediate first, SET CONSTRAINTS ALL IMMEDIATE, so that they fire
+	 * at the end of this change, as its user.
+	 */
+	if (rel->fires_deferrable ||
+		rel->localrel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ConstraintsSetStmt *immediate = makeNode(ConstraintsSetStmt);
+
+		immediate->deferred = false;
+		AfterTriggerSetState(immediate);
+	}
 
 	AfterTriggerBeginQuery();
 }
@@ -211,7 +236,7 @@ apply_end(ApplyState *state)
 	MemoryContextSwitchTo(state->oldcxt);
 	pa_exec_end(state->exec);
 
-	pa_apply_restore_user(&state->user);
+	pa_restore_user(&state->user);
 	PopActiveSnapshot();
 	error_context_stack = state->errcallback.previous;
 
@@ -219,31 +244,7 @@ apply_end(ApplyState *state)
 }
 
 /*
- * The current user may apply this kind of change to rel; row-level
- * security, which the executor's replication functions do not apply,
- * must not be in force for it.
- */
-static void
-check_privileges(Relation rel, AclMode mode)
-{
-	Oid			relid = RelationGetRelid(rel);
-	AclResult	aclresult;
-
-	aclresult = pg_class_aclcheck(relid, GetUserId(), mode);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-
-	if (check_enable_rls(relid, InvalidOid, false) == RLS_ENABLED)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("user \"%s\" cannot apply replicated changes to table \"%s\", which has row-level security enabled",
-						GetUserNameFromId(GetUserId(), true),
-						RelationGetRelationName(rel))));
-}
-
-/*
- * check_privileges, on the local table once per kept executor state
+ * pa_check_table_privileges, on the local table once per kept executor state
  * (execstate.c); on a partition, or in a state of the change's own, each
  * time.
  */
@@ -255,46 +256,13 @@ check_change_privileges(ApplyState *state, Relation rel, AclMode mode)
 
 	if (keep && (exec->checked & mode) == mode)
 		return;
-	check_privileges(rel, mode);
+	pa_check_table_privileges(rel, mode);
 	if (keep)
 		exec->checked |= mode;
 }
 
-/* ---------------------------------------------------------------------
- * The user a change is applied as
- * ---------------------------------------------------------------------
- */
-
+/* the user a change is applied as: apply.h */
 Oid			pa_apply_as_role = InvalidOid;
-
-void
-pa_apply_switch_user(Oid relowner, PaUserSwitch *save)
-{
-	Oid			role = OidIsValid(pa_apply_as_role) ? pa_apply_as_role : relowner;
-
-	GetUserIdAndSecContext(&save->userid, &save->sec_context);
-	save->switched = role != save->userid;
-	if (!save->switched)
-		return;
-
-	/*
-	 * As a table's owner, what the table runs (triggers, defaults, index
-	 * expressions) must not be able to act as anyone else: restricted, as
-	 * PostgreSQL runs maintenance commands for a table's owner.
-	 */
-	SetUserIdAndSecContext(role, save->sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   (OidIsValid(pa_apply_as_role) ? 0 :
-							SECURITY_RESTRICTED_OPERATION));
-}
-
-void
-pa_apply_restore_user(PaUserSwitch *save)
-{
-	if (save->switched)
-		SetUserIdAndSecContext(save->userid, save->sec_context);
-	save->switched = false;
-}
 
 /* ---------------------------------------------------------------------
  * Slots
@@ -390,7 +358,12 @@ store_tuple(ApplyState *state, TupleTableSlot *slot, PaTupleData *tup)
 	ExecStoreVirtualTuple(slot);
 }
 
-/* Local defaults for the columns the provider does not send. */
+/*
+ * Local defaults for the columns the provider does not send.  Planned
+ * here, as the table's user and with the change's snapshot, since
+ * planning evaluates the owner's IMMUTABLE functions (constant folding),
+ * as PostgreSQL's apply worker plans them for each change.
+ */
 static void
 fill_defaults(ApplyState *state, TupleTableSlot *slot)
 {
@@ -404,7 +377,8 @@ fill_defaults(ApplyState *state, TupleTableSlot *slot)
 	for (int i = 0; i < rel->ndefaults; i++)
 	{
 		int			attno = rel->defattnums[i] - 1;
-		ExprState  *exprstate = ExecInitExpr(rel->defexprs[i], NULL);
+		Expr	   *planned = expression_planner(rel->defexprs[i]);
+		ExprState  *exprstate = ExecInitExpr(planned, NULL);
 
 		slot->tts_values[attno] = ExecEvalExpr(exprstate, econtext,
 											   &slot->tts_isnull[attno]);
@@ -1041,11 +1015,17 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 /*
  * TRUNCATE the local tables of the remote relations, and every partition
  * of those that are partitioned.  The provider has already listed what
- * its CASCADE reached, so nothing cascades here (DROP_RESTRICT: a foreign
- * key from a table not in the list is an error, as for a local TRUNCATE).
- * Like PostgreSQL's worker, the truncation is logged for logical decoding
- * for the tables that are published from here, so that a cascaded
- * subscriber sees it.
+ * its CASCADE reached, so nothing cascades here (a foreign key from a
+ * table not in the list is an error, as for a local TRUNCATE: checked
+ * once for the whole list).  Like PostgreSQL's worker, the truncation is
+ * logged for logical decoding for the tables that are published from
+ * here, so that a cascaded subscriber sees it.
+ *
+ * Each table's part (its privilege check, its statement triggers, its
+ * owned sequences restarted) runs as the user a change to it is applied
+ * as (usercontext.c), as PostgreSQL 16+'s ExecuteTruncateGuts does with
+ * run_as_table_owner: the tables are truncated in groups, one per such
+ * user, in the order the provider listed them, each group as its user.
  */
 void
 pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
@@ -1054,7 +1034,7 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 	List	   *partitions = NIL;
 	List	   *rels = NIL;
 	List	   *relids = NIL;
-	List	   *relids_logged = NIL;
+	List	   *users = NIL;
 	ListCell   *lc;
 
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -1084,11 +1064,8 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 		if (list_member_oid(relids, relid))
 			continue;
 
-		check_privileges(rel, ACL_TRUNCATE);
 		rels = lappend(rels, rel);
 		relids = lappend_oid(relids, relid);
-		if (RelationIsLogicallyLogged(rel))
-			relids_logged = lappend_oid(relids_logged, relid);
 
 		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		{
@@ -1112,37 +1089,53 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 					table_close(childrel, AccessExclusiveLock);
 					continue;
 				}
-				check_privileges(childrel, ACL_TRUNCATE);
 				rels = lappend(rels, childrel);
 				partitions = lappend(partitions, childrel);
 				relids = lappend_oid(relids, childid);
-				if (RelationIsLogicallyLogged(childrel))
-					relids_logged = lappend_oid(relids_logged, childid);
 			}
 		}
 	}
 
-	/*
-	 * One command for all of them (foreign keys between them are checked
-	 * together), run as their owner when they have one; tables of several
-	 * owners are truncated as the subscription's owner.
-	 */
-	if (rels != NIL)
+	heap_truncate_check_FKs(rels, false);
+
+	/* the users, in the order of their first table */
+	foreach(lc, rels)
 	{
-		Relation	first = linitial(rels);
-		bool		one_owner = true;
+		Relation	rel = lfirst(lc);
+		Oid			user = OidIsValid(pa_apply_as_role) ?
+			pa_apply_as_role : rel->rd_rel->relowner;
+
+		users = list_append_unique_oid(users, user);
+	}
+
+	foreach(lc, users)
+	{
+		Oid			user = lfirst_oid(lc);
+		List	   *grels = NIL;
+		List	   *grelids = NIL;
+		List	   *grelids_logged = NIL;
+		ListCell   *r;
 		PaUserSwitch save;
 
-		foreach(lc, rels)
-			one_owner &= ((Relation) lfirst(lc))->rd_rel->relowner ==
-				first->rd_rel->relowner;
-		if (one_owner)
-			pa_apply_switch_user(first->rd_rel->relowner, &save);
-		else
-			save.switched = false;
-		PA_EXECUTE_TRUNCATE_GUTS(rels, relids, relids_logged, DROP_RESTRICT,
+		pa_switch_to_table_user(user, pa_apply_as_role, &save);
+		foreach(r, rels)
+		{
+			Relation	rel = lfirst(r);
+
+			if ((OidIsValid(pa_apply_as_role) ? pa_apply_as_role :
+				 rel->rd_rel->relowner) != user)
+				continue;
+			pa_check_table_privileges(rel, ACL_TRUNCATE);
+			grels = lappend(grels, rel);
+			grelids = lappend_oid(grelids, RelationGetRelid(rel));
+			if (RelationIsLogicallyLogged(rel))
+				grelids_logged = lappend_oid(grelids_logged,
+											 RelationGetRelid(rel));
+		}
+		/* the foreign keys between all of them are checked above */
+		PA_EXECUTE_TRUNCATE_GUTS(grels, grelids, grelids_logged, DROP_CASCADE,
 								 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
-		pa_apply_restore_user(&save);
+		pa_restore_user(&save);
 	}
 
 	/* the locks are kept until the end of the transaction */

@@ -22,27 +22,15 @@
 #define PA_APPLY_H
 
 #include "relmap.h"
+#include "usercontext.h"
 
 /*
- * The user changes are applied as.  InvalidOid (the default): each table's
- * owner, with SECURITY_RESTRICTED_OPERATION, so that a table's triggers,
- * defaults and index expressions have its owner's rights and no more, as
- * PostgreSQL 16 applies; a role: that role (run_as_owner: the
- * subscription's owner).  pa_apply_switch_user() switches for a table of that owner,
- * pa_apply_restore_user() switches back; an error switches back with the
- * transaction's abort.
+ * The user changes are applied as: InvalidOid (the default), each table's
+ * owner, as PostgreSQL 16+ applies; a role: that role (run_as_owner: the
+ * subscription's owner).  Set by the writer from its subscription; the
+ * switch itself is usercontext.c's.
  */
 extern PGDLLIMPORT Oid pa_apply_as_role;
-
-typedef struct PaUserSwitch
-{
-	Oid			userid;
-	int			sec_context;
-	bool		switched;
-} PaUserSwitch;
-
-extern void pa_apply_switch_user(Oid relowner, PaUserSwitch *save);
-extern void pa_apply_restore_user(PaUserSwitch *save);
 
 /* INSERT a row (routed into a partition when the target is partitioned). */
 extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);
