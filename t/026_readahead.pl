@@ -7,6 +7,10 @@
 # of the backlog (reading ahead stops at the RELATION message), deletes,
 # and a unique index only the subscriber has.
 #
+# The key of acct is of a domain of its owner's on the subscriber, whose
+# CHECK raises when it runs as a superuser: reading ahead runs it as the
+# owner, as the apply does.
+#
 # Also: writer_status() declared with other columns than the library
 # returns (an extension not updated after installing another build) is an
 # error, not a crash.
@@ -29,7 +33,23 @@ CREATE TABLE acct (id int PRIMARY KEY, balance bigint NOT NULL, filler char(400)
 CREATE TABLE hist (id bigserial PRIMARY KEY, acct int NOT NULL, delta int NOT NULL);
 };
 $pub->safe_psql('postgres', $ddl);
-$sub->safe_psql('postgres', $ddl);
+# on the subscriber, acct belongs to alice and its key is of her domain,
+# whose CHECK is her code: reading ahead converts key values with it, as
+# alice, as the apply does (usercontext.c), or the CHECK raises
+(my $sub_ddl = $ddl) =~ s/acct \(id int PRIMARY KEY/acct (id public.acct_id PRIMARY KEY/;
+$sub->safe_psql('postgres', q{
+CREATE ROLE alice;
+CREATE FUNCTION acct_id_ok(i int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    RAISE EXCEPTION 'ESCALATED: acct_id_ok ran as %', current_user;
+  END IF;
+  RETURN i > 0;
+END $$;
+ALTER FUNCTION acct_id_ok(int) OWNER TO alice;
+CREATE DOMAIN acct_id AS int CHECK (public.acct_id_ok(VALUE));
+ALTER DOMAIN acct_id OWNER TO alice;
+} . $sub_ddl . 'ALTER TABLE acct OWNER TO alice;');
 $sub->safe_psql('postgres', 'CREATE UNIQUE INDEX hist_acct_id ON hist (acct, id)');
 $pub->safe_psql('postgres', q{
 INSERT INTO acct SELECT g, 0 FROM generate_series(1, 20000) g;

@@ -28,9 +28,11 @@
  * btree index.  What it cannot use it skips: an expression column, a
  * NULL, a value the provider did not send.
  *
- * Reading ahead converts values as the apply will; a value that cannot
- * be converted raises the error its own apply would raise, earlier, in
- * the waiting transaction, which then fails like any other attempt.
+ * Reading ahead converts values as the apply will, as the same user
+ * (usercontext.c: a domain's CHECK on a key column is the table owner's
+ * code) and with a snapshot; a value that cannot be converted raises the
+ * error its own apply would raise, earlier, in the waiting transaction,
+ * which then fails like any other attempt.
  *
  * When pages are already cached, reading ahead only costs CPU.  So a
  * writer stops reading ahead during a wait after READAHEAD_IDLE_STREAK
@@ -55,7 +57,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/snapmgr.h"
 
+#include "apply.h"
 #include "compat.h"
 #include "execstate.h"
 #include "pipeline.h"
@@ -181,6 +185,7 @@ read_ahead_change(const char *data, int len)
 	char		oldkind = 0;
 	Oid			relid;
 	PaRelMapEntry *rel;
+	PaUserSwitch user;
 
 	pa_stringinfo_over(&in, data, len);
 	switch (pa_read_msgtype(&in))
@@ -207,7 +212,13 @@ read_ahead_change(const char *data, int len)
 		return false;
 	pa_exec_release();			/* not held open by the last change */
 	rel = pa_relmap_open(relid, AccessShareLock);
+	/* the key's type input (a domain's CHECK) runs as the apply runs it */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
+							pa_apply_as_role, &user);
 	lookup_row(rel, key, oldkind == PA_TUPLE_OLD);
+	pa_restore_user(&user);
+	PopActiveSnapshot();
 	pa_relmap_close(rel, AccessShareLock);
 	return true;
 }
