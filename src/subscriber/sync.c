@@ -74,8 +74,10 @@
 #include "nodes/makefuncs.h"
 #include "parser/parse_relation.h"
 #include "pgstat.h"
+#include "replication/origin.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -83,14 +85,15 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "apply.h"
 #include "catalog.h"
 #include "compat.h"
 #include "conn.h"
 #include "dispatcher.h"
 #include "pool.h"
 #include "queue.h"
+#include "relmap.h"
 #include "sync.h"
+#include "usercontext.h"
 
 typedef struct CopyTask
 {
@@ -647,15 +650,24 @@ remote_columns(const char *nspname, const char *relname, const char *listpub)
 
 /*
  * Copy the provider's rows of a table into the local one (relid, locked),
- * adding to what is there, as the user pa_apply_switch_user() picks for it:
- * the table's triggers, defaults and index expressions run with that
- * user's rights.  The provider's COPY runs under the imported snapshot;
- * it copies the columns cols, and only the rows that match one of quals
- * (row filters, NIL: every row).
+ * adding to what is there, as the changes to it are applied: as the user
+ * usercontext.c switches to for it (run_as: the subscription's owner with
+ * run_as_owner, else InvalidOid, the table's owner), who must have INSERT
+ * on it with no row-level security in force; with
+ * session_replication_role = replica, so that only the triggers that
+ * fire on a subscriber fire; and with its rows WAL-logged under a
+ * replication origin, so that a provider of this node that sends only
+ * changes with no origin (origin := 'none', a bidirectional pair) never
+ * sends them back.  A writer has its origin set up for its whole life;
+ * the leader and a backend running refresh_subscription() have none, and
+ * mark the copy's rows with DoNotReplicateId (decoding sees them as
+ * coming from elsewhere; no origin's progress moves).  The provider's
+ * COPY runs under the imported snapshot; it copies the columns cols, and
+ * only the rows that match one of quals (row filters, NIL: every row).
  */
 static void
 copy_into(Oid relid, char relkind, const char *qualified, List *cols,
-		  List *quals)
+		  List *quals, Oid run_as)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -664,6 +676,7 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols,
 	CopyFromState cstate;
 	WalRcvExecResult *res;
 	PaUserSwitch save;
+	RepOriginId saved_origin = replorigin_session_origin;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "COPY (SELECT ");
@@ -682,20 +695,35 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols,
 	walrcv_clear_result(res);
 
 	rel = table_open(relid, RowExclusiveLock);
-	pa_apply_switch_user(rel->rd_rel->relowner, &save);
+	pa_switch_to_table_user(rel->rd_rel->relowner, run_as, &save);
+	/* rolled back with the switch's GUC nest level */
+	(void) set_config_option("session_replication_role", "replica",
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	pa_check_table_privileges(rel, ACL_INSERT);
 	pstate = make_parsestate(NULL);
 	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
 										 NULL, false, false);
 	initStringInfo(&copybuf);
-	/* libpqwalreceiver asked the provider for this database's encoding */
-	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
-						   cols,
-						   list_make1(makeDefElem("encoding",
-												  (Node *) makeString(pstrdup(GetDatabaseEncodingName())),
-												  -1)));
-	(void) CopyFrom(cstate);
-	EndCopyFrom(cstate);
-	pa_apply_restore_user(&save);
+	if (replorigin_session_origin == InvalidRepOriginId)
+		replorigin_session_origin = DoNotReplicateId;
+	PG_TRY();
+	{
+		/* libpqwalreceiver asked the provider for this database's encoding */
+		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
+							   cols,
+							   list_make1(makeDefElem("encoding",
+													  (Node *) makeString(pstrdup(GetDatabaseEncodingName())),
+													  -1)));
+		(void) CopyFrom(cstate);
+		EndCopyFrom(cstate);
+	}
+	PG_FINALLY();
+	{
+		replorigin_session_origin = saved_origin;
+	}
+	PG_END_TRY();
+	pa_restore_user(&save);
 	table_close(rel, NoLock);
 }
 
@@ -775,41 +803,39 @@ record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn, const char *snap)
 /*
  * Copy one table at the snapshot, in a local transaction of its own that
  * also records it as copied at snap_lsn.  relkind '\0': look it up.  As
- * the subscription's publications publish it (NIL: read them from its
- * record).
+ * the subscription's publications publish it, as its user (sub NULL:
+ * read them from subid's record).
  */
-static void copy_table_here(Oid subid, List *publications,
+static void copy_table_here(PaSubscription *sub,
 							const char *nspname, const char *relname,
 							char relkind, const char *snapshot,
 							XLogRecPtr snap_lsn, const char *dsn);
 
 static void
-copy_table(Oid subid, List *publications, const char *nspname,
+copy_table(Oid subid, PaSubscription *sub, const char *nspname,
 		   const char *relname, char relkind, const char *snapshot,
 		   XLogRecPtr snap_lsn, const char *dsn)
 {
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (publications == NIL)
+	if (sub == NULL)
 	{
-		PaSubscription *sub = pa_catalog_get(subid);
+		sub = pa_catalog_get(subid);
 
 		if (sub == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("parallel_apply subscription %u was dropped during its initial copy",
 							subid)));
-		publications = sub->publications;
 	}
-	copy_table_here(subid, publications, nspname, relname, relkind,
-					snapshot, snap_lsn, dsn);
+	copy_table_here(sub, nspname, relname, relkind, snapshot, snap_lsn, dsn);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }
 
 /* copy_table, in the current transaction (with a snapshot pushed) */
 static void
-copy_table_here(Oid subid, List *publications, const char *nspname,
+copy_table_here(PaSubscription *sub, const char *nspname,
 				const char *relname, char relkind, const char *snapshot,
 				XLogRecPtr snap_lsn, const char *dsn)
 {
@@ -824,7 +850,7 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	begin_snapshot(copy_conn, snapshot);
 	copy_snap = pa_provider_value(copy_conn,
 								  "SELECT pg_catalog.pg_current_snapshot()::text");
-	remote_publication_filters(nspname, relname, publications, &quals,
+	remote_publication_filters(nspname, relname, sub->publications, &quals,
 							   &listpub);
 	cols = remote_columns(nspname, relname, listpub);
 	if (relkind == '\0')
@@ -848,8 +874,9 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	}
 	else
 	{
-		copy_into(relid, relkind, qualified, cols, quals);
-		record_relid(subid, relid, snap_lsn, copy_snap);
+		copy_into(relid, relkind, qualified, cols, quals,
+				  sub->run_as_owner ? sub->owner : InvalidOid);
+		record_relid(sub->subid, relid, snap_lsn, copy_snap);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
 		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
@@ -870,7 +897,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 
 	PG_TRY();
 	{
-		copy_table(pa_relmap_subid, NIL, task.nspname, task.relname,
+		copy_table(pa_relmap_subid, NULL, task.nspname, task.relname,
 				   task.relkind, task.snapshot, task.snap_lsn, task.dsn);
 	}
 	PG_CATCH();
@@ -939,7 +966,7 @@ pa_sync_relation(const char *nspname, const char *relname,
 		snapconn = temporary_snapshot(stream_sub, true, &snapshot, &snap_lsn);
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(oldcxt);
-		copy_table(stream_sub->subid, stream_sub->publications, nspname,
+		copy_table(stream_sub->subid, stream_sub, nspname,
 				   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
 		walrcv_disconnect(snapconn);
 		ereport(LOG,
@@ -997,7 +1024,7 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 		CopyTask   *t = lfirst(lc);
 
 		if (copy_data)
-			copy_table_here(sub->subid, sub->publications, t->nspname,
+			copy_table_here(sub, t->nspname,
 							t->relname, t->relkind,
 							snapshot, snap_lsn, sub->dsn);
 		else
