@@ -32,7 +32,8 @@ OBJS += \
 	src/subscriber/queue.o \
 	src/subscriber/relmap.o \
 	src/subscriber/sync.o \
-	src/subscriber/usercontext.o
+	src/subscriber/usercontext.o \
+	src/subscriber/stoplog.o
 # subscriber: the leader (receiver, dispatcher, pool of writers, progress)
 OBJS += \
 	src/leader/receiver.o \

@@ -370,6 +370,11 @@ pa_pool_check(void)
 		{
 			char		why[PA_ERROR_LEN];
 
+			/*
+			 * At a shutdown, or when this leader is being stopped too, the
+			 * writer was stopped on purpose: exit as asked, without an error
+			 */
+			CHECK_FOR_INTERRUPTS();
 			pw->running = false;
 			/* say why, so that subscription_status() keeps the cause */
 			SpinLockAcquire(&MyPaLeader->slot->mutex);

@@ -160,6 +160,7 @@
 #ifdef PA_DEBUG_SWITCHES
 #include "replay.h"
 #endif
+#include "stoplog.h"
 #include "sync.h"
 
 PaLeader   *MyPaLeader = NULL;
@@ -667,6 +668,7 @@ pa_leader_main(Datum arg)
 	memcpy(extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
+	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(extra[1], InvalidOid, 0);
 

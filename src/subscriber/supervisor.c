@@ -75,6 +75,7 @@
 #include "catalog.h"
 #include "launcher.h"
 #include "pipeline.h"
+#include "stoplog.h"
 
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		60000
@@ -171,6 +172,7 @@ pa_launcher_main(Datum arg)
 	ListCell   *lc;
 
 	pqsignal(SIGTERM, die);
+	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
@@ -439,6 +441,7 @@ pa_supervisor_main(Datum arg)
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
+	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 

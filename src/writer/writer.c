@@ -225,6 +225,7 @@
 #include "queue.h"
 #include "readahead.h"
 #include "relmap.h"
+#include "stoplog.h"
 #include "sync.h"
 #include "twophase.h"
 
@@ -2146,6 +2147,7 @@ pa_writer_main(Datum arg)
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
+	pa_stoplog_init();
 	pqsignal(SIGINT, StatementCancelHandler);
 	pqsignal(SIGUSR2, retry_request_handler);
 	BackgroundWorkerUnblockSignals();
