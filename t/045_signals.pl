@@ -114,8 +114,8 @@ is($sub->safe_psql('postgres', "SELECT pg_terminate_backend($pid)"), 't',
 my $newpid = blocked_writer($xid);
 isnt($newpid, $pid, 'a new writer applies the transaction after the restart');
 like(slurp_file($sub->logfile, $logpos),
-	qr/FATAL:  terminating background worker "parallel_apply writer" due to administrator command/,
-	'the writer was terminated');
+	qr/LOG:  terminating background worker "parallel_apply writer" due to administrator command/,
+	'the writer was terminated, and says so at LOG (stoplog.c)');
 session_query($lock, 'COMMIT');
 session_close($lock);
 wait_caught_up($sub, 's');
