@@ -26,8 +26,9 @@
  *	  (an earlier transaction of the group) has no commit timestamp yet,
  *	  and is not a conflict.  The initial copy commits with the writers'
  *	  origin; rows copied when a table joins the publications or by
- *	  refresh_subscription() are committed by the receiver or the caller's
- *	  session, with no origin, so they count as changed locally.
+ *	  refresh_subscription() are written by the receiver or the caller's
+ *	  session with DoNotReplicateId (sync.c), which counts as this
+ *	  subscription's too.
  *	- insert_exists, update_exists, multiple_unique_conflicts: the row to
  *	  insert, or the new row of an update, has the key of a local row in a
  *	  unique index (in more than one index: multiple_unique_conflicts, as
@@ -250,7 +251,9 @@ origin_is_ours(RepOriginId origin)
 
 	if (origin == InvalidRepOriginId)
 		return false;			/* a local change */
-	if (origin == replorigin_session_origin || bms_is_member(origin, ours))
+	/* DoNotReplicateId: rows this subscription copied (sync.c) */
+	if (origin == replorigin_session_origin || origin == DoNotReplicateId ||
+		bms_is_member(origin, ours))
 		return true;
 	if (PA_SHARED_ORIGIN)
 		return false;			/* the writers' own is the only one */
