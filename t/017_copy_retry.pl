@@ -58,7 +58,7 @@ $sub->safe_psql('postgres', join('', map { "CREATE TABLE $_ (id int PRIMARY KEY,
 my $offset = -s $sub->logfile;
 $sub->safe_psql('postgres',
 	"SELECT create_subscription('retry', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pabc'], num_writers := 1)");
-$sub->wait_for_log(qr/target table "public\.c" of parallel_apply subscription does not exist/, $offset);
+$sub->wait_for_log(qr/target table "public\.c" of parallel_apply subscription "retry" does not exist/, $offset);
 my $first = $sub->safe_psql('postgres',
 	'SELECT string_agg(relid::regclass::text, \',\' ORDER BY 1) FROM parallel_apply.subscription_rel');
 is($first, 'a,b', 'the failed attempt recorded the two tables it copied');
@@ -179,7 +179,7 @@ INSERT INTO absent SELECT i, 'absent' || i FROM generate_series(1, 10) i;
 ALTER PUBLICATION pabc ADD TABLE absent;
 UPDATE absent SET v = 'changed' WHERE id = 1;
 });
-$sub->wait_for_log(qr/target table "public\.absent" of parallel_apply subscription does not exist/, $offset);
+$sub->wait_for_log(qr/target table "public\.absent" of parallel_apply subscription "retry" does not exist/, $offset);
 ok($sub->poll_query_until('postgres',
 		q{SELECT last_error LIKE '%target table "public.absent"%does not exist%' FROM subscription_status() WHERE subscription_name = 'retry'}),
 	'a joining table missing here: the error is shown in subscription_status');
@@ -227,5 +227,24 @@ wait_caught_up($sub, 'later', timeout => '1 min');
 is($sub->safe_psql('postgres', "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM later"),
 	'2:after the subscription, updated',
 	'without synchronize_data, what the provider committed after create_subscription() returned is applied');
+
+# a copy that fails on a value says which table of which subscription it
+# was copying, in the log and in subscription_status
+$pub->safe_psql('postgres', q{
+CREATE TABLE mism (id int PRIMARY KEY, val int);
+INSERT INTO mism VALUES (1, 1);
+CREATE PUBLICATION pmism FOR TABLE mism;
+});
+$sub->safe_psql('postgres', 'CREATE TABLE mism (id int PRIMARY KEY, val date)');
+$offset = -s $sub->logfile;
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('mm', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['pmism'], num_writers := 1)");
+$sub->wait_for_log(
+	qr/ERROR:  invalid input syntax for type date: "1"\n.*CONTEXT:  COPY mism, line 1, column val: "1"\n\s*copying table public\.mism for parallel_apply subscription "mm"/,
+	$offset);
+pass('a failing copy names the table and the subscription in its context');
+$sub->safe_psql('postgres', 'ALTER TABLE mism ALTER COLUMN val TYPE int USING NULL');
+wait_caught_up($sub, 'mm', timeout => '1 min');
+rows_equal($pub, $sub, ['mism'], 'the table copied once its column has the provider\'s type');
 
 done_testing();

@@ -104,7 +104,7 @@ typedef struct CopyTask
 
 static WalReceiverConn *copy_conn;
 
-static void record_synced(Oid subid, const char *nspname,
+static void record_synced(PaSubscription *sub, const char *nspname,
 						  const char *relname, XLogRecPtr snap_lsn);
 static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn,
 						 const char *snap);
@@ -651,8 +651,8 @@ remote_columns(const char *nspname, const char *relname, const char *listpub)
 /*
  * Copy the provider's rows of a table into the local one (relid, locked),
  * adding to what is there, as the changes to it are applied: as the user
- * usercontext.c switches to for it (run_as: the subscription's owner with
- * run_as_owner, else InvalidOid, the table's owner), who must have INSERT
+ * usercontext.c switches to for it (the subscription's owner with
+ * run_as_owner, else the table's owner), who must have INSERT
  * on it with no row-level security in force; with
  * session_replication_role = replica, so that only the triggers that
  * fire on a subscriber fire; and with its rows WAL-logged under a
@@ -665,9 +665,24 @@ remote_columns(const char *nspname, const char *relname, const char *listpub)
  * COPY runs under the imported snapshot; it copies the columns cols, and
  * only the rows that match one of quals (row filters, NIL: every row).
  */
+typedef struct CopyContext
+{
+	const char *qualified;
+	const char *subname;
+} CopyContext;
+
 static void
-copy_into(Oid relid, char relkind, const char *qualified, List *cols,
-		  List *quals, Oid run_as)
+copy_error_callback(void *arg)
+{
+	CopyContext *c = arg;
+
+	errcontext("copying table %s for parallel_apply subscription \"%s\"",
+			   c->qualified, c->subname);
+}
+
+static void
+copy_into(PaSubscription *sub, Oid relid, char relkind,
+		  const char *qualified, List *cols, List *quals)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -677,6 +692,8 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols,
 	WalRcvExecResult *res;
 	PaUserSwitch save;
 	RepOriginId saved_origin = replorigin_session_origin;
+	CopyContext context = {qualified, sub->name};
+	ErrorContextCallback errcallback;
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "COPY (SELECT ");
@@ -694,8 +711,14 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols,
 						"start copying a table");
 	walrcv_clear_result(res);
 
+	errcallback.callback = copy_error_callback;
+	errcallback.arg = &context;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
 	rel = table_open(relid, RowExclusiveLock);
-	pa_switch_to_table_user(rel->rd_rel->relowner, run_as, &save);
+	pa_switch_to_table_user(rel->rd_rel->relowner,
+							sub->run_as_owner ? sub->owner : InvalidOid, &save);
 	/* rolled back with the switch's GUC nest level */
 	(void) set_config_option("session_replication_role", "replica",
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
@@ -725,6 +748,7 @@ copy_into(Oid relid, char relkind, const char *qualified, List *cols,
 	PG_END_TRY();
 	pa_restore_user(&save);
 	table_close(rel, NoLock);
+	error_context_stack = errcallback.previous;
 }
 
 /* The provider's relkind of a table, under the copy's snapshot. */
@@ -764,7 +788,7 @@ forget_table(Oid subid, Oid relid)
  * again, and the writers apply its changes from snap_lsn on.
  */
 static void
-record_synced(Oid subid, const char *nspname, const char *relname,
+record_synced(PaSubscription *sub, const char *nspname, const char *relname,
 			  XLogRecPtr snap_lsn)
 {
 	Oid			relid = local_relid(nspname, relname);
@@ -772,10 +796,10 @@ record_synced(Oid subid, const char *nspname, const char *relname,
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
-						nspname, relname),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" does not exist",
+						nspname, relname, sub->name),
 				 errhint("Create the table on the subscriber with the provider's columns.")));
-	record_relid(subid, relid, snap_lsn, NULL);
+	record_relid(sub->subid, relid, snap_lsn, NULL);
 }
 
 /*
@@ -861,8 +885,8 @@ copy_table_here(PaSubscription *sub, const char *nspname,
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("target table \"%s.%s\" of parallel_apply subscription does not exist",
-						nspname, relname),
+				 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" does not exist",
+						nspname, relname, sub->name),
 				 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
 
 	if (pa_relation_is_ours(relid))
@@ -874,8 +898,7 @@ copy_table_here(PaSubscription *sub, const char *nspname,
 	}
 	else
 	{
-		copy_into(relid, relkind, qualified, cols, quals,
-				  sub->run_as_owner ? sub->owner : InvalidOid);
+		copy_into(sub, relid, relkind, qualified, cols, quals);
 		record_relid(sub->subid, relid, snap_lsn, copy_snap);
 		/* writers that know the table read its record again */
 		CacheInvalidateRelcacheByRelid(relid);
@@ -978,7 +1001,7 @@ pa_sync_relation(const char *nspname, const char *relname,
 		/* not copied: its changes apply from this transaction on */
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		record_synced(stream_sub->subid, nspname, relname, commit_lsn);
+		record_synced(stream_sub, nspname, relname, commit_lsn);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		ereport(LOG,
@@ -1028,7 +1051,7 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 							t->relname, t->relkind,
 							snapshot, snap_lsn, sub->dsn);
 		else
-			record_synced(sub->subid, t->nspname, t->relname, snap_lsn);
+			record_synced(sub, t->nspname, t->relname, snap_lsn);
 		added++;
 	}
 	walrcv_disconnect(snapconn);
