@@ -187,6 +187,14 @@ $sub->safe_psql('postgres', 'CREATE TABLE absent (id int PRIMARY KEY, v text)');
 $sub->safe_psql('postgres', "SELECT enable_subscription('retry')");
 wait_caught_up($sub, 'retry', timeout => '1 min');
 rows_equal($pub, $sub, [ [ 'absent', 'id' ] ], 'a joining table created here after the error');
+$pub->safe_psql('postgres', "UPDATE absent SET v = 'after the fix' WHERE id = 2");
+wait_caught_up($sub, 'retry', timeout => '1 min');
+is($sub->safe_psql('postgres',
+		"SELECT coalesce(last_error, 'none') || ' ' || (last_error_time IS NULL) FROM subscription_status() WHERE subscription_name = 'retry'"),
+	'none true', 'the error is cleared once a transaction is applied after it');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'retry' AND last_error IS NOT NULL"),
+	'0', "... and so are the writers' errors from before");
 
 # without synchronize_data, a joining table applies from then on, uncopied
 $pub->safe_psql('postgres', q{

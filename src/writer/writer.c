@@ -1106,6 +1106,24 @@ after_commit(int first, int n, XLogRecPtr local_end)
 		slot->last_error[0] = '\0';
 		slot->restarts = 0;
 	}
+
+	/*
+	 * An error of no transaction (a missing table, the provider refusing)
+	 * stopped an earlier pipeline: this one has applied a transaction since,
+	 * so it is past too, and so is this writer's own from before
+	 */
+	if (slot->error_commit_lsn == InvalidXLogRecPtr &&
+		slot->last_error_time < slot->leader_started)
+	{
+		slot->last_error[0] = '\0';
+		slot->last_error_time = 0;
+		slot->restarts = 0;
+	}
+	if (MyWriter->me->last_error_time < slot->leader_started)
+	{
+		MyWriter->me->last_error[0] = '\0';
+		MyWriter->me->last_error_time = 0;
+	}
 	MyWriter->me->applied += n;
 	MyWriter->me->commits++;
 	MyWriter->me->read_ahead = MyWriter->ahead.txns;
