@@ -158,11 +158,17 @@ is(status("(error_commit_lsn IS NULL) || ' ' || (last_error IS NULL)"), 'true tr
 $sub->safe_psql('postgres', "SELECT alter_subscription_config('fs', disable_on_error := true)");
 is(status('disable_on_error'), 't', 'disable_on_error set');
 wait_for_writers($sub, 'fs', 2);
+my $offset = -s $sub->logfile;
 my ($xid2) = bad(31, 7000);
 good(33, 40);
 ok( poll_until($sub,
 		"SELECT NOT enabled AND state = 'disabled' FROM subscription_status() WHERE subscription_name = 'fs'"),
 	'the first error disables the subscription');
+$sub->wait_for_log(
+	qr/LOG:  parallel_apply receiver for subscription "fs" will stop because the subscription was disabled/,
+	$offset);
+unlike(slurp_file($sub->logfile, $offset), qr/pipeline restarts/,
+	'the log does not say the pipeline restarts: it stops, disabled');
 is( $sub->safe_psql('postgres', "SELECT enabled FROM parallel_apply.subscription WHERE sub_name = 'fs'"),
 	'f', 'disabled in the catalog');
 like(status('last_error'), qr/violates check constraint "v_small"/, 'last_error kept');

@@ -369,6 +369,7 @@ pa_pool_check(void)
 		if (GetBackgroundWorkerPid(pw->handle, &pid) == BGWH_STOPPED)
 		{
 			char		why[PA_ERROR_LEN];
+			bool		disabled;
 
 			/*
 			 * At a shutdown, or when this leader is being stopped too, the
@@ -379,7 +380,17 @@ pa_pool_check(void)
 			/* say why, so that subscription_status() keeps the cause */
 			SpinLockAcquire(&MyPaLeader->slot->mutex);
 			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
+			disabled = MyPaLeader->slot->disabled_by_error;
 			SpinLockRelease(&MyPaLeader->slot->mutex);
+
+			/* disable_on_error: the writer said why, nothing restarts */
+			if (disabled)
+			{
+				ereport(LOG,
+						(errmsg("parallel_apply receiver for subscription \"%s\" will stop because the subscription was disabled",
+								MyPaLeader->sub->name)));
+				proc_exit(0);
+			}
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",

@@ -164,6 +164,8 @@ typedef struct PaSubSlot
 	XLogRecPtr	error_commit_lsn;
 	TransactionId error_xid;
 	uint64		skipped;		/* transactions skip_transaction() skipped */
+	bool		disabled_by_error;	/* a writer disabled the subscription
+									 * (disable_on_error) and exited */
 	uint64		conflicts[PA_CONFLICT_TYPES];	/* counted by type */
 
 	/* commit order, written by the writer whose turn it is */

@@ -295,6 +295,7 @@ start_leader(PaSubSlot *slot, PaSubscription *sub)
 	leaders[idx].subid = sub->subid;
 	SpinLockAcquire(&slot->mutex);
 	slot->leader_started = GetCurrentTimestamp();
+	slot->disabled_by_error = false;
 	SpinLockRelease(&slot->mutex);
 }
 

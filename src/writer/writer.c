@@ -2135,6 +2135,8 @@ disable_and_exit(void)
 	SpinLockAcquire(&slot->mutex);
 	lsn = slot->error_commit_lsn;
 	xid = slot->error_xid;
+	/* for the leader: this writer's exit is no failure to restart from */
+	slot->disabled_by_error = true;
 	SpinLockRelease(&slot->mutex);
 	if (lsn != InvalidXLogRecPtr)
 		ereport(LOG,
