@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -106,6 +107,13 @@ _PG_init(void)
 	 */
 	if (!process_shared_preload_libraries_in_progress)
 	{
+		/* CREATE EXTENSION loads it to check the C functions */
+		if (creating_extension)
+			ereport(WARNING,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("parallel_apply is not in shared_preload_libraries"),
+					 errdetail("The extension can decode changes here as a provider, but no subscription of this server runs until the server is restarted with the library preloaded."),
+					 errhint("Add parallel_apply to shared_preload_libraries in postgresql.conf and restart the server.")));
 		MarkGUCPrefixReserved("parallel_apply");
 		return;
 	}

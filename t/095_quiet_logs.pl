@@ -3,6 +3,7 @@
 # writer count online, changing its settings, a fast restart and a fast
 # stop, all under a load, with the extension on both nodes and a FOR ALL
 # TABLES publication.  Stopping a worker on purpose is logged at LOG.
+# CREATE EXTENSION without the library preloaded warns.
 use strict;
 use warnings;
 
@@ -72,5 +73,14 @@ is(alarming($offset), '',
 	'no ERROR or FATAL line across disable, enable, resizes, a settings change, a fast restart and a fast stop');
 like(slurp_file($sub->logfile, $offset), qr/LOG:  terminating background worker "parallel_apply writer/,
 	'a writer stopped on purpose says so at LOG');
+
+# CREATE EXTENSION where the library is not preloaded: a WARNING that says
+# subscriptions will not run, and how to fix it
+my $plain = provider_node('plain');
+my ($ret, $out, $err) = $plain->psql('postgres', 'CREATE EXTENSION parallel_apply');
+is($ret, 0, 'CREATE EXTENSION without the library preloaded succeeds');
+like($err,
+	qr/WARNING:  parallel_apply is not in shared_preload_libraries\n.*DETAIL:  .*no subscription of this server runs.*\n.*HINT:  Add parallel_apply to shared_preload_libraries/s,
+	'... with a WARNING that says what does not work and how to fix it');
 
 done_testing();
