@@ -217,13 +217,6 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 				 errmsg("the provider's wal_level is \"%s\", not \"logical\"", v ? v : ""),
 				 errhint("Set wal_level = logical on the provider and restart it.")));
 
-	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('output_plugin_libraries', true)");
-	if (v != NULL && !list_has(v, "parallel_apply"))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the provider does not allow the parallel_apply output plugin"),
-				 errdetail("Its output_plugin_libraries is \"%s\".", v),
-				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
 
 	v = pa_provider_encoding(conn);
 	if (v != NULL)
@@ -240,6 +233,20 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("publication(s) not found on the provider: %s", v),
 				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
+
+	/*
+	 * Debian's PostgreSQL 15.19+ decodes only through the plugins listed in
+	 * output_plugin_libraries, a setting only superusers and members of
+	 * pg_read_all_settings may read: pg_settings leaves it out for others.
+	 * A role that cannot read it is not refused here; the stream tells.
+	 */
+	v = pa_provider_value(conn, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'output_plugin_libraries'");
+	if (v != NULL && !list_has(v, "parallel_apply"))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the provider does not allow the parallel_apply output plugin"),
+				 errdetail("Its output_plugin_libraries is \"%s\".", v),
+				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
 }
 
 /*
