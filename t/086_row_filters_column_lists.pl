@@ -293,11 +293,24 @@ CREATE TABLE cld (a int PRIMARY KEY, b int, c int);
 INSERT INTO cld VALUES (1, 1, 1);
 CREATE PUBLICATION p_cld1 FOR TABLE cld (a, b);
 CREATE PUBLICATION p_cld2 FOR TABLE cld (a, c);
+CREATE PUBLICATION p_cld3;
+CREATE PUBLICATION p_cld4;
 });
 $sub->safe_psql('postgres', 'CREATE TABLE cld (a int PRIMARY KEY, b int, c int)');
 my $differ = 'cannot use different column lists for table "public.cld" in different publications';
-# the copy refuses them
-create_sub($sub, $pub, 'cld_copy', publications => [ 'p_cld1', 'p_cld2' ]);
+# create_subscription refuses them, as CREATE SUBSCRIPTION does
+my ($ret, $out, $err) = $sub->psql('postgres',
+	"SELECT create_subscription('cld_now', \$d\$" . $pub->connstr('postgres') . "\$d\$, ARRAY['p_cld1', 'p_cld2'])");
+like($err,
+	qr/ERROR:  cannot use different column lists for the same table in different publications\nDETAIL:  Table\(s\) published with different column lists: public\.cld\./,
+	'different column lists: create_subscription refuses them');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM parallel_apply.subscription WHERE sub_name = 'cld_now'"),
+	'0', '... and creates nothing');
+# publications that come to differ later: the copy refuses them
+create_sub($sub, $pub, 'cld_copy', publications => [ 'p_cld1', 'p_cld3' ],
+	enabled => 'false');
+$pub->safe_psql('postgres', 'ALTER PUBLICATION p_cld3 ADD TABLE cld (a, c)');
+$sub->safe_psql('postgres', "SELECT enable_subscription('cld_copy')");
 last_error_like('cld_copy', 'initial copy of parallel_apply subscription "cld_copy" failed in writer',
 	'different column lists: the copy fails');
 ok( poll_until($sub,
@@ -305,9 +318,10 @@ ok( poll_until($sub,
 	'different column lists: writer_status says why');
 $sub->safe_psql('postgres', "SELECT drop_subscription('cld_copy')");
 # so does the stream
-create_sub($sub, $pub, 'cld_stream', publications => [ 'p_cld1', 'p_cld2' ],
+create_sub($sub, $pub, 'cld_stream', publications => [ 'p_cld1', 'p_cld4' ],
 	synchronize_data => 'false');
 wait_caught_up($sub, 'cld_stream');
+$pub->safe_psql('postgres', 'ALTER PUBLICATION p_cld4 ADD TABLE cld (a, c)');
 $pub->safe_psql('postgres', 'INSERT INTO cld VALUES (2, 2, 2)');
 last_error_like('cld_stream', $differ, 'different column lists: the stream stops with the error');
 $sub->safe_psql('postgres', "SELECT drop_subscription('cld_stream')");

@@ -235,6 +235,25 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
 
 	/*
+	 * As CREATE SUBSCRIPTION: a table that the publications give different
+	 * column lists (a column list in one, none in another counts as all the
+	 * columns) cannot be copied or applied one way.
+	 */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT pg_catalog.string_agg(t, ', ' ORDER BY t) FROM ("
+					 "SELECT pg_catalog.quote_ident(schemaname) || '.' || pg_catalog.quote_ident(tablename) AS t"
+					 " FROM pg_catalog.pg_publication_tables WHERE pubname = ANY(ARRAY[%s]::text[])"
+					 " GROUP BY schemaname, tablename HAVING count(DISTINCT attnames) > 1) d",
+					 pa_literal_list(pubs));
+	v = pa_provider_value(conn, sql.data);
+	if (v != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use different column lists for the same table in different publications"),
+				 errdetail("Table(s) published with different column lists: %s.", v),
+				 errhint("Give each table the same column list in every publication of the subscription, or subscribe to fewer publications.")));
+
+	/*
 	 * Debian's PostgreSQL 15.19+ decodes only through the plugins listed in
 	 * output_plugin_libraries, a setting only superusers and members of
 	 * pg_read_all_settings may read: pg_settings leaves it out for others.
