@@ -10,8 +10,11 @@
 #ifndef PARALLEL_APPLY_H
 #define PARALLEL_APPLY_H
 
-/* Reported in the STARTUP message; follows the extension's version. */
-#define PARALLEL_APPLY_VERSION "parallel_apply 1.0"
+/*
+ * Reported in the STARTUP message: the extension's version
+ * (parallel_apply.control; t/001 checks that they agree).
+ */
+#define PARALLEL_APPLY_VERSION "parallel_apply 1.4"
 
 #include "utils/hsearch.h"
 

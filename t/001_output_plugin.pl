@@ -425,7 +425,9 @@ is( types($msgs),
 	'text stream: the sequence of messages');
 
 # STARTUP: version 1, the database's encoding, forward_origins (on by
-# default) and messages set, binary not.
+# default) and messages set, binary not; the plugin's version is the
+# extension's (parallel_apply.control)
+my ($extversion) = slurp_file('parallel_apply.control') =~ /^default_version = '([^']+)'/m;
 my ($startup) = of_type($msgs, 'S');
 is_deeply(
 	$startup,
@@ -436,7 +438,7 @@ is_deeply(
 		encoding => $db_encoding,
 		flags => 0x02 | 0x04,
 		binary_type_limit => 0,
-		plugin_version => 'parallel_apply 1.0',
+		plugin_version => "parallel_apply $extversion",
 	},
 	'text stream: STARTUP');
 
