@@ -53,7 +53,8 @@ OBJS += \
 # the SQL API
 OBJS += \
 	src/sql/sql_api.o \
-	src/sql/sequences.o
+	src/sql/sequences.o \
+	src/sql/monitor.o
 
 EXTENSION = parallel_apply
 DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \

@@ -4,3 +4,76 @@
 \echo Use "ALTER EXTENSION parallel_apply UPDATE TO '1.4'" to load this file. \quit
 
 -- 1.4: the security model (docs/subscriber.md, "Security model").
+
+-- ---------------------------------------------------------------------
+-- Monitoring views (src/sql/monitor.c; docs/subscriber.md, "Monitoring"),
+-- in the shape of PostgreSQL's, for pg_read_all_stats (pg_monitor) only
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION parallel_apply.get_subscriptions(
+    OUT subid oid, OUT subname text, OUT subowner name, OUT subenabled boolean,
+    OUT subconninfo text, OUT subslotname name, OUT subsynccommit text,
+    OUT subpublications text[], OUT suborigin text, OUT subrunasowner boolean,
+    OUT subdisableonerr boolean, OUT subtwophase boolean, OUT subfailover boolean,
+    OUT num_writers int, OUT group_name text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pa_get_subscriptions'
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION parallel_apply.stat_get_subscription(
+    OUT subid oid, OUT subname text, OUT worker_type text, OUT writer int,
+    OUT pid int, OUT leader_pid int, OUT state text, OUT received_lsn pg_lsn,
+    OUT last_msg_send_time timestamptz, OUT last_msg_receipt_time timestamptz,
+    OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pa_stat_get_subscription'
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION parallel_apply.stat_get_subscription_stats(
+    OUT subid oid, OUT subname text, OUT apply_error_count bigint,
+    OUT sync_error_count bigint, OUT confl_insert_exists bigint,
+    OUT confl_update_origin_differs bigint, OUT confl_update_exists bigint,
+    OUT confl_update_missing bigint, OUT confl_delete_origin_differs bigint,
+    OUT confl_delete_missing bigint, OUT confl_multiple_unique_conflicts bigint,
+    OUT stats_reset timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pa_stat_get_subscription_stats'
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+CREATE FUNCTION parallel_apply.get_subscription_lag(
+    OUT subid oid, OUT subname text, OUT enabled boolean, OUT state text,
+    OUT state_reason text, OUT provider_lsn pg_lsn, OUT provider_lsn_time timestamptz,
+    OUT applied_lsn pg_lsn, OUT flushed_lsn pg_lsn, OUT lag_bytes bigint,
+    OUT apply_lag interval, OUT last_error text, OUT last_error_time timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pa_get_subscription_lag'
+LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+-- as pg_stat_reset_subscription_stats(): superusers, or whom they grant it
+CREATE FUNCTION parallel_apply.reset_subscription_stats(subscription_name text DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'pa_reset_subscription_stats'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+CREATE VIEW parallel_apply.subscriptions AS
+    SELECT * FROM parallel_apply.get_subscriptions();
+CREATE VIEW parallel_apply.stat_subscription AS
+    SELECT * FROM parallel_apply.stat_get_subscription();
+CREATE VIEW parallel_apply.stat_subscription_stats AS
+    SELECT * FROM parallel_apply.stat_get_subscription_stats();
+CREATE VIEW parallel_apply.subscription_lag AS
+    SELECT * FROM parallel_apply.get_subscription_lag();
+
+REVOKE ALL ON FUNCTION parallel_apply.get_subscriptions() FROM PUBLIC;
+REVOKE ALL ON FUNCTION parallel_apply.stat_get_subscription() FROM PUBLIC;
+REVOKE ALL ON FUNCTION parallel_apply.stat_get_subscription_stats() FROM PUBLIC;
+REVOKE ALL ON FUNCTION parallel_apply.get_subscription_lag() FROM PUBLIC;
+REVOKE ALL ON FUNCTION parallel_apply.reset_subscription_stats(text) FROM PUBLIC;
+GRANT USAGE ON SCHEMA parallel_apply TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION parallel_apply.get_subscriptions() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION parallel_apply.stat_get_subscription() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION parallel_apply.stat_get_subscription_stats() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION parallel_apply.get_subscription_lag() TO pg_read_all_stats;
+GRANT SELECT ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
+    parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag
+    TO pg_read_all_stats;

@@ -169,6 +169,12 @@ typedef struct PaLeader
 	XLogRecPtr	sent_flush;
 	XLogRecPtr	sent_apply;
 	TimestampTz last_send;
+	TimestampTz msg_send_time;	/* the provider's, of its last message */
+	TimestampTz msg_receipt_time;
+	WalReceiverConn *position_conn; /* asks the provider its WAL position */
+	TimestampTz position_asked;
+	XLogRecPtr	position;		/* its answer, and when: */
+	TimestampTz position_time;
 } PaLeader;
 
 extern PaLeader *MyPaLeader;

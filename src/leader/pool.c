@@ -391,6 +391,7 @@ pa_pool_check(void)
 								MyPaLeader->sub->name)));
 				proc_exit(0);
 			}
+			pa_count_error(NULL, false);	/* the writer counted its own */
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",

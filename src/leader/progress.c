@@ -120,12 +120,15 @@
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "compat.h"
+#include "conn.h"
 #include "leader.h"
 #include "pool.h"
 #include "progress.h"
@@ -505,6 +508,66 @@ pa_progress_provider_end(XLogRecPtr lsn)
 	pa_progress_received(lsn);
 }
 
+/* A message of the stream, sent by the provider at send_time. */
+void
+pa_progress_message(TimestampTz send_time)
+{
+	PaLeader   *L = MyPaLeader;
+
+	L->msg_send_time = send_time;
+	L->msg_receipt_time = GetCurrentTimestamp();
+}
+
+/*
+ * The provider's current WAL position, asked over a connection of its own
+ * every PA_POSITION_ASK_MS, for the lag shown (monitor.c): the stream
+ * tells only what the walsender has decoded so far, and nothing while the
+ * receiver is not reading (its writers blocked, its queues full).  True
+ * when it was asked just now and is past what was applied: a keepalive
+ * then brings the walsender's position too, which an idle stream would not
+ * send.
+ */
+#define PA_POSITION_ASK_MS 2000
+
+bool
+pa_progress_ask_position(void)
+{
+	PaLeader   *L = MyPaLeader;
+	TimestampTz now = GetCurrentTimestamp();
+	char	   *v;
+	bool		started;
+
+	if (!TimestampDifferenceExceeds(L->position_asked, now, PA_POSITION_ASK_MS))
+		return false;
+	L->position_asked = now;
+	if (L->position_conn == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+
+		L->position_conn = pa_provider_connect(L->sub->dsn,
+											   "parallel_apply position",
+											   L->sub->name, false);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	/* reading the result looks up its types: in a transaction */
+	started = !IsTransactionState();
+	if (started)
+		StartTransactionCommand();
+	v = pa_provider_value(L->position_conn,
+						  "SELECT (CASE WHEN pg_catalog.pg_is_in_recovery()"
+						  " THEN pg_catalog.pg_last_wal_replay_lsn()"
+						  " ELSE pg_catalog.pg_current_wal_lsn() END)::text");
+	if (v != NULL)
+	{
+		L->position = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+													  CStringGetDatum(v)));
+		L->position_time = now;
+	}
+	if (started)
+		CommitTransactionCommand();
+	return v != NULL && L->position > L->applied;
+}
+
 /*
  * The group flush (see the header comment): make every commit sampled so
  * far durable here, with one XLogFlush.  True when it flushed: then
@@ -582,6 +645,15 @@ pa_progress_update(bool idle)
 	L->slot->applied_lsn = L->applied;
 	L->slot->flushed_lsn = L->flushed;
 	L->slot->provider_lsn = L->provider_end;
+	if (L->position_time != 0)
+	{
+		L->slot->provider_wal_lsn = L->position;
+		L->slot->provider_wal_time = L->position_time;
+	}
+	L->slot->last_msg_send_time = L->msg_send_time;
+	L->slot->last_msg_receipt_time = L->msg_receipt_time;
+	L->slot->latest_end_lsn = L->sent_flush;
+	L->slot->latest_end_time = L->last_send;
 	SpinLockRelease(&L->slot->mutex);
 }
 
@@ -590,8 +662,11 @@ void
 pa_progress_feedback(bool force, bool request_reply)
 {
 	PaLeader   *L = MyPaLeader;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 	StringInfoData buf;
+
+	request_reply |= pa_progress_ask_position();
+	now = GetCurrentTimestamp();
 
 	if (!force && !request_reply &&
 		L->last_received == L->sent_write && L->flushed == L->sent_flush &&

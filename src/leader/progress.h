@@ -43,6 +43,8 @@ extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,
 /* Leader. */
 extern void pa_progress_received(XLogRecPtr lsn);
 extern void pa_progress_provider_end(XLogRecPtr lsn);
+extern void pa_progress_message(TimestampTz send_time);
+extern bool pa_progress_ask_position(void);
 extern void pa_progress_update(bool idle);
 extern bool pa_progress_flush(void);
 extern void pa_progress_feedback(bool force, bool request_reply);

@@ -339,7 +339,7 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 		XLogRecPtr	start = pq_getmsgint64(&s);
 		XLogRecPtr	end = pq_getmsgint64(&s);
 
-		(void) pq_getmsgint64(&s);	/* send time */
+		pa_progress_message(pq_getmsgint64(&s));
 		pa_progress_received(Max(start, end));
 		return pa_dispatch_frame(&s, wait);
 	}
@@ -348,7 +348,7 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 		XLogRecPtr	end = pq_getmsgint64(&s);
 		bool		reply;
 
-		(void) pq_getmsgint64(&s);	/* timestamp */
+		pa_progress_message(pq_getmsgint64(&s));
 		reply = pq_getmsgbyte(&s);
 		pa_progress_provider_end(end);
 		if (reply)
@@ -434,7 +434,23 @@ housekeeping(TimestampTz *last_xact, bool drained)
 	target = slot->catchup_target;
 	if (!L->caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
 		slot->applied_lsn >= slot->provider_lsn)
+	{
 		L->caught_up_once = true;
+
+		/*
+		 * An error of no transaction that stopped an earlier pipeline (the
+		 * provider refused, a table was missing) is past once this one has
+		 * caught up, even if nothing was there to apply (writer.c clears it
+		 * at a commit)
+		 */
+		if (slot->error_commit_lsn == InvalidXLogRecPtr &&
+			slot->last_error_time < slot->leader_started)
+		{
+			slot->last_error[0] = '\0';
+			slot->last_error_time = 0;
+			slot->restarts = 0;
+		}
+	}
 	if (slot->state != PA_SUB_INITIALIZING)
 		slot->state = L->caught_up_once ? PA_SUB_STREAMING : PA_SUB_CATCHING_UP;
 	SpinLockRelease(&slot->mutex);
@@ -758,6 +774,7 @@ pa_leader_main(Datum arg)
 	PG_CATCH();
 	{
 		pa_error_to_slot(slot, NULL);
+		pa_count_error(slot, false);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

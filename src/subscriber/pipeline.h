@@ -146,7 +146,15 @@ typedef struct PaSubSlot
 	XLogRecPtr	received_lsn;
 	XLogRecPtr	applied_lsn;	/* all before it applied here */
 	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
-	XLogRecPtr	provider_lsn;	/* provider's end of WAL, last heard */
+	XLogRecPtr	provider_lsn;	/* provider's end of WAL, as the stream
+								 * last told (what its walsender decoded) */
+	XLogRecPtr	provider_wal_lsn;	/* provider's WAL position, asked ... */
+	TimestampTz provider_wal_time;	/* ... at this time (progress.c) */
+	TimestampTz last_msg_send_time; /* the provider's time of its last
+									 * message to the receiver */
+	TimestampTz last_msg_receipt_time;
+	XLogRecPtr	latest_end_lsn; /* last flush position reported */
+	TimestampTz latest_end_time;
 	TimestampTz last_remote_commit_time;
 	XLogRecPtr	catchup_target; /* a wait_for_catchup() is waiting */
 	int			remote_encoding;	/* of the provider's STARTUP: writers
@@ -167,6 +175,17 @@ typedef struct PaSubSlot
 	bool		disabled_by_error;	/* a writer disabled the subscription
 									 * (disable_on_error) and exited */
 	uint64		conflicts[PA_CONFLICT_TYPES];	/* counted by type */
+
+	/*
+	 * Errors counted as PostgreSQL's pg_stat_subscription_stats counts them
+	 * (monitor.c): an apply error each time the pipeline stops on one, a
+	 * sync error each time a table's copy fails; like the conflicts, since
+	 * stats_reset (the slot's first use after the server started, or
+	 * reset_subscription_stats()).
+	 */
+	uint64		apply_error_count;
+	uint64		sync_error_count;
+	TimestampTz stats_reset;
 
 	/* commit order, written by the writer whose turn it is */
 	pg_atomic_uint64 committed_seq;
@@ -225,6 +244,13 @@ extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
 extern int	pa_writers_for(int num_writers);
 extern int	pa_effective_writers(PaSubSlot *slot);
+
+/*
+ * Count the error this process stops on, once: a sync error (a table's
+ * copy) or an apply error; slot NULL: it is counted elsewhere (a writer's
+ * failure, which stops its leader too).
+ */
+extern void pa_count_error(PaSubSlot *slot, bool sync);
 
 /*
  * A writer has committed up to seq (with durable apply: and flushed it):

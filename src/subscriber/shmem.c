@@ -177,6 +177,7 @@ pa_subslot_acquire(Oid dboid, Oid subid, const char *name)
 		if (!s->in_use)
 		{
 			init_subslot(s);
+			s->stats_reset = GetCurrentTimestamp();
 			s->in_use = true;
 			s->dboid = dboid;
 			s->subid = subid;
@@ -240,6 +241,25 @@ pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer)
 					   (int) strcspn(edata->context, "\n"), edata->context);
 	pa_set_error(slot, writer, msg);
 	FreeErrorData(edata);
+}
+
+/* see pipeline.h: each process counts the error it stops on once */
+static bool error_counted = false;
+
+void
+pa_count_error(PaSubSlot *slot, bool sync)
+{
+	if (error_counted)
+		return;
+	error_counted = true;
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->mutex);
+	if (sync)
+		slot->sync_error_count++;
+	else
+		slot->apply_error_count++;
+	SpinLockRelease(&slot->mutex);
 }
 
 /* The writers of a subscription whose num_writers is n (0: the GUC's), capped. */

@@ -926,6 +926,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	PG_CATCH();
 	{
 		pa_error_to_slot(slot, me);
+		pa_count_error(slot, true);
 		SpinLockAcquire(&slot->mutex);
 		me->copy_failed = true;
 		SpinLockRelease(&slot->mutex);
@@ -989,8 +990,18 @@ pa_sync_relation(const char *nspname, const char *relname,
 		snapconn = temporary_snapshot(stream_sub, true, &snapshot, &snap_lsn);
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(oldcxt);
-		copy_table(stream_sub->subid, stream_sub, nspname,
-				   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+		PG_TRY();
+		{
+			copy_table(stream_sub->subid, stream_sub, nspname,
+					   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+		}
+		PG_CATCH();
+		{
+			pa_count_error(pa_subslot_find(MyDatabaseId, stream_sub->subid),
+						   true);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		walrcv_disconnect(snapconn);
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",

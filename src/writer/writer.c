@@ -2273,6 +2273,7 @@ pa_writer_main(Datum arg)
 	PG_CATCH();
 	{
 		pa_error_to_slot(MyWriter->slot, MyWriter->me);
+		pa_count_error(MyWriter->slot, false);
 		if (MyWriter->disable_on_error)
 			disable_and_exit();
 		PG_RE_THROW();

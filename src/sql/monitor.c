@@ -1,0 +1,561 @@
+/*-------------------------------------------------------------------------
+ *
+ * monitor.c
+ *		The subscriber's monitoring views: configuration, processes,
+ *		cumulative counters, and the state and lag an alert can trust.
+ *
+ * Four views in the extension's schema, each in the shape of PostgreSQL's
+ * own where the meaning is the same, for members of pg_read_all_stats
+ * (pg_monitor includes it) and superusers, never PUBLIC:
+ *
+ *	- parallel_apply.subscriptions, as pg_subscription: the settings of
+ *	  each subscription of this database, the DSN's secrets masked;
+ *	- parallel_apply.stat_subscription, as pg_stat_subscription: one row
+ *	  per running process, the receiver (worker_type 'apply') and each
+ *	  writer ('parallel apply', its leader_pid the receiver's), with the
+ *	  receiver's last message times and the position last reported to the
+ *	  provider;
+ *	- parallel_apply.stat_subscription_stats, as pg_stat_subscription_stats:
+ *	  apply_error_count (each time the pipeline stops on an error),
+ *	  sync_error_count (each time a table's copy fails), the conflicts by
+ *	  type, and stats_reset; reset by reset_subscription_stats().  They live
+ *	  in shared memory: a server restart starts them again from zero, with
+ *	  stats_reset then;
+ *	- parallel_apply.subscription_lag: per subscription, the state, why,
+ *	  and how far behind the provider it is.
+ *
+ * What subscription_lag shows, and why it can be trusted.  The receiver
+ * learns how far the provider's walsender has decoded from the stream,
+ * but not the provider's own WAL position, and nothing while it is not
+ * reading (its writers blocked on a lock and its queues full).  So the
+ * receiver asks the provider for its current WAL position over a
+ * connection of its own every two seconds (progress.c), and keeps it with
+ * the time it learnt it (provider_lsn, provider_lsn_time).  lag_bytes is
+ * that position less the end of the last transaction applied here; it
+ * counts all the provider's WAL, published or not.  While the subscription
+ * is disabled or down nothing is asked: lag_bytes is from the last position
+ * known, and provider_lsn_time says how old it is.  apply_lag is zero only
+ * when the pipeline runs, has applied everything up to the position last
+ * asked, and that was asked less than 6 s ago; behind that position it is
+ * the time since the last transaction applied here was committed on the
+ * provider; caught up as of an older position (disabled, down), the time
+ * since that position was asked: it may be that far behind.
+ *
+ * The states: disabled (by disable_subscription(), or by disable_on_error:
+ * state_reason says which); down (not running, state_reason says why: the
+ * library not preloaded, not started yet, or no slot left); error_backoff
+ * (stopped by an error, starting again at a time state_reason gives);
+ * error (running, and a transaction fails and is retried, or the error
+ * that stopped the last pipeline is not yet past: see last_error); blocked
+ * (a writer waits for a heavyweight lock that is not the pipeline's own
+ * commit-order lock: a local session, or a conflict between writers,
+ * holds what it needs; state_reason names the lock type and the blocking
+ * processes); initializing, catching_up, streaming.
+ *
+ * src/sql/monitor.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "catalog.h"
+#include "monitor.h"
+#include "pipeline.h"
+
+PG_FUNCTION_INFO_V1(pa_get_subscriptions);
+PG_FUNCTION_INFO_V1(pa_stat_get_subscription);
+PG_FUNCTION_INFO_V1(pa_stat_get_subscription_stats);
+PG_FUNCTION_INFO_V1(pa_reset_subscription_stats);
+PG_FUNCTION_INFO_V1(pa_get_subscription_lag);
+
+/* apply_lag is zero only with a position asked this recently */
+#define FRESH_POSITION_MS 6000
+
+void
+pa_init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if ((*rsinfo)->setDesc->natts != ncols)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("function %s returns %d columns in this database, the parallel_apply library installed %d",
+						get_func_name(fcinfo->flinfo->fn_oid),
+						(*rsinfo)->setDesc->natts, ncols),
+				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
+}
+
+const char *
+pa_sub_state_name(PaSubState s)
+{
+	switch (s)
+	{
+		case PA_SUB_INITIALIZING:
+			return "initializing";
+		case PA_SUB_CATCHING_UP:
+			return "catching_up";
+		case PA_SUB_STREAMING:
+			return "streaming";
+		case PA_SUB_DISABLED:
+			return "disabled";
+		case PA_SUB_ERROR_BACKOFF:
+			return "error_backoff";
+		default:
+			return "down";
+	}
+}
+
+const char *
+pa_writer_state_name(PaWriterState s)
+{
+	switch (s)
+	{
+		case PA_WRITER_STARTING:
+			return "starting";
+		case PA_WRITER_IDLE:
+			return "idle";
+		case PA_WRITER_APPLYING:
+			return "applying";
+		case PA_WRITER_WAIT_DEPENDENCY:
+			return "waiting for dependency";
+		case PA_WRITER_WAIT_COMMIT:
+			return "waiting for commit turn";
+		case PA_WRITER_RETRYING:
+			return "retrying";
+		case PA_WRITER_COPYING:
+			return "copying";
+		default:
+			return "stopped";
+	}
+}
+
+/* The subscription's slot, copied under its lock (writers included); false: none. */
+static bool
+snapshot_slot(PaSubscription *sub, PaSubSlot *snap, PaWriterSlot *writers)
+{
+	PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+
+	memset(snap, 0, sizeof(PaSubSlot));
+	if (slot == NULL)
+		return false;
+	SpinLockAcquire(&slot->mutex);
+	memcpy(snap, slot, offsetof(PaSubSlot, writers));
+	if (writers != NULL)
+		for (int w = 0; w < pa_max_writers; w++)
+			memcpy(&writers[w], &slot->writers[w], offsetof(PaWriterSlot, committed));
+	SpinLockRelease(&slot->mutex);
+	return true;
+}
+
+static Datum
+lsn_or_null(XLogRecPtr lsn, bool *isnull)
+{
+	*isnull = (lsn == InvalidXLogRecPtr);
+	return LSNGetDatum(lsn);
+}
+
+static Datum
+time_or_null(TimestampTz t, bool *isnull)
+{
+	*isnull = (t == 0);
+	return TimestampTzGetDatum(t);
+}
+
+static Datum
+interval_of(int64 usecs)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = Max(usecs, 0);
+	return IntervalPGetDatum(iv);
+}
+
+/* ---------------------------------------------------------------------
+ * parallel_apply.subscriptions
+ * ---------------------------------------------------------------------
+ */
+
+#define SUBSCRIPTIONS_COLS 15
+
+Datum
+pa_get_subscriptions(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	ListCell   *lc;
+
+	pa_init_srf(fcinfo, &rsinfo, SUBSCRIPTIONS_COLS);
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *sub = lfirst(lc);
+		Datum		values[SUBSCRIPTIONS_COLS];
+		bool		nulls[SUBSCRIPTIONS_COLS];
+		char	   *owner = GetUserNameFromId(sub->owner, true);
+		Datum	   *pubs;
+		int			npubs = list_length(sub->publications);
+		ListCell   *p;
+
+		memset(nulls, 0, sizeof(nulls));
+		pubs = palloc(sizeof(Datum) * Max(npubs, 1));
+		foreach(p, sub->publications)
+			pubs[foreach_current_index(p)] = CStringGetTextDatum(lfirst(p));
+
+		values[0] = ObjectIdGetDatum(sub->subid);
+		values[1] = CStringGetTextDatum(sub->name);
+		values[2] = owner ? DirectFunctionCall1(namein, CStringGetDatum(owner)) : (Datum) 0;
+		nulls[2] = owner == NULL;
+		values[3] = BoolGetDatum(sub->enabled);
+		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
+		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
+		values[6] = CStringGetTextDatum(sub->synchronous_commit);
+		values[7] = PointerGetDatum(construct_array(pubs, npubs, TEXTOID, -1,
+													false, TYPALIGN_INT));
+		values[8] = CStringGetTextDatum(sub->origin_none ? "none" : "any");
+		values[9] = BoolGetDatum(sub->run_as_owner);
+		values[10] = BoolGetDatum(sub->disable_on_error);
+		values[11] = BoolGetDatum(sub->two_phase);
+		values[12] = BoolGetDatum(sub->failover);
+		values[13] = Int32GetDatum(pa_writers_for(sub->num_writers));
+		values[14] = CStringGetTextDatum(sub->group_name);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* ---------------------------------------------------------------------
+ * parallel_apply.stat_subscription
+ * ---------------------------------------------------------------------
+ */
+
+#define STAT_SUBSCRIPTION_COLS 12
+
+Datum
+pa_stat_get_subscription(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	ListCell   *lc;
+	PaWriterSlot *writers;
+
+	pa_init_srf(fcinfo, &rsinfo, STAT_SUBSCRIPTION_COLS);
+	if (pa_shared == NULL)
+		return (Datum) 0;
+	writers = palloc(sizeof(PaWriterSlot) * pa_max_writers);
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot	snap;
+		Datum		values[STAT_SUBSCRIPTION_COLS];
+		bool		nulls[STAT_SUBSCRIPTION_COLS];
+
+		if (!snapshot_slot(sub, &snap, writers) || snap.leader_pid == 0)
+			continue;
+
+		/* the receiver */
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = ObjectIdGetDatum(sub->subid);
+		values[1] = CStringGetTextDatum(sub->name);
+		values[2] = CStringGetTextDatum("apply");
+		nulls[3] = true;
+		values[4] = Int32GetDatum(snap.leader_pid);
+		nulls[5] = true;
+		values[6] = CStringGetTextDatum(pa_sub_state_name(snap.state));
+		values[7] = lsn_or_null(snap.received_lsn, &nulls[7]);
+		values[8] = time_or_null(snap.last_msg_send_time, &nulls[8]);
+		values[9] = time_or_null(snap.last_msg_receipt_time, &nulls[9]);
+		values[10] = lsn_or_null(snap.latest_end_lsn, &nulls[10]);
+		values[11] = time_or_null(snap.latest_end_time, &nulls[11]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+
+		/* its writers that run */
+		for (int w = 0; w < pa_max_writers; w++)
+		{
+			if (writers[w].pid == 0)
+				continue;
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = ObjectIdGetDatum(sub->subid);
+			values[1] = CStringGetTextDatum(sub->name);
+			values[2] = CStringGetTextDatum("parallel apply");
+			values[3] = Int32GetDatum(w);
+			values[4] = Int32GetDatum(writers[w].pid);
+			values[5] = Int32GetDatum(snap.leader_pid);
+			values[6] = CStringGetTextDatum(writers[w].parked &&
+											writers[w].state == PA_WRITER_IDLE ?
+											"parked" :
+											pa_writer_state_name(writers[w].state));
+			for (int c = 7; c < STAT_SUBSCRIPTION_COLS; c++)
+				nulls[c] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
+/* ---------------------------------------------------------------------
+ * parallel_apply.stat_subscription_stats, reset_subscription_stats()
+ * ---------------------------------------------------------------------
+ */
+
+#define STAT_SUBSCRIPTION_STATS_COLS 12
+
+/* PostgreSQL 18's column order of the conflict counters */
+static const PaConflictType conflict_columns[PA_CONFLICT_TYPES] = {
+	PA_CONFLICT_INSERT_EXISTS,
+	PA_CONFLICT_UPDATE_ORIGIN_DIFFERS,
+	PA_CONFLICT_UPDATE_EXISTS,
+	PA_CONFLICT_UPDATE_MISSING,
+	PA_CONFLICT_DELETE_ORIGIN_DIFFERS,
+	PA_CONFLICT_DELETE_MISSING,
+	PA_CONFLICT_MULTIPLE_UNIQUE,
+};
+
+Datum
+pa_stat_get_subscription_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	ListCell   *lc;
+
+	pa_init_srf(fcinfo, &rsinfo, STAT_SUBSCRIPTION_STATS_COLS);
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot	snap;
+		Datum		values[STAT_SUBSCRIPTION_STATS_COLS];
+		bool		nulls[STAT_SUBSCRIPTION_STATS_COLS];
+
+		(void) snapshot_slot(sub, &snap, NULL);
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = ObjectIdGetDatum(sub->subid);
+		values[1] = CStringGetTextDatum(sub->name);
+		values[2] = Int64GetDatum((int64) snap.apply_error_count);
+		values[3] = Int64GetDatum((int64) snap.sync_error_count);
+		for (int c = 0; c < PA_CONFLICT_TYPES; c++)
+			values[4 + c] = Int64GetDatum((int64) snap.conflicts[conflict_columns[c]]);
+		values[11] = time_or_null(snap.stats_reset, &nulls[11]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * reset_subscription_stats(subscription_name DEFAULT NULL): the counters of
+ * one subscription, or of all of this database's, back to zero.
+ */
+Datum
+pa_reset_subscription_stats(PG_FUNCTION_ARGS)
+{
+	char	   *name = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot  *slot;
+
+		if (name != NULL && strcmp(name, sub->name) != 0)
+			continue;
+		found = true;
+		slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+		if (slot == NULL)
+			continue;			/* nothing counted since the server started */
+		SpinLockAcquire(&slot->mutex);
+		slot->apply_error_count = 0;
+		slot->sync_error_count = 0;
+		memset(slot->conflicts, 0, sizeof(slot->conflicts));
+		slot->stats_reset = GetCurrentTimestamp();
+		SpinLockRelease(&slot->mutex);
+	}
+	if (name != NULL && !found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
+	PG_RETURN_VOID();
+}
+
+/* ---------------------------------------------------------------------
+ * parallel_apply.subscription_lag
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The first writer waiting for a heavyweight lock other than the
+ * pipeline's own (the commit-order lock is an advisory one), described
+ * for state_reason; NULL when none is.
+ */
+static char *
+blocked_writer(PaWriterSlot *writers)
+{
+	for (int w = 0; w < pa_max_writers; w++)
+	{
+		PGPROC	   *proc;
+		uint32		info;
+		const char *event;
+		Datum		blockers;
+
+		if (writers[w].pid == 0 || writers[w].state != PA_WRITER_APPLYING)
+			continue;
+		proc = BackendPidGetProc(writers[w].pid);
+		if (proc == NULL)
+			continue;
+		info = *((volatile uint32 *) &proc->wait_event_info);
+		if ((info & 0xFF000000) != PG_WAIT_LOCK)
+			continue;
+		event = pgstat_get_wait_event(info);
+		if (event == NULL || strcmp(event, "advisory") == 0)
+			continue;
+		blockers = DirectFunctionCall1(pg_blocking_pids,
+									   Int32GetDatum(writers[w].pid));
+		return psprintf("writer %d (pid %d) waits for a lock on a %s held by process %s",
+						w, writers[w].pid, event,
+						TextDatumGetCString(DirectFunctionCall2(array_to_text,
+																blockers,
+																CStringGetTextDatum(", "))));
+	}
+	return NULL;
+}
+
+/*
+ * lag_bytes and apply_lag (see the header comment): bytes of the
+ * provider's WAL past what was applied here, as last known; time behind,
+ * zero only when the pipeline runs and is caught up with a position that
+ * is fresh.  Caught up: everything the walsender sent is applied, and
+ * either the WAL position asked is applied too or the walsender spoke
+ * recently (it may not have decoded the last WAL yet, or that WAL was not
+ * published).
+ */
+static void
+lag(PaSubSlot *snap, bool running, TimestampTz now, Datum *bytes,
+	bool *bytes_null, Datum *time, bool *time_null)
+{
+	XLogRecPtr	provider = Max(snap->provider_lsn, snap->provider_wal_lsn);
+	XLogRecPtr	applied = snap->applied_lsn;
+	bool		caught_up;
+
+	*bytes_null = *time_null = true;
+	if (provider == InvalidXLogRecPtr || applied == InvalidXLogRecPtr)
+		return;
+	*bytes = Int64GetDatum(provider > applied ? (int64) (provider - applied) : 0);
+	*bytes_null = false;
+
+	caught_up = applied >= snap->provider_lsn &&
+		(applied >= snap->provider_wal_lsn ||
+		 (snap->last_msg_receipt_time != 0 &&
+		  !TimestampDifferenceExceeds(snap->last_msg_receipt_time, now,
+									  FRESH_POSITION_MS)));
+	if (running && caught_up && snap->provider_wal_time != 0 &&
+		!TimestampDifferenceExceeds(snap->provider_wal_time, now,
+									FRESH_POSITION_MS))
+		*time = interval_of(0);
+	else if (!caught_up && snap->last_remote_commit_time != 0)
+		*time = interval_of(now - snap->last_remote_commit_time);
+	else if (snap->provider_wal_time != 0)
+		*time = interval_of(now - snap->provider_wal_time);
+	else
+		return;
+	*time_null = false;
+}
+
+#define SUBSCRIPTION_LAG_COLS 13
+
+Datum
+pa_get_subscription_lag(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+	PaWriterSlot *writers = palloc0(sizeof(PaWriterSlot) * Max(pa_max_writers, 1));
+
+	pa_init_srf(fcinfo, &rsinfo, SUBSCRIPTION_LAG_COLS);
+	foreach(lc, pa_catalog_list())
+	{
+		PaSubscription *sub = lfirst(lc);
+		PaSubSlot	snap;
+		bool		have_slot = snapshot_slot(sub, &snap, writers);
+		bool		running = snap.leader_pid != 0;
+		bool		backoff = sub->enabled && !running && snap.next_start != 0;
+		const char *state;
+		char	   *reason = NULL;
+		char	   *blocked = running ? blocked_writer(writers) : NULL;
+		Datum		values[SUBSCRIPTION_LAG_COLS];
+		bool		nulls[SUBSCRIPTION_LAG_COLS];
+
+		if (!sub->enabled)
+		{
+			state = "disabled";
+			reason = snap.disabled_by_error ?
+				"disabled by disable_on_error after an error: see last_error" :
+				"disabled: enable_subscription() starts it";
+		}
+		else if (pa_shared == NULL)
+		{
+			state = "down";
+			reason = "parallel_apply is not in shared_preload_libraries: add it and restart the server";
+		}
+		else if (!have_slot)
+		{
+			state = "down";
+			reason = psprintf("not started by this database's supervisor: see the server log (parallel_apply.max_subscriptions is %d)",
+							  pa_max_subscriptions);
+		}
+		else if (backoff)
+		{
+			state = "error_backoff";
+			reason = psprintf("stopped by an error, starts again at %s: see last_error",
+							  timestamptz_to_str(snap.next_start));
+		}
+		else if (!running)
+		{
+			state = "down";
+			reason = "starting";
+		}
+		else if (snap.error_commit_lsn != InvalidXLogRecPtr)
+		{
+			state = "error";
+			reason = psprintf("remote transaction %u committed at %X/%X fails and is applied again: see last_error",
+							  snap.error_xid, LSN_FORMAT_ARGS(snap.error_commit_lsn));
+		}
+		else if (snap.last_error[0] != '\0')
+		{
+			state = "error";
+			reason = "running again after an error, not yet past it: see last_error";
+		}
+		else if (blocked != NULL)
+		{
+			state = "blocked";
+			reason = blocked;
+		}
+		else
+			state = pa_sub_state_name(snap.state);
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = ObjectIdGetDatum(sub->subid);
+		values[1] = CStringGetTextDatum(sub->name);
+		values[2] = BoolGetDatum(sub->enabled);
+		values[3] = CStringGetTextDatum(state);
+		values[4] = reason ? CStringGetTextDatum(reason) : (Datum) 0;
+		nulls[4] = reason == NULL;
+		values[5] = lsn_or_null(Max(snap.provider_lsn, snap.provider_wal_lsn),
+								&nulls[5]);
+		values[6] = time_or_null(snap.provider_wal_time, &nulls[6]);
+		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
+		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
+		lag(&snap, running, now, &values[9], &nulls[9], &values[10], &nulls[10]);
+		values[11] = CStringGetTextDatum(snap.last_error);
+		nulls[11] = snap.last_error[0] == '\0';
+		values[12] = time_or_null(snap.last_error_time, &nulls[12]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
