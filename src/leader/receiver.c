@@ -214,6 +214,8 @@ leader_on_exit(int code, Datum arg)
 	pa_pool_shutdown();
 	if (slot != NULL)
 	{
+		/* under the lock a supervisor signals this pid under (shmem.c) */
+		LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 		SpinLockAcquire(&slot->mutex);
 		if (slot->leader_pid == MyProcPid)
 		{
@@ -221,6 +223,7 @@ leader_on_exit(int code, Datum arg)
 			slot->state = PA_SUB_DOWN;
 		}
 		SpinLockRelease(&slot->mutex);
+		LWLockRelease(pa_shared->lock);
 	}
 }
 

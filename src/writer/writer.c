@@ -373,14 +373,20 @@ set_state(PaWriterState state)
 	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
+/*
+ * The pid is cleared under pa_shared->lock: a writer signalling this one
+ * holds it from reading the pid until its kill() (request_retry).
+ */
 static void
 writer_on_exit(int code, Datum arg)
 {
+	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 	SpinLockAcquire(&MyWriter->slot->mutex);
 	MyWriter->me->pid = 0;
 	MyWriter->me->state = PA_WRITER_STOPPED;
 	MyWriter->me->seq = 0;
 	SpinLockRelease(&MyWriter->slot->mutex);
+	LWLockRelease(pa_shared->lock);
 }
 
 static uint64
@@ -650,6 +656,11 @@ request_retry(uint64 seq)
 	SpinLockRelease(&slot->mutex);
 	pg_memory_barrier();
 
+	/*
+	 * Under the lock a writer takes to clear its pid as it exits: a pid read
+	 * here is that writer's until the signal is sent (shmem.c).
+	 */
+	LWLockAcquire(pa_shared->lock, LW_SHARED);
 	for (int w = 0; w < pa_max_writers; w++)
 	{
 		pid_t		pid;
@@ -664,6 +675,7 @@ request_retry(uint64 seq)
 		if (pid != 0 && wseq > seq)
 			kill(pid, SIGUSR2);
 	}
+	LWLockRelease(pa_shared->lock);
 }
 
 static bool
