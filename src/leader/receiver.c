@@ -719,7 +719,8 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
-		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
+		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false,
+									  pa_must_use_password(sub->owner, sub->password_required));
 
 		pa_progress_await_writers(slot);
 		/* origins made, a recorded position (pg_upgrade) moved into them */

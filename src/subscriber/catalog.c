@@ -36,7 +36,7 @@
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
-	"disable_on_error, skip_lsn, two_phase, failover"
+	"disable_on_error, skip_lsn, two_phase, failover, password_required"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -88,6 +88,7 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		sub->skip_lsn = InvalidXLogRecPtr;
 	sub->two_phase = DatumGetBool(getdatum(tup, desc, 18, &isnull));
 	sub->failover = DatumGetBool(getdatum(tup, desc, 19, &isnull));
+	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

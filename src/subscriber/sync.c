@@ -121,7 +121,8 @@ begin_snapshot(WalReceiverConn *conn, const char *snapshot)
 static List *
 list_tables(PaSubscription *sub, const char *snapshot)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												pa_must_use_password(sub->owner, sub->password_required));
 	StringInfoData sql;
 	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
 	WalRcvExecResult *res;
@@ -385,7 +386,8 @@ static WalReceiverConn *
 temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 				   XLogRecPtr *consistent)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												pa_must_use_password(sub->owner, sub->password_required));
 
 	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
 	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
@@ -819,8 +821,14 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	char	   *listpub;
 	Oid			relid;
 	char	   *copy_snap;
+	PaSubscription *sub = pa_catalog_get(subid);
 
-	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
+	/* as its owner may connect (password_required, conn.c) */
+	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL,
+									false,
+									sub == NULL ||
+									pa_must_use_password(sub->owner,
+														 sub->password_required));
 	begin_snapshot(copy_conn, snapshot);
 	copy_snap = pa_provider_value(copy_conn,
 								  "SELECT pg_catalog.pg_current_snapshot()::text");
