@@ -131,8 +131,15 @@ query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
 
 	pa_catalog_query(sql, nargs, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
-		result = lappend(result, row_to_sub(SPI_tuptable->vals[i],
-											SPI_tuptable->tupdesc, cxt));
+	{
+		PaSubscription *sub = row_to_sub(SPI_tuptable->vals[i],
+										 SPI_tuptable->tupdesc, cxt);
+		/* the list too outlives SPI's context, which SPI_finish() frees */
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		result = lappend(result, sub);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	SPI_finish();
 	return result;
 }
