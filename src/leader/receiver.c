@@ -720,7 +720,7 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false,
-									  pa_must_use_password(sub->owner, sub->password_required));
+									  PA_SUB_MUST_USE_PASSWORD(sub));
 
 		pa_progress_await_writers(slot);
 		/* origins made, a recorded position (pg_upgrade) moved into them */

@@ -23,6 +23,7 @@
 #include "executor/spi.h"
 #include "libpq-fe.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -89,6 +90,7 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->two_phase = DatumGetBool(getdatum(tup, desc, 18, &isnull));
 	sub->failover = DatumGetBool(getdatum(tup, desc, 19, &isnull));
 	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
+	sub->owner_superuser = superuser_arg(sub->owner);
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

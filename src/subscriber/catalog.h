@@ -40,7 +40,15 @@ typedef struct PaSubscription
 	bool		failover;		/* the provider's slot has FAILOVER (1.3) */
 	bool		password_required;	/* a non-superuser owner connects with
 									 * a password (1.4, conn.c) */
+	bool		owner_superuser;	/* the owner was a superuser when read */
 } PaSubscription;
+
+/*
+ * Whether its connections must use a password (password_required,
+ * conn.c), with no catalog access: usable outside a transaction.
+ */
+#define PA_SUB_MUST_USE_PASSWORD(sub) \
+	((sub)->password_required && !(sub)->owner_superuser)
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */
 extern List *pa_catalog_list(void);

@@ -122,7 +122,7 @@ static List *
 list_tables(PaSubscription *sub, const char *snapshot)
 {
 	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
-												pa_must_use_password(sub->owner, sub->password_required));
+												PA_SUB_MUST_USE_PASSWORD(sub));
 	StringInfoData sql;
 	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
 	WalRcvExecResult *res;
@@ -387,7 +387,7 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 				   XLogRecPtr *consistent)
 {
 	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
-												pa_must_use_password(sub->owner, sub->password_required));
+												PA_SUB_MUST_USE_PASSWORD(sub));
 
 	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
 	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
@@ -827,8 +827,7 @@ copy_table_here(Oid subid, List *publications, const char *nspname,
 	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL,
 									false,
 									sub == NULL ||
-									pa_must_use_password(sub->owner,
-														 sub->password_required));
+									PA_SUB_MUST_USE_PASSWORD(sub));
 	begin_snapshot(copy_conn, snapshot);
 	copy_snap = pa_provider_value(copy_conn,
 								  "SELECT pg_catalog.pg_current_snapshot()::text");
