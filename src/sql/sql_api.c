@@ -73,6 +73,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "conn.h"
+#include "owner.h"
 #include "pipeline.h"
 #include "pool.h"
 #include "progress.h"
@@ -693,6 +694,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
 						   "  $14, $15, $16, $17)",
 						   17, types, values, nulls, SPI_OK_INSERT);
+	pa_owner_sync(owner);
 
 	/*
 	 * Without the copy, the subscription applies what the provider commits
@@ -738,6 +740,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 			 1, types, values, NULL, SPI_OK_DELETE);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
+	pa_owner_sync(sub->owner);
 	pa_progress_drop_origins(sub->subid);
 
 	/*
@@ -1005,8 +1008,13 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 					 pa_must_use_password(owner, password_required));
 		if (owner != sub->owner)
 		{
+			Oid			old = sub->owner;
+
 			update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(owner));
 			sub->owner = owner;
+			sub->owner_superuser = superuser_arg(owner);
+			pa_owner_sync(old);
+			pa_owner_sync(owner);
 		}
 		if (password_required != sub->password_required)
 		{

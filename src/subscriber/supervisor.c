@@ -77,6 +77,7 @@
 
 #include "catalog.h"
 #include "launcher.h"
+#include "owner.h"
 #include "pipeline.h"
 
 #define BACKOFF_MIN_MS		1000
@@ -493,6 +494,8 @@ pa_supervisor_main(Datum arg)
 			{
 				case PA_CLAIMED:
 					claimed = true;
+					/* the owners as dependencies (owner.c) */
+					pa_owner_sync_all();
 					if (warned)
 						ereport(LOG,
 								(errmsg("parallel_apply: database \"%s\" has a supervisor slot now",
