@@ -178,9 +178,17 @@
  * subscription's, which its leader holds; on 15 one of the writer's own
  * (progress.c).
  * With the subscription's synchronous_commit off, commits are
- * asynchronous; with it on, the writer flushes its commit record after
+ * asynchronous; with it local, the writer flushes its commit record after
  * its turn, before it takes the next transaction, so commits of several
- * writers share WAL flushes instead of queueing one fsync each.
+ * writers share WAL flushes instead of queueing one fsync each.  With it
+ * on, remote_write or remote_apply the writer's session has that setting,
+ * as PostgreSQL's apply workers have the subscription's: each commit
+ * waits, in its turn, for this node's synchronous standbys
+ * (synchronous_standby_names) as any commit at that setting does, and is
+ * visible here only once they have confirmed it.  Later writers' commits
+ * wait for that turn, so the provider's commit order is kept; what the
+ * leader reports flushed is then also on the standbys.  No standby named
+ * there, the setting means local.
  *
  * src/writer/writer.c
  *
@@ -2223,6 +2231,11 @@ pa_writer_main(Datum arg)
 		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+		/* on, remote_write, remote_apply: as in-core (header comment) */
+		if (MyWriter->flush_commits &&
+			strcmp(sub->synchronous_commit, "local") != 0)
+			SetConfigOption("synchronous_commit", sub->synchronous_commit,
+							PGC_SUSET, PGC_S_OVERRIDE);
 		MyWriter->disable_on_error = sub->disable_on_error;
 		MyWriter->skip_lsn = sub->skip_lsn;
 
