@@ -248,13 +248,34 @@ sync_all(void)
 		pa_owner_sync(lfirst_oid(lc));
 }
 
+/*
+ * Whether the current user may drop roles at all (CREATEROLE or superuser):
+ * only such a caller is told which subscriptions a role owns; PostgreSQL
+ * refuses the others first.
+ */
+static bool
+may_drop_roles(void)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_authid) GETSTRUCT(tup))->rolcreaterole;
+	ReleaseSysCache(tup);
+	return result;
+}
+
 /* DROP ROLE: refused for a role that owns a subscription here. */
 static void
 check_drop_role(DropRoleStmt *stmt)
 {
 	ListCell   *lc;
 
-	if (!OidIsValid(catalog_relid()))
+	if (!may_drop_roles() || !OidIsValid(catalog_relid()))
 		return;
 	foreach(lc, stmt->roles)
 	{
