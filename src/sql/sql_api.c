@@ -31,9 +31,14 @@
  * alter_subscription_config() with publications (copied through a slot on
  * the provider) or failover (the slot there altered) refuses to run in one.
  *
- * Managing subscriptions needs superuser.  subscription_status() and
- * writer_status() are for everyone; they run as the extension's owner and
- * never show a password.
+ * Managing subscriptions needs superuser.  A subscription's owner, the
+ * role it applies as with run_as_owner, is the creating role or the one
+ * named (create_subscription's and alter_subscription_config's owner), a
+ * superuser or not: one that is not connects with a password unless a
+ * superuser set password_required := false (conn.c), and DROP ROLE of an
+ * owner is refused (owner.c).  subscription_status() and writer_status()
+ * are for everyone; they run as the extension's owner and never show a
+ * password (password_required is in the catalog table only).
  *
  * src/sql/sql_api.c
  *
