@@ -29,6 +29,7 @@ OBJS += \
 	src/subscriber/supervisor.o \
 	src/subscriber/catalog.o \
 	src/subscriber/conn.o \
+	src/subscriber/owner.o \
 	src/subscriber/queue.o \
 	src/subscriber/relmap.o \
 	src/subscriber/sync.o \

@@ -61,8 +61,10 @@ CREATE TABLE parallel_apply.subscription (
     -- 'any': every change the provider decodes; 'none': only changes that
     -- originated on the provider (none that it applied from elsewhere)
     origin             text NOT NULL DEFAULT 'any' CHECK (origin IN ('any', 'none')),
-    -- the role that created the subscription; changes are applied as each
-    -- table's owner unless run_as_owner, then as this role
+    -- the role that owns the subscription (create_subscription's owner,
+    -- the role that created it by default); changes are applied as each
+    -- table's owner unless run_as_owner, then as this role.  DROP ROLE of
+    -- it is refused while it owns the subscription (1.4)
     sub_owner          oid NOT NULL,
     run_as_owner       boolean NOT NULL DEFAULT false,
     -- tables are recorded in subscription_rel and copied when they join
@@ -83,7 +85,11 @@ CREATE TABLE parallel_apply.subscription (
     -- the last transaction applied, which a leader that finds the
     -- replication origins missing (pg_upgrade does not carry them over)
     -- resumes from; NULL once a leader has started from it (1.3)
-    stopped_lsn        pg_lsn
+    stopped_lsn        pg_lsn,
+    -- an owner that is not a superuser connects to the provider with a
+    -- password, which the provider asks for; false (a superuser's choice)
+    -- lets it connect without (1.4)
+    password_required  boolean NOT NULL DEFAULT true
 );
 REVOKE ALL ON parallel_apply.subscription FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');
@@ -119,7 +125,9 @@ CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     run_as_owner boolean DEFAULT false,
                                     disable_on_error boolean DEFAULT false,
                                     two_phase boolean DEFAULT false,
-                                    failover boolean DEFAULT false)
+                                    failover boolean DEFAULT false,
+                                    password_required boolean DEFAULT true,
+                                    owner name DEFAULT NULL)
 RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -148,7 +156,8 @@ CREATE FUNCTION alter_subscription_config(subscription_name text,
                                           new_name text DEFAULT NULL,
                                           owner name DEFAULT NULL,
                                           disable_on_error boolean DEFAULT NULL,
-                                          failover boolean DEFAULT NULL)
+                                          failover boolean DEFAULT NULL,
+                                          password_required boolean DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'pa_alter_subscription_config'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -196,11 +205,11 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_writer_status'
 LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 
-REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION drop_subscription(text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_group_config(int, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION wait_for_catchup(text, interval) FROM PUBLIC;
 

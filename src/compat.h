@@ -70,16 +70,45 @@
  * walrcv_connect() gained a must_use_password argument in 16, and in 17 a
  * replication argument before logical (false: a plain connection, as for
  * a slot sync worker); ours are always replication connections.
+ * must_use_password: the connection must have used a password (libpq's
+ * PQconnectionUsedPassword), else an error, "password is required"
+ * (password_required, conn.c).  16 checks that itself; on 15 it is checked
+ * here, on the libpq connection that 15's libpqwalreceiver keeps as the
+ * first member of its WalReceiverConn (a released branch: that struct
+ * does not change), with 16's error.
  */
 #if PG_VERSION_NUM >= 170000
-#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
-	walrcv_connect(conninfo, true, logical, false, appname, err)
+#define PA_WALRCV_CONNECT(conninfo, logical, must_use_password, appname, err) \
+	walrcv_connect(conninfo, true, logical, must_use_password, appname, err)
 #elif PG_VERSION_NUM >= 160000
-#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
-	walrcv_connect(conninfo, logical, false, appname, err)
+#define PA_WALRCV_CONNECT(conninfo, logical, must_use_password, appname, err) \
+	walrcv_connect(conninfo, logical, must_use_password, appname, err)
 #else
-#define PA_WALRCV_CONNECT(conninfo, logical, appname, err) \
-	walrcv_connect(conninfo, logical, appname, err)
+#include "libpq-fe.h"
+#include "replication/walreceiver.h"
+
+static inline WalReceiverConn *
+pa_walrcv_connect_15(const char *conninfo, bool logical,
+					 bool must_use_password, const char *appname,
+					 char **err)
+{
+	WalReceiverConn *conn = walrcv_connect(conninfo, logical, appname, err);
+
+	if (conn != NULL && must_use_password &&
+		!PQconnectionUsedPassword(*(PGconn **) conn))
+	{
+		walrcv_disconnect(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Non-superuser cannot connect if the server does not request a password."),
+				 errhint("Target server's authentication method must be changed, or set password_required=false in the subscription parameters.")));
+	}
+	return conn;
+}
+
+#define PA_WALRCV_CONNECT(conninfo, logical, must_use_password, appname, err) \
+	pa_walrcv_connect_15(conninfo, logical, must_use_password, appname, err)
 #endif
 
 /*

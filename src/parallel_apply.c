@@ -42,6 +42,7 @@
 #include "coalesce.h"
 #include "dispatcher.h"
 #include "launcher.h"
+#include "owner.h"
 #include "parallel_apply.h"
 #include "pipeline.h"
 #include "progress.h"
@@ -163,6 +164,7 @@ _PG_init(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
+	pa_owner_init();
 	if (!IsBinaryUpgrade)
 		pa_worker_register_launcher();
 }

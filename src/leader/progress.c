@@ -188,11 +188,16 @@ pa_progress_await_writers(PaSubSlot *slot)
 	{
 		bool		running = false;
 
-		SpinLockAcquire(&slot->mutex);
+		/* no ProcArrayLock under the spinlock: the pids first */
 		for (int w = 0; w < pa_max_writers && !running; w++)
-			running = slot->writers[w].pid != 0 &&
-				BackendPidGetProc(slot->writers[w].pid) != NULL;
-		SpinLockRelease(&slot->mutex);
+		{
+			pid_t		pid;
+
+			SpinLockAcquire(&slot->mutex);
+			pid = slot->writers[w].pid;
+			SpinLockRelease(&slot->mutex);
+			running = pid != 0 && BackendPidGetProc(pid) != NULL;
+		}
 		if (!running)
 			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -546,7 +551,8 @@ pa_progress_ask_position(void)
 
 		L->position_conn = pa_provider_connect(L->sub->dsn,
 											   "parallel_apply position",
-											   L->sub->name, false);
+											   L->sub->name, false,
+											   PA_SUB_MUST_USE_PASSWORD(L->sub));
 		MemoryContextSwitchTo(oldcxt);
 	}
 	/* reading the result looks up its types: in a transaction */

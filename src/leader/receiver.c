@@ -215,6 +215,8 @@ leader_on_exit(int code, Datum arg)
 	pa_pool_shutdown();
 	if (slot != NULL)
 	{
+		/* under the lock a supervisor signals this pid under (shmem.c) */
+		LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 		SpinLockAcquire(&slot->mutex);
 		if (slot->leader_pid == MyProcPid)
 		{
@@ -222,6 +224,7 @@ leader_on_exit(int code, Datum arg)
 			slot->state = PA_SUB_DOWN;
 		}
 		SpinLockRelease(&slot->mutex);
+		LWLockRelease(pa_shared->lock);
 	}
 }
 
@@ -734,7 +737,8 @@ pa_leader_main(Datum arg)
 		pg_atomic_write_u64(&slot->wake_leader_at, 0);
 		pg_atomic_write_u64(&slot->flushed_seq, 0);
 
-		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false);
+		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false,
+									  PA_SUB_MUST_USE_PASSWORD(sub));
 
 		pa_progress_await_writers(slot);
 		/* origins made, a recorded position (pg_upgrade) moved into them */

@@ -172,7 +172,8 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	conn = pa_provider_connect(sub->dsn, name, name, false);
+	conn = pa_provider_connect(sub->dsn, name, name, false,
+							   PA_SUB_MUST_USE_PASSWORD(sub));
 	res = pa_provider_exec(conn, provider_query(sub, named), 4, types,
 						   WALRCV_OK_TUPLES, "read the sequences");
 	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);

@@ -31,9 +31,14 @@
  * alter_subscription_config() with publications (copied through a slot on
  * the provider) or failover (the slot there altered) refuses to run in one.
  *
- * Managing subscriptions needs superuser.  subscription_status() and
- * writer_status() are for everyone; they run as the extension's owner and
- * never show a password.
+ * Managing subscriptions needs superuser.  A subscription's owner, the
+ * role it applies as with run_as_owner, is the creating role or the one
+ * named (create_subscription's and alter_subscription_config's owner), a
+ * superuser or not: one that is not connects with a password unless a
+ * superuser set password_required := false (conn.c), and DROP ROLE of an
+ * owner is refused (owner.c).  subscription_status() and writer_status()
+ * are for everyone; they run as the extension's owner and never show a
+ * password (password_required is in the catalog table only).
  *
  * src/sql/sql_api.c
  *
@@ -45,6 +50,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -57,6 +63,7 @@
 #include "replication/slot.h"
 #include "replication/walreceiver.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -64,12 +71,14 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
 #include "catalog.h"
 #include "compat.h"
 #include "conn.h"
+#include "owner.h"
 #include "pipeline.h"
 #include "pool.h"
 #include "progress.h"
@@ -590,6 +599,24 @@ check_name(const char *name)
 				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
 }
 
+/*
+ * The role named as a subscription's owner, locked as ALTER ... OWNER TO
+ * locks it (shdepLockAndCheckObject()): a DROP ROLE of it waits for this
+ * transaction, then sees the subscription it owns.
+ */
+static Oid
+lock_owner(const char *role)
+{
+	Oid			roleid = get_role_oid(role, false);
+
+	LockSharedObject(AuthIdRelationId, roleid, 0, AccessShareLock);
+	if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(roleid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role \"%s\" was concurrently dropped", role)));
+	return roleid;
+}
+
 /* ---------------------------------------------------------------------
  * Managing subscriptions
  * ---------------------------------------------------------------------
@@ -611,12 +638,14 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	bool		disable_on_error = !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
 	bool		two_phase = !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
 	bool		failover = !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+	bool		password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
+	Oid			owner;
 	WalReceiverConn *conn;
-	Oid			types[16] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+	Oid			types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
 		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID,
-	BOOLOID, BOOLOID};
-	Datum		values[16];
-	char		nulls[16] = "                ";
+	BOOLOID, BOOLOID, BOOLOID};
+	Datum		values[17];
+	char		nulls[17] = "                 ";
 	Oid			subid;
 	bool		isnull;
 
@@ -632,6 +661,9 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	pubarr = PG_GETARG_ARRAYTYPE_P(2);
 
 	check_name(name);
+	/* the caller is a superuser: password_required := false is allowed */
+	owner = PG_ARGISNULL(14) ? GetUserId() :
+		lock_owner(NameStr(*PG_GETARG_NAME(14)));
 	pubs = publication_list(pubarr);
 	if (!PG_ARGISNULL(4))
 		check_num_writers(PG_GETARG_INT32(4));
@@ -653,7 +685,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 						  psprintf("parallel_apply subscription \"%s\"", name));
 
 	/* the provider: reachable, configured, with the publications */
-	conn = pa_provider_connect(dsn, name, NULL, false);
+	conn = pa_provider_connect(dsn, name, NULL, false,
+							   pa_must_use_password(owner, password_required));
 	check_provider(conn, pubs, failover, true);
 	if (two_phase)
 		check_two_phase_provider(conn);
@@ -676,21 +709,23 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	nulls[7] = PG_ARGISNULL(4) ? 'n' : ' ';
 	values[8] = CStringGetTextDatum(sync_commit);
 	values[9] = CStringGetTextDatum(origin);
-	values[10] = ObjectIdGetDatum(GetUserId());
+	values[10] = ObjectIdGetDatum(owner);
 	values[11] = BoolGetDatum(run_as_owner);
 	values[12] = ObjectIdGetDatum(subid);
 	values[13] = BoolGetDatum(disable_on_error);
 	values[14] = BoolGetDatum(two_phase);
 	values[15] = BoolGetDatum(failover);
+	values[16] = BoolGetDatum(password_required);
 
 	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
 						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
 						   "  slot_name, enabled, synchronize_data, num_writers,"
 						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner,"
-						   "  disable_on_error, two_phase, failover)"
+						   "  disable_on_error, two_phase, failover, password_required)"
 						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
-						   "  $14, $15, $16)",
-						   16, types, values, nulls, SPI_OK_INSERT);
+						   "  $14, $15, $16, $17)",
+						   17, types, values, nulls, SPI_OK_INSERT);
+	pa_owner_sync(owner);
 
 	/*
 	 * Without the copy, the subscription applies what the provider commits
@@ -736,10 +771,14 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 			 1, types, values, NULL, SPI_OK_DELETE);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
+	pa_owner_sync(sub->owner);
 	pa_progress_drop_origins(sub->subid);
 
-	/* last, since it cannot be undone: the slot on the provider */
-	conn = pa_provider_connect(sub->dsn, name, NULL, true);
+	/*
+	 * last, since it cannot be undone: the slot on the provider.  A
+	 * superuser drops it, so without password_required's check (conn.c).
+	 */
+	conn = pa_provider_connect(sub->dsn, name, NULL, true, false);
 	if (conn == NULL)
 		ereport(WARNING,
 				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
@@ -956,7 +995,6 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 static void alter_dsn(PaSubscription *sub, char *dsn, bool failover);
 static void alter_publications(PaSubscription *sub, List *pubs, bool copy_data);
 static void alter_name(PaSubscription *sub, char *name);
-static void alter_owner(PaSubscription *sub, const char *role);
 static void alter_failover(PaSubscription *sub, bool failover);
 static void update_column(PaSubscription *sub, const char *column, Oid type,
 						  Datum value);
@@ -982,6 +1020,40 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		PreventInTransactionBlock(true, "alter_subscription_config(failover)");
 	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	values[0] = ObjectIdGetDatum(sub->subid);
+
+	/*
+	 * owner, password_required and the DSN as they will be: a DSN without
+	 * a password is refused for an owner that must use one (conn.c); a
+	 * new DSN is connected to with them.  The caller is a superuser, who
+	 * may set password_required := false.
+	 */
+	if (!PG_ARGISNULL(5) || !PG_ARGISNULL(7) || !PG_ARGISNULL(10))
+	{
+		Oid			owner = PG_ARGISNULL(7) ? sub->owner :
+			lock_owner(NameStr(*PG_GETARG_NAME(7)));
+		bool		password_required = PG_ARGISNULL(10) ?
+			sub->password_required : PG_GETARG_BOOL(10);
+
+		pa_check_dsn(PG_ARGISNULL(5) ? sub->dsn :
+					 text_to_cstring(PG_GETARG_TEXT_PP(5)),
+					 pa_must_use_password(owner, password_required));
+		if (owner != sub->owner)
+		{
+			Oid			old = sub->owner;
+
+			update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(owner));
+			sub->owner = owner;
+			sub->owner_superuser = superuser_arg(owner);
+			pa_owner_sync(old);
+			pa_owner_sync(owner);
+		}
+		if (password_required != sub->password_required)
+		{
+			update_column(sub, "password_required", BOOLOID,
+						  BoolGetDatum(password_required));
+			sub->password_required = password_required;
+		}
+	}
 
 	if (!PG_ARGISNULL(1))
 	{
@@ -1012,8 +1084,6 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 						   PG_ARGISNULL(4) ? true : PG_GETARG_BOOL(4));
 	if (!PG_ARGISNULL(6))
 		alter_name(sub, text_to_cstring(PG_GETARG_TEXT_PP(6)));
-	if (!PG_ARGISNULL(7))
-		alter_owner(sub, NameStr(*PG_GETARG_NAME(7)));
 	/* the writers read it when they start */
 	if (!PG_ARGISNULL(8) && PG_GETARG_BOOL(8) != sub->disable_on_error)
 		update_column(sub, "disable_on_error", BOOLOID, PG_GETARG_DATUM(8));
@@ -1049,7 +1119,8 @@ update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
 static void
 alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 {
-	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false,
+												pa_must_use_password(sub->owner, sub->password_required));
 
 	check_provider(conn, sub->publications, failover, false);
 	walrcv_disconnect(conn);
@@ -1064,7 +1135,8 @@ alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 static void
 alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												pa_must_use_password(sub->owner, sub->password_required));
 	ArrayBuildState *astate = NULL;
 	ListCell   *lc;
 
@@ -1093,22 +1165,6 @@ alter_name(PaSubscription *sub, char *name)
 	sub->name = name;
 }
 
-/* OWNER TO: a superuser, as PostgreSQL 15's subscriptions require */
-static void
-alter_owner(PaSubscription *sub, const char *role)
-{
-	Oid			roleid = get_role_oid(role, false);
-
-	if (!superuser_arg(roleid))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to change owner of parallel_apply subscription \"%s\"",
-						sub->name),
-				 errhint("The owner of a subscription must be a superuser.")));
-	update_column(sub, "sub_owner", OIDOID, ObjectIdGetDatum(roleid));
-	sub->owner = roleid;
-}
-
 /*
  * failover (as ALTER SUBSCRIPTION ... SET (failover = ...), 17): the slot
  * on the provider gets or loses FAILOVER (ALTER_REPLICATION_SLOT, 17).
@@ -1121,7 +1177,8 @@ alter_owner(PaSubscription *sub, const char *role)
 static void
 alter_failover(PaSubscription *sub, bool failover)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												pa_must_use_password(sub->owner, sub->password_required));
 	bool		slot_exists;
 
 	if (failover)
@@ -1243,7 +1300,8 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 	deadline = GetCurrentTimestamp() +
 		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
 					   (int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
-	conn = pa_provider_connect(sub->dsn, name, NULL, false);
+	conn = pa_provider_connect(sub->dsn, name, NULL, false,
+							   pa_must_use_password(sub->owner, sub->password_required));
 	target = provider_committed_lsn(conn);
 	walrcv_disconnect(conn);
 	for (;;)

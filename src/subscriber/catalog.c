@@ -23,6 +23,7 @@
 #include "executor/spi.h"
 #include "libpq-fe.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -36,7 +37,7 @@
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
-	"disable_on_error, skip_lsn, two_phase, failover"
+	"disable_on_error, skip_lsn, two_phase, failover, password_required"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -88,6 +89,8 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 		sub->skip_lsn = InvalidXLogRecPtr;
 	sub->two_phase = DatumGetBool(getdatum(tup, desc, 18, &isnull));
 	sub->failover = DatumGetBool(getdatum(tup, desc, 19, &isnull));
+	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
+	sub->owner_superuser = superuser_arg(sub->owner);
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }
@@ -130,8 +133,15 @@ query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
 
 	pa_catalog_query(sql, nargs, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
-		result = lappend(result, row_to_sub(SPI_tuptable->vals[i],
-											SPI_tuptable->tupdesc, cxt));
+	{
+		PaSubscription *sub = row_to_sub(SPI_tuptable->vals[i],
+										 SPI_tuptable->tupdesc, cxt);
+		/* the list too outlives SPI's context, which SPI_finish() frees */
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+		result = lappend(result, sub);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	SPI_finish();
 	return result;
 }

@@ -30,7 +30,7 @@ typedef struct PaSubscription
 	char	   *synchronous_commit;
 	char		sync_state;
 	bool		origin_none;	/* origin = 'none': the provider's own changes */
-	Oid			owner;			/* the role that created it */
+	Oid			owner;			/* the role that owns it */
 	bool		run_as_owner;	/* apply as owner, not as each table's owner */
 	bool		table_sync;		/* tables recorded, copied when they join */
 	bool		disable_on_error;	/* an apply error disables it (1.2) */
@@ -38,7 +38,17 @@ typedef struct PaSubscription
 								 * here, once; Invalid: none (1.2) */
 	bool		two_phase;		/* prepared transactions prepared here (1.3) */
 	bool		failover;		/* the provider's slot has FAILOVER (1.3) */
+	bool		password_required;	/* a non-superuser owner connects with
+									 * a password (1.4, conn.c) */
+	bool		owner_superuser;	/* the owner was a superuser when read */
 } PaSubscription;
+
+/*
+ * Whether its connections must use a password (password_required,
+ * conn.c), with no catalog access: usable outside a transaction.
+ */
+#define PA_SUB_MUST_USE_PASSWORD(sub) \
+	((sub)->password_required && !(sub)->owner_superuser)
 
 /* All need a transaction and an SPI-free caller (they connect to SPI). */
 extern List *pa_catalog_list(void);

@@ -12,6 +12,18 @@
  * met it, and run their commands through the helpers below, which turn
  * a failed command into an error naming what was being done.
  *
+ * password_required (as PostgreSQL 16's subscriptions): a subscription
+ * whose owner is not a superuser, unless a superuser gave it
+ * password_required := false, connects with a password in its DSN, and
+ * the connection must have used it (the provider asked for it): else an
+ * error, "password is required".  Otherwise such an owner's subscription
+ * could connect with whatever the server's own account may use without a
+ * password (trust or peer authentication, a .pgpass file, a client
+ * certificate).  Every connection made for a subscription checks it: the
+ * leader's, the initial copy's, and the SQL API's (which checks the DSN
+ * of a new subscription, a new DSN, owner or password_required so).
+ * drop_subscription() alone connects without it, to drop the slot.
+ *
  * src/subscriber/conn.c
  *
  *-------------------------------------------------------------------------
@@ -22,24 +34,30 @@
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "libpq-fe.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 #include "compat.h"
 #include "conn.h"
 
+/* Whether a subscription of owner connects with a password only. */
+bool
+pa_must_use_password(Oid owner, bool password_required)
+{
+	return password_required && !superuser_arg(owner);
+}
+
 /*
- * A replication connection to the provider at dsn, for a database,
- * reporting appname as its application_name.  A dsn that does not parse
- * is an error (42601); so is a failure to connect (08006), named after the
- * subscription when subname is given, unless missing_ok: then NULL.
+ * A dsn that does not parse is an error (42601); so is one without a
+ * password when must_use_password (the first half of password_required,
+ * PostgreSQL 16's walrcv_check_conninfo()).
  */
-WalReceiverConn *
-pa_provider_connect(const char *dsn, const char *appname,
-					const char *subname, bool missing_ok)
+void
+pa_check_dsn(const char *dsn, bool must_use_password)
 {
 	char	   *err = NULL;
-	WalReceiverConn *conn;
 	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
+	bool		has_password = false;
 
 	if (opts == NULL)
 		ereport(ERROR,
@@ -47,10 +65,40 @@ pa_provider_connect(const char *dsn, const char *appname,
 				 errmsg("could not connect to the provider: invalid connection string"),
 				 errdetail("%s", err ? pchomp(err) : "out of memory"),
 				 errhint("Give provider_dsn as key=value pairs or a postgresql:// URI.")));
+	for (PQconninfoOption *opt = opts; opt->keyword != NULL; opt++)
+		if (strcmp(opt->keyword, "password") == 0 &&
+			opt->val != NULL && opt->val[0] != '\0')
+			has_password = true;
 	PQconninfoFree(opts);
+	if (must_use_password && !has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Non-superusers must provide a password in the connection string."),
+				 errhint("The subscription's owner is not a superuser: give a password in provider_dsn, or have a superuser set password_required := false.")));
+}
+
+/*
+ * A replication connection to the provider at dsn, for a database,
+ * reporting appname as its application_name; with must_use_password
+ * (pa_must_use_password()), one that authenticated with the password of
+ * the dsn.  A dsn that does not parse is an error (42601); so is a failure
+ * to connect (08006), named after the subscription when subname is given,
+ * unless missing_ok: then NULL; so is a connection that did not use a
+ * password when it must (2F004, as PostgreSQL's).
+ */
+WalReceiverConn *
+pa_provider_connect(const char *dsn, const char *appname,
+					const char *subname, bool missing_ok,
+					bool must_use_password)
+{
+	char	   *err = NULL;
+	WalReceiverConn *conn;
+
+	pa_check_dsn(dsn, must_use_password);
 
 	load_file("libpqwalreceiver", false);
-	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
+	conn = PA_WALRCV_CONNECT(dsn, true, must_use_password, appname, &err);
 	if (conn != NULL || missing_ok)
 		return conn;
 	err = err ? pchomp(err) : "unknown error";

@@ -15,7 +15,10 @@
 extern WalReceiverConn *pa_provider_connect(const char *dsn,
 											const char *appname,
 											const char *subname,
-											bool missing_ok);
+											bool missing_ok,
+											bool must_use_password);
+extern bool pa_must_use_password(Oid owner, bool password_required);
+extern void pa_check_dsn(const char *dsn, bool must_use_password);
 extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
 										  const char *sql, int ntypes,
 										  const Oid *types,

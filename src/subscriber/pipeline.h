@@ -239,6 +239,7 @@ extern PaSubSlot *pa_subslot_find(Oid dboid, Oid subid);
 extern PaSubSlot *pa_subslot_acquire(Oid dboid, Oid subid, const char *name);
 extern void pa_subslot_release(PaSubSlot *slot);
 extern int	pa_subslot_index(PaSubSlot *slot);
+extern void pa_signal_leader(PaSubSlot *slot, int sig);
 extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 						 const char *msg);
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);

@@ -11,6 +11,17 @@
  * under one LWLock, the contents of a slot under its spinlock, and the
  * commit-order counters are atomics, read without locks on hot paths.
  *
+ * Signals.  The pids of a slot's leader and writers are cleared by each
+ * process itself as it exits, holding that LWLock exclusively (besides the
+ * spinlock), and a process that signals one by its pid holds the LWLock,
+ * shared, from reading the pid until kill() returns, as PostgreSQL's
+ * logicalrep_worker_stop() holds LogicalRepWorkerLock.  A pid seen there
+ * is that of a process that has not finished exiting, so it cannot have
+ * been reused by another one.  (The spinlock alone would not do: kill() is
+ * a system call, which must not run under a spinlock, and the pid was
+ * read and released before.)  Processes started through a background
+ * worker handle are stopped through it instead (launcher.c).
+ *
  * Errors are copied into the slot of the process that raised them, so
  * that subscription_status() and writer_status() can say why a worker
  * stopped even after it is gone.
@@ -20,6 +31,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <signal.h>
 
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -202,6 +215,24 @@ pa_subslot_release(PaSubSlot *slot)
 {
 	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 	slot->in_use = false;
+	LWLockRelease(pa_shared->lock);
+}
+
+/*
+ * Send sig to the leader of a slot, by the pid it recorded, if it runs: a
+ * leader this process has no handle of (see the header comment).
+ */
+void
+pa_signal_leader(PaSubSlot *slot, int sig)
+{
+	pid_t		pid;
+
+	LWLockAcquire(pa_shared->lock, LW_SHARED);
+	SpinLockAcquire(&slot->mutex);
+	pid = slot->leader_pid;
+	SpinLockRelease(&slot->mutex);
+	if (pid != 0)
+		(void) kill(pid, sig);
 	LWLockRelease(pa_shared->lock);
 }
 

@@ -42,8 +42,11 @@
  * pid that might since name another process.  A leader an earlier
  * supervisor of the database started (that one exited with an error) has
  * no handle here: the supervisor leaves the slot to it, and stops it by
- * the pid the leader clears from its slot as it exits.  The database's
- * slot names its supervisor the same way, cleared as the supervisor exits.
+ * the pid the leader clears from its slot as it exits, signalled under the
+ * lock that the clearing takes (pa_signal_leader, shmem.c), so never once
+ * the pid may name another process.  The database's slot names its
+ * supervisor the same way, cleared as the supervisor exits, and is woken
+ * through its latch under the lock that guards that entry.
  *
  * src/subscriber/supervisor.c
  *
@@ -74,6 +77,7 @@
 
 #include "catalog.h"
 #include "launcher.h"
+#include "owner.h"
 #include "pipeline.h"
 #include "stoplog.h"
 
@@ -336,12 +340,10 @@ orphan_leader(int idx)
 static void
 stop_leader(int idx)
 {
-	pid_t		orphan = orphan_leader(idx);
-
 	if (leaders[idx].handle != NULL)
 		TerminateBackgroundWorker(leaders[idx].handle);
-	else if (orphan != 0)
-		kill(orphan, SIGTERM);	/* no handle: its pid is all there is */
+	else
+		pa_signal_leader(pa_subslot(idx), SIGTERM);	/* no handle: its pid */
 }
 
 /* A leader is gone: when may the next one start? */
@@ -378,16 +380,19 @@ reconcile(List *subs)
 		int			idx = pa_subslot_index(slot);
 		bool		running = leader_running(idx);
 		bool		paused;
+		pid_t		paused_by;
 		TimestampTz next_start;
 
 		seen[idx] = true;
 		SpinLockAcquire(&slot->mutex);
 		slot->target_writers = sub->num_writers;
-		paused = pid_alive(slot->paused_by);
+		paused_by = slot->paused_by;
 		next_start = slot->next_start;
 		if (!sub->enabled)
 			slot->state = PA_SUB_DISABLED;
 		SpinLockRelease(&slot->mutex);
+		/* it takes ProcArrayLock: not under the spinlock */
+		paused = pid_alive(paused_by);
 
 		if (!sub->enabled || paused)
 		{
@@ -493,6 +498,8 @@ pa_supervisor_main(Datum arg)
 			{
 				case PA_CLAIMED:
 					claimed = true;
+					/* the owners as dependencies (owner.c) */
+					pa_owner_sync_all();
 					if (warned)
 						ereport(LOG,
 								(errmsg("parallel_apply: database \"%s\" has a supervisor slot now",

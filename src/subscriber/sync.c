@@ -124,7 +124,8 @@ begin_snapshot(WalReceiverConn *conn, const char *snapshot)
 static List *
 list_tables(PaSubscription *sub, const char *snapshot)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												PA_SUB_MUST_USE_PASSWORD(sub));
 	StringInfoData sql;
 	Oid			types[3] = {TEXTOID, TEXTOID, CHAROID};
 	WalRcvExecResult *res;
@@ -388,7 +389,8 @@ static WalReceiverConn *
 temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 				   XLogRecPtr *consistent)
 {
-	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false);
+	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
+												PA_SUB_MUST_USE_PASSWORD(sub));
 
 	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
 	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
@@ -870,7 +872,9 @@ copy_table_here(PaSubscription *sub, const char *nspname,
 	Oid			relid;
 	char	   *copy_snap;
 
-	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL, false);
+	/* as its owner may connect (password_required, conn.c) */
+	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL,
+									false, PA_SUB_MUST_USE_PASSWORD(sub));
 	begin_snapshot(copy_conn, snapshot);
 	copy_snap = pa_provider_value(copy_conn,
 								  "SELECT pg_catalog.pg_current_snapshot()::text");

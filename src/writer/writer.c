@@ -178,9 +178,17 @@
  * subscription's, which its leader holds; on 15 one of the writer's own
  * (progress.c).
  * With the subscription's synchronous_commit off, commits are
- * asynchronous; with it on, the writer flushes its commit record after
+ * asynchronous; with it local, the writer flushes its commit record after
  * its turn, before it takes the next transaction, so commits of several
- * writers share WAL flushes instead of queueing one fsync each.
+ * writers share WAL flushes instead of queueing one fsync each.  With it
+ * on, remote_write or remote_apply the writer's session has that setting,
+ * as PostgreSQL's apply workers have the subscription's: each commit
+ * waits, in its turn, for this node's synchronous standbys
+ * (synchronous_standby_names) as any commit at that setting does, and is
+ * visible here only once they have confirmed it.  Later writers' commits
+ * wait for that turn, so the provider's commit order is kept; what the
+ * leader reports flushed is then also on the standbys.  No standby named
+ * there, the setting means local.
  *
  * src/writer/writer.c
  *
@@ -374,14 +382,20 @@ set_state(PaWriterState state)
 	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
+/*
+ * The pid is cleared under pa_shared->lock: a writer signalling this one
+ * holds it from reading the pid until its kill() (request_retry).
+ */
 static void
 writer_on_exit(int code, Datum arg)
 {
+	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
 	SpinLockAcquire(&MyWriter->slot->mutex);
 	MyWriter->me->pid = 0;
 	MyWriter->me->state = PA_WRITER_STOPPED;
 	MyWriter->me->seq = 0;
 	SpinLockRelease(&MyWriter->slot->mutex);
+	LWLockRelease(pa_shared->lock);
 }
 
 static uint64
@@ -651,6 +665,11 @@ request_retry(uint64 seq)
 	SpinLockRelease(&slot->mutex);
 	pg_memory_barrier();
 
+	/*
+	 * Under the lock a writer takes to clear its pid as it exits: a pid read
+	 * here is that writer's until the signal is sent (shmem.c).
+	 */
+	LWLockAcquire(pa_shared->lock, LW_SHARED);
 	for (int w = 0; w < pa_max_writers; w++)
 	{
 		pid_t		pid;
@@ -665,6 +684,7 @@ request_retry(uint64 seq)
 		if (pid != 0 && wseq > seq)
 			kill(pid, SIGUSR2);
 	}
+	LWLockRelease(pa_shared->lock);
 }
 
 static bool
@@ -2233,6 +2253,11 @@ pa_writer_main(Datum arg)
 		pa_relmap_table_sync = sub->table_sync;
 		pa_apply_as_role = sub->run_as_owner ? sub->owner : InvalidOid;
 		MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
+		/* on, remote_write, remote_apply: as in-core (header comment) */
+		if (MyWriter->flush_commits &&
+			strcmp(sub->synchronous_commit, "local") != 0)
+			SetConfigOption("synchronous_commit", sub->synchronous_commit,
+							PGC_SUSET, PGC_S_OVERRIDE);
 		MyWriter->disable_on_error = sub->disable_on_error;
 		MyWriter->skip_lsn = sub->skip_lsn;
 
