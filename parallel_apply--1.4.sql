@@ -44,7 +44,7 @@ CREATE SCHEMA parallel_apply;
 REVOKE ALL ON SCHEMA parallel_apply FROM PUBLIC;
 
 -- One row per subscription.  Holds the provider's DSN, passwords included:
--- superusers only; subscription_status() shows it with passwords masked.
+-- superusers only; subscription_status() shows it with its secrets masked.
 CREATE TABLE parallel_apply.subscription (
     sub_id             oid PRIMARY KEY,
     sub_name           text NOT NULL UNIQUE,
@@ -184,7 +184,7 @@ CREATE FUNCTION subscription_status(
     OUT confl_multiple_unique_conflicts bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_subscription_status'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION writer_status(
     OUT subscription_name text, OUT writer int, OUT pid int, OUT state text,
@@ -194,7 +194,15 @@ CREATE FUNCTION writer_status(
     OUT last_error text, OUT last_error_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_writer_status'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE SET search_path = pg_catalog, pg_temp;
+
+-- the status functions: superusers and pg_read_all_stats only; they run as
+-- their caller (not SECURITY DEFINER), read the catalog themselves, mask
+-- the DSN's secrets and show last_error in full to superusers only
+REVOKE ALL ON FUNCTION subscription_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
 
 REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION drop_subscription(text, boolean) FROM PUBLIC;

@@ -378,8 +378,12 @@ refused($sub,
 	qr/ERROR:  must be superuser to create a parallel_apply subscription/,
 	'even when granted, creating needs superuser');
 nothing_left('priv');
+refused($sub, "SET ROLE regress_pa_user; SELECT count(*) FROM subscription_status()",
+	qr/ERROR:  permission denied for function subscription_status/,
+	'subscription_status() is not for PUBLIC');
+$sub->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_pa_user');
 is( $sub->safe_psql('postgres',
 		"SET ROLE regress_pa_user; SELECT count(*) FROM subscription_status()"),
-	'0', 'subscription_status() is for everyone');
+	'0', 'subscription_status() is for pg_read_all_stats');
 
 done_testing();

@@ -117,6 +117,9 @@ typedef struct PaLeader
 	bool		caught_up_once;
 	bool		durable;		/* writers flush their commits */
 	uint64		reported_seq;	/* commits covered by the last report */
+	char	   *writer_exit_public; /* the error of a writer that exited,
+									 * as callers of the status functions
+									 * other than superusers see it */
 
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */

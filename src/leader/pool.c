@@ -369,12 +369,21 @@ pa_pool_check(void)
 		if (GetBackgroundWorkerPid(pw->handle, &pid) == BGWH_STOPPED)
 		{
 			char		why[PA_ERROR_LEN];
+			char		why_public[PA_PUBLIC_ERROR_LEN];
 
 			pw->running = false;
 			/* say why, so that subscription_status() keeps the cause */
 			SpinLockAcquire(&MyPaLeader->slot->mutex);
 			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
+			strlcpy(why_public, MyPaLeader->slot->writers[w].last_error_public,
+					sizeof(why_public));
 			SpinLockRelease(&MyPaLeader->slot->mutex);
+			/* and as others see it (receiver.c records it) */
+			MyPaLeader->writer_exit_public =
+				MemoryContextStrdup(TopMemoryContext,
+									psprintf("writer %d exited%s%s", w,
+											 why_public[0] ? ": " : "",
+											 why_public));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",

@@ -755,7 +755,8 @@ pa_leader_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(slot, NULL);
+		pa_error_to_slot(slot, NULL, "receiver",
+						 L->writer_exit_public);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

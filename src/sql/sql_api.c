@@ -32,8 +32,15 @@
  * the provider) or failover (the slot there altered) refuses to run in one.
  *
  * Managing subscriptions needs superuser.  subscription_status() and
- * writer_status() are for everyone; they run as the extension's owner and
- * never show a password.
+ * writer_status() are for superusers and the members of pg_read_all_stats
+ * (the SQL script grants them EXECUTE, and no one else).  They run as
+ * their caller, so that they know who asks, and read the catalog, which
+ * only superusers may, as the bootstrap superuser (read_catalog_as_owner).
+ * The DSN is shown with every secret libpq knows of masked
+ * (pa_mask_dsn); last_error in full to superusers only, since an error's
+ * message may quote rows (a trigger's RAISE, a value that does not
+ * convert): others see the step that failed and the SQLSTATE
+ * (pa_error_to_slot).
  *
  * src/sql/sql_api.c
  *
@@ -45,6 +52,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -1344,13 +1352,54 @@ init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
 				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
 }
 
+/*
+ * The subscriptions, read for a status function whatever its caller may
+ * read: as the bootstrap superuser, in a restricted operation (the
+ * catalog query is fixed and schema-qualified), back to the caller after.
+ */
+static List *
+read_catalog_as_owner(void)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	List	   *subs;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	PG_TRY();
+	{
+		subs = pa_catalog_list();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
+	PG_END_TRY();
+	return subs;
+}
+
+/*
+ * last_error as the caller may see it: in full for a superuser, else the
+ * step that failed and its SQLSTATE (pa_error_to_slot).
+ */
+static Datum
+error_for_caller(const char *full, const char *public_msg, bool *isnull)
+{
+	*isnull = full[0] == '\0';
+	if (*isnull)
+		return (Datum) 0;
+	return CStringGetTextDatum(superuser() ? full : public_msg);
+}
+
 #define SUBSCRIPTION_STATUS_COLS (30 + PA_CONFLICT_TYPES)
 
 Datum
 pa_subscription_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo;
-	List	   *subs = pa_catalog_list();
+	List	   *subs = read_catalog_as_owner();
 	ListCell   *lc;
 	TimestampTz now = GetCurrentTimestamp();
 
@@ -1418,8 +1467,8 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 			nulls[11] = true;
 		values[12] = Int32GetDatum(running ? snap.num_writers :
 								   pa_writers_for(sub->num_writers));
-		values[13] = CStringGetTextDatum(snap.last_error);
-		nulls[13] = snap.last_error[0] == '\0';
+		values[13] = error_for_caller(snap.last_error, snap.last_error_public,
+									  &nulls[13]);
 		values[14] = TimestampTzGetDatum(snap.last_error_time);
 		nulls[14] = snap.last_error_time == 0;
 		values[15] = Int64GetDatum((int64) applied);
@@ -1513,8 +1562,8 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			values[10] = Int64GetDatum((int64) ws.retries);
 			values[11] = Int64GetDatum((int64) ws.read_ahead);
 			values[12] = Int64GetDatum((int64) ws.coalesced);
-			values[13] = CStringGetTextDatum(ws.last_error);
-			nulls[13] = ws.last_error[0] == '\0';
+			values[13] = error_for_caller(ws.last_error, ws.last_error_public,
+										  &nulls[13]);
 			values[14] = TimestampTzGetDatum(ws.last_error_time);
 			nulls[14] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -1103,6 +1103,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 		slot->error_commit_lsn = InvalidXLogRecPtr;
 		slot->error_xid = InvalidTransactionId;
 		slot->last_error[0] = '\0';
+		slot->last_error_public[0] = '\0';
 		slot->restarts = 0;
 	}
 	MyWriter->me->applied += n;
@@ -2250,7 +2251,7 @@ pa_writer_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(MyWriter->slot, MyWriter->me);
+		pa_error_to_slot(MyWriter->slot, MyWriter->me, "apply", NULL);
 		if (MyWriter->disable_on_error)
 			disable_and_exit();
 		PG_RE_THROW();
