@@ -15,3 +15,12 @@ REVOKE ALL ON FUNCTION subscription_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
+-- drop_subscription(keep_slot): an unreachable provider is an error unless
+-- keep_slot
+DROP FUNCTION drop_subscription(text, boolean);
+CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false,
+                                  keep_slot boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'pa_drop_subscription'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;

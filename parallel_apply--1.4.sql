@@ -124,7 +124,10 @@ RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
-CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false)
+-- keep_slot: drop here even when the provider cannot drop the slot (it is
+-- unreachable), and say how to drop it there
+CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false,
+                                  keep_slot boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'pa_drop_subscription'
 LANGUAGE C STRICT VOLATILE;
@@ -205,7 +208,7 @@ GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
 
 REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION drop_subscription(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean) FROM PUBLIC;

@@ -15,7 +15,9 @@
  * which cannot keep a slot that its standbys synchronize, and two_phase
  * without max_prepared_transactions here or with a provider whose
  * parallel_apply predates it.  drop_subscription() warns of the
- * transactions a two_phase subscription leaves prepared here.  Stopping
+ * transactions a two_phase subscription leaves prepared here, and leaves
+ * everything as it was when it cannot drop the slot on the provider
+ * (unreachable, or refusing), unless told keep_slot.  Stopping
  * workers (disable, drop, a changed synchronous_commit) marks the
  * subscription paused by this backend until its transaction ends, so that
  * the supervisor does not restart what it just stopped from a catalog that
@@ -689,13 +691,23 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	PG_RETURN_OID(subid);
 }
 
+/*
+ * drop_subscription(name, if_exists, keep_slot): the subscription, its
+ * records and origins here, and its slot on the provider.  A provider
+ * that cannot be reached is an error, the subscription kept: dropping it
+ * here alone would leave the slot holding WAL there, unseen.  keep_slot
+ * drops it here alone, without connecting, and says how to drop the slot
+ * on the provider (as ALTER SUBSCRIPTION ... SET (slot_name = NONE)
+ * before DROP SUBSCRIPTION).  A 1.3 script's function has two arguments.
+ */
 Datum
 pa_drop_subscription(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		if_exists = PG_GETARG_BOOL(1);
+	bool		keep_slot = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	PaSubscription *sub;
-	WalReceiverConn *conn;
+	WalReceiverConn *conn = NULL;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
 
@@ -710,6 +722,22 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
+	/* the provider first: unreachable, nothing is changed here */
+	if (!keep_slot)
+	{
+		char	   *err = NULL;
+
+		conn = pa_provider_try_connect(sub->dsn, name, &err);
+		if (conn == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not connect to the provider to drop replication slot \"%s\" of parallel_apply subscription \"%s\": %s",
+							sub->slot_name, name, err),
+					 errdetail("The subscription was not dropped: dropping it here alone would leave its slot on the provider, keeping WAL there."),
+					 errhint("Make the provider reachable and drop the subscription again, or drop it here alone with drop_subscription(%s, keep_slot := true) and then the slot on the provider.",
+							 quote_literal_cstr(name))));
+	}
+
 	stop_pipeline(sub);
 	if (sub->two_phase)
 		warn_prepared_left(sub);
@@ -721,16 +749,16 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	pa_progress_drop_origins(sub->subid);
 
 	/* last, since it cannot be undone: the slot on the provider */
-	conn = pa_provider_connect(sub->dsn, name, NULL, true);
-	if (conn == NULL)
+	if (keep_slot)
 		ereport(WARNING,
-				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
-						sub->slot_name),
-				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s'); until then it keeps WAL there.",
-						 sub->slot_name)));
+				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider",
+						sub->slot_name, name),
+				 errdetail("It keeps WAL on the provider until it is dropped."),
+				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot(%s);",
+						 quote_literal_cstr(sub->slot_name))));
 	else
 	{
-		pa_drop_provider_slot(conn, sub->slot_name);
+		pa_drop_provider_slot(conn, name, sub->slot_name);
 		walrcv_disconnect(conn);
 	}
 	nudge_supervisor();

@@ -38,6 +38,30 @@ pa_provider_connect(const char *dsn, const char *appname,
 					const char *subname, bool missing_ok)
 {
 	char	   *err = NULL;
+	WalReceiverConn *conn = pa_provider_try_connect(dsn, appname, &err);
+
+	if (conn != NULL || missing_ok)
+		return conn;
+	if (subname != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
+						subname, err)));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("could not connect to the provider: %s", err),
+			 errhint("Check provider_dsn, and that the provider accepts replication connections from here (pg_hba.conf).")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * As pa_provider_connect with missing_ok, but a failure to connect also
+ * gives libpq's reason in *err (a dsn that does not parse is an error).
+ */
+WalReceiverConn *
+pa_provider_try_connect(const char *dsn, const char *appname, char **errp)
+{
+	char	   *err = NULL;
 	WalReceiverConn *conn;
 	PQconninfoOption *opts = PQconninfoParse(dsn, &err);
 
@@ -50,20 +74,11 @@ pa_provider_connect(const char *dsn, const char *appname,
 	PQconninfoFree(opts);
 
 	load_file("libpqwalreceiver", false);
+	err = NULL;
 	conn = PA_WALRCV_CONNECT(dsn, true, appname, &err);
-	if (conn != NULL || missing_ok)
-		return conn;
-	err = err ? pchomp(err) : "unknown error";
-	if (subname != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not connect to the provider of parallel_apply subscription \"%s\": %s",
-						subname, err)));
-	ereport(ERROR,
-			(errcode(ERRCODE_CONNECTION_FAILURE),
-			 errmsg("could not connect to the provider: %s", err),
-			 errhint("Check provider_dsn, and that the provider accepts replication connections from here (pg_hba.conf).")));
-	return NULL;				/* keep the compiler quiet */
+	if (conn == NULL)
+		*errp = err ? pchomp(err) : "unknown error";
+	return conn;
 }
 
 /* Run sql on the provider; an error unless its result is "expected". */
@@ -139,12 +154,15 @@ pa_provider_encoding(WalReceiverConn *conn)
 }
 
 /*
- * Drop a subscription's slot on the provider, if it is there, waiting
- * for a walsender still using it to let go.  The subscription is gone
- * here already: a failure is a WARNING telling how to drop it by hand.
+ * Drop subscription subname's slot on the provider, if it is there,
+ * waiting for a walsender still using it to let go.  The caller
+ * (drop_subscription) has removed the subscription in its transaction,
+ * which a refusal here (the slot in use by another, the role's
+ * privileges) rolls back: the subscription stays, and the error says so.
  */
 void
-pa_drop_provider_slot(WalReceiverConn *conn, const char *slot_name)
+pa_drop_provider_slot(WalReceiverConn *conn, const char *subname,
+					  const char *slot_name)
 {
 	WalRcvExecResult *res;
 
@@ -157,10 +175,12 @@ pa_drop_provider_slot(WalReceiverConn *conn, const char *slot_name)
 							   quote_identifier(slot_name)),
 					  0, NULL);
 	if (res->status != WALRCV_OK_COMMAND)
-		ereport(WARNING,
-				(errmsg("could not drop replication slot \"%s\" on the provider: %s",
-						slot_name, res->err),
-				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s').",
-						 slot_name)));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not drop replication slot \"%s\" of parallel_apply subscription \"%s\" on the provider: %s",
+						slot_name, subname, res->err ? pchomp(res->err) : "unexpected result"),
+				 errdetail("The subscription was not dropped."),
+				 errhint("Remove the cause on the provider and drop the subscription again, or drop it here alone with drop_subscription(%s, keep_slot := true) and then the slot on the provider.",
+						 quote_literal_cstr(subname))));
 	walrcv_clear_result(res);
 }

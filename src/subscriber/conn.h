@@ -16,6 +16,9 @@ extern WalReceiverConn *pa_provider_connect(const char *dsn,
 											const char *appname,
 											const char *subname,
 											bool missing_ok);
+extern WalReceiverConn *pa_provider_try_connect(const char *dsn,
+												const char *appname,
+												char **err);
 extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
 										  const char *sql, int ntypes,
 										  const Oid *types,
@@ -30,6 +33,7 @@ extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
 extern char *pa_provider_encoding(WalReceiverConn *conn);
 
 extern void pa_drop_provider_slot(WalReceiverConn *conn,
+								  const char *subname,
 								  const char *slot_name);
 
 #endif							/* PA_CONN_H */
