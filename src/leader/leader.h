@@ -62,6 +62,9 @@ typedef struct PaLeaderTxn
 	char		twophase;		/* PA_Q_2PC_*: what it is to two-phase */
 	bool		at_commit;		/* a PREPARE flagged AT_COMMIT was read:
 								 * its COMMIT PREPARED comes next */
+	bool		prepare_seen;	/* a COMMIT PREPARED whose PREPARE was
+								 * dispatched (dispatcher.c, "Prepared
+								 * transactions") */
 	bool		wait_after;		/* nothing after it is dispatched until it
 								 * has committed (a COMMIT/ROLLBACK PREPARED
 								 * whose transaction's keys are not known) */

@@ -172,6 +172,14 @@ typedef struct PaSubSlot
 	 */
 	XLogRecPtr	error_commit_lsn;
 	TransactionId error_xid;
+
+	/*
+	 * The remote transaction whose COMMIT PREPARED found nothing prepared
+	 * here though its PREPARE had been dispatched (twophase.c): the next
+	 * leader's dispatcher, which never saw that PREPARE, still has its
+	 * COMMIT PREPARED refused.  Kept until the server stops.
+	 */
+	TransactionId missing_prepared_xid;
 	uint64		skipped;		/* transactions skip_transaction() skipped */
 	uint64		conflicts[PA_CONFLICT_TYPES];	/* counted by type */
 

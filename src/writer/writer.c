@@ -1386,7 +1386,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		else
 		{
 			if (is_finish_prepared(h->twophase) && !MyWriter->skipping)
-				(void) pa_twophase_finish(MyWriter->subid, h->twophase,
+				(void) pa_twophase_finish(MyWriter->slot, MyWriter->subid,
+										  h->twophase, h->prepare_seen,
 										  g->msgs, g->len);
 			CommitTransactionCommand();
 		}
