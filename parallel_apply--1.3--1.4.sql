@@ -52,7 +52,9 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean, boolean) FROM PUBLIC;
 -- ---------------------------------------------------------------------
 -- Monitoring views (src/sql/monitor.c; docs/subscriber.md, "Monitoring"),
--- in the shape of PostgreSQL's, for pg_read_all_stats (pg_monitor) only
+-- in the shape of PostgreSQL's, for pg_read_all_stats (pg_monitor) only;
+-- the functions run as their caller and read the catalog themselves, as
+-- subscription_status() does
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION parallel_apply.get_subscriptions(
@@ -63,7 +65,7 @@ CREATE FUNCTION parallel_apply.get_subscriptions(
     OUT num_writers int, OUT group_name text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_get_subscriptions'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.stat_get_subscription(
     OUT subid oid, OUT subname text, OUT worker_type text, OUT writer int,
@@ -72,7 +74,7 @@ CREATE FUNCTION parallel_apply.stat_get_subscription(
     OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_stat_get_subscription'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.stat_get_subscription_stats(
     OUT subid oid, OUT subname text, OUT apply_error_count bigint,
@@ -83,7 +85,7 @@ CREATE FUNCTION parallel_apply.stat_get_subscription_stats(
     OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_stat_get_subscription_stats'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.get_subscription_lag(
     OUT subid oid, OUT subname text, OUT enabled boolean, OUT state text,
@@ -92,13 +94,13 @@ CREATE FUNCTION parallel_apply.get_subscription_lag(
     OUT apply_lag interval, OUT last_error text, OUT last_error_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_get_subscription_lag'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 -- as pg_stat_reset_subscription_stats(): superusers, or whom they grant it
 CREATE FUNCTION parallel_apply.reset_subscription_stats(subscription_name text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'pa_reset_subscription_stats'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 CREATE VIEW parallel_apply.subscriptions AS
     SELECT * FROM parallel_apply.get_subscriptions();
@@ -122,3 +124,23 @@ GRANT EXECUTE ON FUNCTION parallel_apply.get_subscription_lag() TO pg_read_all_s
 GRANT SELECT ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
     parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag
     TO pg_read_all_stats;
+
+-- status functions, drop, sequences, two-phase
+-- subscription_status() and writer_status(): superusers and
+-- pg_read_all_stats only, run as their caller (the C code reads the
+-- catalog itself), last_error in full to superusers only
+ALTER FUNCTION subscription_status() SECURITY INVOKER;
+ALTER FUNCTION writer_status() SECURITY INVOKER;
+REVOKE ALL ON FUNCTION subscription_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
+-- drop_subscription(keep_slot): an unreachable provider is an error unless
+-- keep_slot
+DROP FUNCTION drop_subscription(text, boolean);
+CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false,
+                                  keep_slot boolean DEFAULT false)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'pa_drop_subscription'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;

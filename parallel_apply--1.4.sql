@@ -44,7 +44,7 @@ CREATE SCHEMA parallel_apply;
 REVOKE ALL ON SCHEMA parallel_apply FROM PUBLIC;
 
 -- One row per subscription.  Holds the provider's DSN, passwords included:
--- superusers only; subscription_status() shows it with passwords masked.
+-- superusers only; subscription_status() shows it with its secrets masked.
 CREATE TABLE parallel_apply.subscription (
     sub_id             oid PRIMARY KEY,
     sub_name           text NOT NULL UNIQUE,
@@ -132,7 +132,10 @@ RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
-CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false)
+-- keep_slot: drop here even when the provider cannot drop the slot (it is
+-- unreachable), and say how to drop it there
+CREATE FUNCTION drop_subscription(subscription_name text, if_exists boolean DEFAULT false,
+                                  keep_slot boolean DEFAULT false)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'pa_drop_subscription'
 LANGUAGE C STRICT VOLATILE;
@@ -193,7 +196,7 @@ CREATE FUNCTION subscription_status(
     OUT confl_multiple_unique_conflicts bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_subscription_status'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION writer_status(
     OUT subscription_name text, OUT writer int, OUT pid int, OUT state text,
@@ -203,10 +206,18 @@ CREATE FUNCTION writer_status(
     OUT last_error text, OUT last_error_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_writer_status'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE SET search_path = pg_catalog, pg_temp;
+
+-- the status functions: superusers and pg_read_all_stats only; they run as
+-- their caller (not SECURITY DEFINER), read the catalog themselves, mask
+-- the DSN's secrets and show last_error in full to superusers only
+REVOKE ALL ON FUNCTION subscription_status() FROM PUBLIC;
+REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
+GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
 
 REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name) FROM PUBLIC;
-REVOKE ALL ON FUNCTION drop_subscription(text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean, boolean) FROM PUBLIC;
@@ -244,7 +255,9 @@ REVOKE ALL ON FUNCTION sync_sequences(text, text[]) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------
 -- Monitoring views (src/sql/monitor.c; docs/subscriber.md, "Monitoring"),
--- in the shape of PostgreSQL's, for pg_read_all_stats (pg_monitor) only
+-- in the shape of PostgreSQL's, for pg_read_all_stats (pg_monitor) only;
+-- the functions run as their caller and read the catalog themselves, as
+-- subscription_status() does
 -- ---------------------------------------------------------------------
 
 CREATE FUNCTION parallel_apply.get_subscriptions(
@@ -255,7 +268,7 @@ CREATE FUNCTION parallel_apply.get_subscriptions(
     OUT num_writers int, OUT group_name text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_get_subscriptions'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.stat_get_subscription(
     OUT subid oid, OUT subname text, OUT worker_type text, OUT writer int,
@@ -264,7 +277,7 @@ CREATE FUNCTION parallel_apply.stat_get_subscription(
     OUT latest_end_lsn pg_lsn, OUT latest_end_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_stat_get_subscription'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.stat_get_subscription_stats(
     OUT subid oid, OUT subname text, OUT apply_error_count bigint,
@@ -275,7 +288,7 @@ CREATE FUNCTION parallel_apply.stat_get_subscription_stats(
     OUT stats_reset timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_stat_get_subscription_stats'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION parallel_apply.get_subscription_lag(
     OUT subid oid, OUT subname text, OUT enabled boolean, OUT state text,
@@ -284,13 +297,13 @@ CREATE FUNCTION parallel_apply.get_subscription_lag(
     OUT apply_lag interval, OUT last_error text, OUT last_error_time timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pa_get_subscription_lag'
-LANGUAGE C STRICT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STRICT VOLATILE;
 
 -- as pg_stat_reset_subscription_stats(): superusers, or whom they grant it
 CREATE FUNCTION parallel_apply.reset_subscription_stats(subscription_name text DEFAULT NULL)
 RETURNS void
 AS 'MODULE_PATHNAME', 'pa_reset_subscription_stats'
-LANGUAGE C CALLED ON NULL INPUT VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 
 CREATE VIEW parallel_apply.subscriptions AS
     SELECT * FROM parallel_apply.get_subscriptions();

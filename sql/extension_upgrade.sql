@@ -80,3 +80,13 @@ CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
+-- 1.4 (updated from 1.3 here): the status functions run as their caller,
+-- for superusers and pg_read_all_stats only; drop_subscription has keep_slot
+SELECT p.oid::regprocedure AS function, p.prosecdef,
+       (SELECT string_agg(a.grantee::regrole::text || ':' || a.privilege_type, ','
+                          ORDER BY a.grantee::regrole::text)
+        FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE a.grantee <> p.proowner) AS grants
+  FROM pg_proc p
+  WHERE p.proname IN ('subscription_status', 'writer_status', 'drop_subscription')
+  ORDER BY 1::text;

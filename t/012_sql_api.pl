@@ -277,8 +277,9 @@ is($sub->safe_psql('postgres', 'SELECT id, v FROM tnk'), '1|b',
 	'with the key added, apply resumed and applied the update');
 $sub->safe_psql('postgres', "SELECT drop_subscription('nksub')");
 
-# drop_subscription with the provider down: the subscription goes, and a
-# warning names the slot left on the provider
+# drop_subscription with the provider down: refused, the subscription kept;
+# with keep_slot := true it goes, and a warning names the slot left on the
+# provider with the command to drop it
 $gone->append_conf('postgresql.conf',
 	"output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'");
 $gone->start;
@@ -291,9 +292,16 @@ like($orphan_slot, qr/^pa_orphan_[0-9a-f]{8}$/,
 $gone->safe_psql('postgres', "SELECT pg_create_logical_replication_slot('$orphan_slot', 'parallel_apply')");
 $gone->stop;
 ($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('orphan')");
-is($ret, 0, 'drop_subscription with the provider down succeeds');
+isnt($ret, 0, 'drop_subscription with the provider down is refused');
 like($err,
-	qr/WARNING:  could not connect to the provider to drop replication slot "$orphan_slot"\nHINT:  Drop it on the provider with SELECT pg_drop_replication_slot\('$orphan_slot'\); until then it keeps WAL there\./,
+	qr/ERROR:  could not connect to the provider to drop replication slot "$orphan_slot" of parallel_apply subscription "orphan": .*\nDETAIL:  The subscription was not dropped: .*\nHINT:  .*drop_subscription\('orphan', keep_slot := true\)/s,
+	'... naming the slot, with keep_slot := true in its hint');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
+	'1', '... the subscription is kept');
+($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('orphan', keep_slot := true)");
+is($ret, 0, 'drop_subscription(keep_slot := true) with the provider down succeeds');
+like($err,
+	qr/WARNING:  replication slot "$orphan_slot" of parallel_apply subscription "orphan" is left on the provider\n.*HINT:  Drop it on the provider with SELECT pg_drop_replication_slot\('$orphan_slot'\);/s,
 	'... and warns about the slot left on the provider, with the command to drop it');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM subscription_status() WHERE subscription_name = 'orphan'"),
 	'0', '... the subscription is gone');
@@ -378,8 +386,12 @@ refused($sub,
 	qr/ERROR:  must be superuser to create a parallel_apply subscription/,
 	'even when granted, creating needs superuser');
 nothing_left('priv');
+refused($sub, "SET ROLE regress_pa_user; SELECT count(*) FROM subscription_status()",
+	qr/ERROR:  permission denied for function subscription_status/,
+	'subscription_status() is not for PUBLIC');
+$sub->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_pa_user');
 is( $sub->safe_psql('postgres',
 		"SET ROLE regress_pa_user; SELECT count(*) FROM subscription_status()"),
-	'0', 'subscription_status() is for everyone');
+	'0', 'subscription_status() is for pg_read_all_stats');
 
 done_testing();

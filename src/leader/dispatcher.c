@@ -198,6 +198,16 @@
  * is not prepared here: it is dispatched at that COMMIT PREPARED as the
  * ordinary transaction it is by then, at the COMMIT PREPARED's position.
  *
+ * A COMMIT PREPARED whose PREPARE this leader dispatched (prepares_seen)
+ * is flagged prepare_seen: the transaction must be prepared here, and the
+ * writer refuses to go past it when it is not (someone finished it by
+ * hand).  One whose PREPARE came before the leader started is not: the
+ * plugin sends the end of a prepared transaction that published nothing
+ * when its PREPARE was decoded in an earlier session, since it cannot
+ * know then, and there is nothing here to finish (twophase.c).  A
+ * COMMIT PREPARED refused before (the slot's missing_prepared_xid) is
+ * flagged again by the leaders that follow.
+ *
  * Checks.  Every message is read with protocol.c's checking readers, also
  * those the leader does not use (ORIGIN, MESSAGE).  A session starts with
  * its STARTUP (pa_read_frame holds the stream to that), which must name
@@ -303,6 +313,7 @@ static MemoryContext msg_cxt;	/* reset after each message */
 static HTAB *keytab;
 static HTAB *relations;
 static HTAB *prepared_keys;
+static HTAB *prepares_seen;		/* xids of the PREPAREs dispatched */
 static HTAB *streams;			/* PaStreamedTxn by xid */
 static ResourceOwner stream_owner;	/* their files, across transactions */
 static StringInfoData replay_buf;	/* a message read back from a file */
@@ -367,6 +378,8 @@ pa_dispatch_init(void)
 						   sizeof(Oid), sizeof(RelationEntry));
 	prepared_keys = blob_table("parallel_apply prepared keys", 64,
 							   sizeof(TransactionId), sizeof(PreparedKeys));
+	prepares_seen = blob_table("parallel_apply prepares dispatched", 64,
+							   sizeof(TransactionId), sizeof(TransactionId));
 	streams = blob_table("parallel_apply streamed transactions", 16,
 						 sizeof(TransactionId), sizeof(PaStreamedTxn));
 	stream_owner = ResourceOwnerCreate(NULL, "parallel_apply streamed transactions");
@@ -1056,6 +1069,7 @@ fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
 	h->kind = kind;
 	h->barrier = txn->barrier || (txn->streaming && !txn->live);
 	h->twophase = txn->twophase;
+	h->prepare_seen = txn->prepare_seen;
 	h->prev_writer = (L->last_writer == writer) ? -1 : L->last_writer;
 	h->seq = txn->seq;
 	h->xid = txn->begin.xid;
@@ -1318,7 +1332,10 @@ end_txn(void)
 	if (txn->barrier || (txn->streaming && !txn->live) || txn->wait_after)
 		L->wait_before_next = txn->seq;
 	if (txn->twophase == PA_Q_2PC_PREPARE)
+	{
 		keep_prepared_keys();
+		(void) hash_search(prepares_seen, &txn->begin.xid, HASH_ENTER, NULL);
+	}
 	/* the keys of streamed ones are not tracked */
 	if (!txn->streaming &&
 		++L->dispatches_since_purge >= KEYTAB_PURGE_EVERY)
@@ -1930,6 +1947,7 @@ start_txn(PaBeginData *begin)
 	txn->barrier = false;
 	txn->twophase = PA_Q_2PC_NONE;
 	txn->at_commit = false;
+	txn->prepare_seen = false;
 	txn->wait_after = false;
 	txn->nkeys = 0;
 	txn->keys_dropped = false;
@@ -1988,6 +2006,7 @@ start_finish_prepared(char type, PaFinishPreparedData *fin,
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
 	PaBeginData begin;
+	bool		seen;
 
 	begin.final_lsn = fin->finish_lsn;
 	begin.commit_time = fin->finish_time;
@@ -2001,6 +2020,17 @@ start_finish_prepared(char type, PaFinishPreparedData *fin,
 	txn->commit.commit_time = fin->finish_time;
 	append_message(data, len);
 	take_prepared_keys(fin->xid);
+	/* see "Prepared transactions" */
+	(void) hash_search(prepares_seen, &fin->xid, HASH_REMOVE, &seen);
+	if (!seen)
+	{
+		PaSubSlot  *slot = MyPaLeader->slot;
+
+		SpinLockAcquire(&slot->mutex);
+		seen = slot->missing_prepared_xid == fin->xid;
+		SpinLockRelease(&slot->mutex);
+	}
+	txn->prepare_seen = seen && type == PA_MSG_COMMIT_PREPARED;
 	txn->stage = PA_COMMIT_READ;
 }
 

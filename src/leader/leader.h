@@ -62,6 +62,9 @@ typedef struct PaLeaderTxn
 	char		twophase;		/* PA_Q_2PC_*: what it is to two-phase */
 	bool		at_commit;		/* a PREPARE flagged AT_COMMIT was read:
 								 * its COMMIT PREPARED comes next */
+	bool		prepare_seen;	/* a COMMIT PREPARED whose PREPARE was
+								 * dispatched (dispatcher.c, "Prepared
+								 * transactions") */
 	bool		wait_after;		/* nothing after it is dispatched until it
 								 * has committed (a COMMIT/ROLLBACK PREPARED
 								 * whose transaction's keys are not known) */
@@ -117,6 +120,9 @@ typedef struct PaLeader
 	bool		caught_up_once;
 	bool		durable;		/* writers flush their commits */
 	uint64		reported_seq;	/* commits covered by the last report */
+	char	   *writer_exit_public; /* the error of a writer that exited,
+									 * as callers of the status functions
+									 * other than superusers see it */
 
 	/* dispatcher.c */
 	int			session_version;	/* from its STARTUP; 0 before it */

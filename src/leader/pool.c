@@ -370,6 +370,7 @@ pa_pool_check(void)
 		{
 			char		why[PA_ERROR_LEN];
 			bool		disabled;
+			char		why_public[PA_PUBLIC_ERROR_LEN];
 
 			/*
 			 * At a shutdown, or when this leader is being stopped too, the
@@ -381,6 +382,8 @@ pa_pool_check(void)
 			SpinLockAcquire(&MyPaLeader->slot->mutex);
 			strlcpy(why, MyPaLeader->slot->writers[w].last_error, sizeof(why));
 			disabled = MyPaLeader->slot->disabled_by_error;
+			strlcpy(why_public, MyPaLeader->slot->writers[w].last_error_public,
+					sizeof(why_public));
 			SpinLockRelease(&MyPaLeader->slot->mutex);
 
 			/* disable_on_error: the writer said why, nothing restarts */
@@ -392,6 +395,12 @@ pa_pool_check(void)
 				proc_exit(0);
 			}
 			pa_count_error(NULL, false);	/* the writer counted its own */
+			/* and as others see it (receiver.c records it) */
+			MyPaLeader->writer_exit_public =
+				MemoryContextStrdup(TopMemoryContext,
+									psprintf("writer %d exited%s%s", w,
+											 why_public[0] ? ": " : "",
+											 why_public));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("writer %d of parallel_apply subscription \"%s\" exited%s%s",

@@ -777,7 +777,8 @@ pa_leader_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(slot, NULL);
+		pa_error_to_slot(slot, NULL, "receiver",
+						 L->writer_exit_public);
 		pa_count_error(slot, false);
 		PG_RE_THROW();
 	}

@@ -58,6 +58,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -75,11 +76,19 @@
 #include "monitor.h"
 #include "pipeline.h"
 
+PG_FUNCTION_INFO_V1(pa_subscription_status);
+PG_FUNCTION_INFO_V1(pa_writer_status);
 PG_FUNCTION_INFO_V1(pa_get_subscriptions);
 PG_FUNCTION_INFO_V1(pa_stat_get_subscription);
 PG_FUNCTION_INFO_V1(pa_stat_get_subscription_stats);
 PG_FUNCTION_INFO_V1(pa_reset_subscription_stats);
 PG_FUNCTION_INFO_V1(pa_get_subscription_lag);
+
+static void describe_state(PaSubscription *sub, PaSubSlot *snap_,
+						   bool have_slot, PaWriterSlot *writers,
+						   const char **statep, char **reasonp);
+static void lag(PaSubSlot *snap, bool running, TimestampTz now,
+				Datum *bytes, bool *bytes_null, Datum *time, bool *time_null);
 
 /* apply_lag is zero only with a position asked this recently */
 #define FRESH_POSITION_MS 6000
@@ -183,6 +192,204 @@ interval_of(int64 usecs)
 	return IntervalPGetDatum(iv);
 }
 
+/*
+ * The subscriptions, read for a status function whatever its caller may
+ * read: as the bootstrap superuser, in a restricted operation (the
+ * catalog query is fixed and schema-qualified), back to the caller after.
+ */
+static List *
+read_catalog_as_owner(void)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	List	   *subs;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	PG_TRY();
+	{
+		subs = pa_catalog_list();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+	}
+	PG_END_TRY();
+	return subs;
+}
+
+/*
+ * last_error as the caller may see it: in full for a superuser, else the
+ * step that failed and its SQLSTATE (pa_error_to_slot).
+ */
+static Datum
+error_for_caller(const char *full, const char *public_msg, bool *isnull)
+{
+	*isnull = full[0] == '\0';
+	if (*isnull)
+		return (Datum) 0;
+	return CStringGetTextDatum(superuser() ? full : public_msg);
+}
+
+#define SUBSCRIPTION_STATUS_COLS (30 + PA_CONFLICT_TYPES)
+
+Datum
+pa_subscription_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	List	   *subs = read_catalog_as_owner();
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+	PaWriterSlot *writers = palloc0(sizeof(PaWriterSlot) * Max(pa_max_writers, 1));
+
+	pa_init_srf(fcinfo, &rsinfo, SUBSCRIPTION_STATUS_COLS);
+	foreach(lc, subs)
+	{
+		PaSubscription *sub = lfirst(lc);
+		Datum		values[SUBSCRIPTION_STATUS_COLS];
+		bool		nulls[SUBSCRIPTION_STATUS_COLS];
+		PaSubSlot	snap;
+		bool		have_slot = snapshot_slot(sub, &snap, writers);
+		uint64		applied = 0,
+					depw = 0,
+					commw = 0,
+					retries = 0;
+		bool		running = snap.leader_pid != 0;	/* cleared as it exits */
+		bool		backoff = sub->enabled && !running && snap.next_start != 0;
+		const char *state;
+		char	   *reason;
+
+		memset(nulls, 0, sizeof(nulls));
+		for (int w = 0; have_slot && w < pa_max_writers; w++)
+		{
+			applied += writers[w].applied;
+			depw += writers[w].dep_waits;
+			commw += writers[w].commit_waits;
+			retries += writers[w].retries;
+		}
+		describe_state(sub, &snap, have_slot, writers, &state, &reason);
+
+		values[0] = CStringGetTextDatum(sub->name);
+		values[1] = CStringGetTextDatum(sub->group_name);
+		values[2] = BoolGetDatum(sub->enabled);
+		values[3] = CStringGetTextDatum(state);
+		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
+		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
+		values[6] = lsn_or_null(snap.received_lsn, &nulls[6]);
+		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
+		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
+		lag(&snap, running, now, &values[9], &nulls[9], &values[11], &nulls[11]);
+		values[10] = TimestampTzGetDatum(snap.last_remote_commit_time);
+		nulls[10] = snap.last_remote_commit_time == 0;
+		values[12] = Int32GetDatum(running ? snap.num_writers :
+								   pa_writers_for(sub->num_writers));
+		values[13] = error_for_caller(snap.last_error, snap.last_error_public,
+									  &nulls[13]);
+		values[14] = TimestampTzGetDatum(snap.last_error_time);
+		nulls[14] = snap.last_error_time == 0;
+		values[15] = Int64GetDatum((int64) applied);
+		values[16] = Int64GetDatum((int64) depw);
+		values[17] = Int64GetDatum((int64) commw);
+		values[18] = Int64GetDatum((int64) retries);
+		values[19] = CStringGetTextDatum(sub->origin_none ? "none" : "any");
+		{
+			char	   *owner = GetUserNameFromId(sub->owner, true);
+
+			if (owner != NULL)
+				values[20] = DirectFunctionCall1(namein, CStringGetDatum(owner));
+			nulls[20] = owner == NULL;
+		}
+		values[21] = BoolGetDatum(sub->run_as_owner);
+		values[22] = BoolGetDatum(sub->disable_on_error);
+		values[23] = lsn_or_null(snap.error_commit_lsn, &nulls[23]);
+		values[24] = TransactionIdGetDatum(snap.error_xid);
+		nulls[24] = nulls[23];
+		values[25] = lsn_or_null(sub->skip_lsn, &nulls[25]);
+		values[26] = Int64GetDatum((int64) snap.skipped);
+		values[27] = TimestampTzGetDatum(snap.next_start);
+		nulls[27] = !backoff;
+		values[28] = BoolGetDatum(sub->two_phase);
+		values[29] = BoolGetDatum(sub->failover);
+		for (int c = 0; c < PA_CONFLICT_TYPES; c++)
+			values[30 + c] = Int64GetDatum((int64) snap.conflicts[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+#define WRITER_STATUS_COLS 15
+
+Datum
+pa_writer_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	pa_init_srf(fcinfo, &rsinfo, WRITER_STATUS_COLS);
+	if (pa_shared == NULL)
+		return (Datum) 0;
+	pa_check_shared();
+	for (int i = 0; i < pa_max_subscriptions; i++)
+	{
+		PaSubSlot  *slot = pa_subslot(i);
+		char		name[NAMEDATALEN];
+		int			nwriters;
+
+		if (!slot->in_use || slot->dboid != MyDatabaseId)
+			continue;
+		SpinLockAcquire(&slot->mutex);
+		strlcpy(name, slot->name, NAMEDATALEN);
+		nwriters = slot->num_writers;
+		SpinLockRelease(&slot->mutex);
+
+		for (int w = 0; w < pa_max_writers; w++)
+		{
+			PaWriterSlot ws;
+			Datum		values[WRITER_STATUS_COLS];
+			bool		nulls[WRITER_STATUS_COLS];
+
+			SpinLockAcquire(&slot->mutex);
+			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
+			SpinLockRelease(&slot->mutex);
+			if (w >= nwriters && ws.pid == 0)
+				continue;
+
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = CStringGetTextDatum(name);
+			values[1] = Int32GetDatum(w);
+			values[2] = Int32GetDatum(ws.pid);
+			nulls[2] = ws.pid == 0;
+			/*
+			 * An idle writer the leader gives no work to is parked, and so
+			 * is one of the pool not started yet (pool.c).
+			 */
+			values[3] = CStringGetTextDatum(ws.parked &&
+											(ws.state == PA_WRITER_IDLE ||
+											 ws.state == PA_WRITER_STOPPED) ?
+											"parked" :
+											pa_writer_state_name(ws.state));
+			values[4] = TransactionIdGetDatum(ws.remote_xid);
+			nulls[4] = ws.seq == 0;
+			values[5] = LSNGetDatum(ws.commit_lsn);
+			nulls[5] = ws.seq == 0;
+			values[6] = Int64GetDatum((int64) ws.applied);
+			values[7] = Int64GetDatum((int64) ws.commits);
+			values[8] = Int64GetDatum((int64) ws.dep_waits);
+			values[9] = Int64GetDatum((int64) ws.commit_waits);
+			values[10] = Int64GetDatum((int64) ws.retries);
+			values[11] = Int64GetDatum((int64) ws.read_ahead);
+			values[12] = Int64GetDatum((int64) ws.coalesced);
+			values[13] = error_for_caller(ws.last_error, ws.last_error_public,
+										  &nulls[13]);
+			values[14] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[14] = ws.last_error_time == 0;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}
+
 /* ---------------------------------------------------------------------
  * parallel_apply.subscriptions
  * ---------------------------------------------------------------------
@@ -197,7 +404,7 @@ pa_get_subscriptions(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	pa_init_srf(fcinfo, &rsinfo, SUBSCRIPTIONS_COLS);
-	foreach(lc, pa_catalog_list())
+	foreach(lc, read_catalog_as_owner())
 	{
 		PaSubscription *sub = lfirst(lc);
 		Datum		values[SUBSCRIPTIONS_COLS];
@@ -252,7 +459,7 @@ pa_stat_get_subscription(PG_FUNCTION_ARGS)
 	if (pa_shared == NULL)
 		return (Datum) 0;
 	writers = palloc(sizeof(PaWriterSlot) * pa_max_writers);
-	foreach(lc, pa_catalog_list())
+	foreach(lc, read_catalog_as_owner())
 	{
 		PaSubscription *sub = lfirst(lc);
 		PaSubSlot	snap;
@@ -327,7 +534,7 @@ pa_stat_get_subscription_stats(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	pa_init_srf(fcinfo, &rsinfo, STAT_SUBSCRIPTION_STATS_COLS);
-	foreach(lc, pa_catalog_list())
+	foreach(lc, read_catalog_as_owner())
 	{
 		PaSubscription *sub = lfirst(lc);
 		PaSubSlot	snap;
@@ -359,7 +566,7 @@ pa_reset_subscription_stats(PG_FUNCTION_ARGS)
 	bool		found = false;
 	ListCell   *lc;
 
-	foreach(lc, pa_catalog_list())
+	foreach(lc, read_catalog_as_owner())
 	{
 		PaSubscription *sub = lfirst(lc);
 		PaSubSlot  *slot;
@@ -427,6 +634,73 @@ blocked_writer(PaWriterSlot *writers)
 }
 
 /*
+ * The state of a subscription and why (see the header comment), from its
+ * catalog row and its slot as copied (have_slot: it has one), with its
+ * writers'.
+ */
+static void
+describe_state(PaSubscription *sub, PaSubSlot *snap_, bool have_slot,
+			   PaWriterSlot *writers, const char **statep, char **reasonp)
+{
+	PaSubSlot	snap = *snap_;
+	bool		running = snap.leader_pid != 0;
+	bool		backoff = sub->enabled && !running && snap.next_start != 0;
+	const char *state;
+	char	   *reason = NULL;
+	char	   *blocked = running ? blocked_writer(writers) : NULL;
+
+	if (!sub->enabled)
+	{
+		state = "disabled";
+		reason = snap.disabled_by_error ?
+			"disabled by disable_on_error after an error: see last_error" :
+			"disabled: enable_subscription() starts it";
+	}
+	else if (pa_shared == NULL)
+	{
+		state = "down";
+		reason = "parallel_apply is not in shared_preload_libraries: add it and restart the server";
+	}
+	else if (!have_slot)
+	{
+		state = "down";
+		reason = psprintf("not started by this database's supervisor: see the server log (parallel_apply.max_subscriptions is %d)",
+						  pa_max_subscriptions);
+	}
+	else if (backoff)
+	{
+		state = "error_backoff";
+		reason = psprintf("stopped by an error, starts again at %s: see last_error",
+						  timestamptz_to_str(snap.next_start));
+	}
+	else if (!running)
+	{
+		state = "down";
+		reason = "starting";
+	}
+	else if (snap.error_commit_lsn != InvalidXLogRecPtr)
+	{
+		state = "error";
+		reason = psprintf("remote transaction %u committed at %X/%X fails and is applied again: see last_error",
+						  snap.error_xid, LSN_FORMAT_ARGS(snap.error_commit_lsn));
+	}
+	else if (snap.last_error[0] != '\0')
+	{
+		state = "error";
+		reason = "running again after an error, not yet past it: see last_error";
+	}
+	else if (blocked != NULL)
+	{
+		state = "blocked";
+		reason = blocked;
+	}
+	else
+		state = pa_sub_state_name(snap.state);
+	*statep = state;
+	*reasonp = reason;
+}
+
+/*
  * lag_bytes and apply_lag (see the header comment): bytes of the
  * provider's WAL past what was applied here, as last known; time behind,
  * zero only when the pipeline runs and is caught up with a position that
@@ -478,66 +752,18 @@ pa_get_subscription_lag(PG_FUNCTION_ARGS)
 	PaWriterSlot *writers = palloc0(sizeof(PaWriterSlot) * Max(pa_max_writers, 1));
 
 	pa_init_srf(fcinfo, &rsinfo, SUBSCRIPTION_LAG_COLS);
-	foreach(lc, pa_catalog_list())
+	foreach(lc, read_catalog_as_owner())
 	{
 		PaSubscription *sub = lfirst(lc);
 		PaSubSlot	snap;
 		bool		have_slot = snapshot_slot(sub, &snap, writers);
 		bool		running = snap.leader_pid != 0;
-		bool		backoff = sub->enabled && !running && snap.next_start != 0;
 		const char *state;
-		char	   *reason = NULL;
-		char	   *blocked = running ? blocked_writer(writers) : NULL;
+		char	   *reason;
 		Datum		values[SUBSCRIPTION_LAG_COLS];
 		bool		nulls[SUBSCRIPTION_LAG_COLS];
 
-		if (!sub->enabled)
-		{
-			state = "disabled";
-			reason = snap.disabled_by_error ?
-				"disabled by disable_on_error after an error: see last_error" :
-				"disabled: enable_subscription() starts it";
-		}
-		else if (pa_shared == NULL)
-		{
-			state = "down";
-			reason = "parallel_apply is not in shared_preload_libraries: add it and restart the server";
-		}
-		else if (!have_slot)
-		{
-			state = "down";
-			reason = psprintf("not started by this database's supervisor: see the server log (parallel_apply.max_subscriptions is %d)",
-							  pa_max_subscriptions);
-		}
-		else if (backoff)
-		{
-			state = "error_backoff";
-			reason = psprintf("stopped by an error, starts again at %s: see last_error",
-							  timestamptz_to_str(snap.next_start));
-		}
-		else if (!running)
-		{
-			state = "down";
-			reason = "starting";
-		}
-		else if (snap.error_commit_lsn != InvalidXLogRecPtr)
-		{
-			state = "error";
-			reason = psprintf("remote transaction %u committed at %X/%X fails and is applied again: see last_error",
-							  snap.error_xid, LSN_FORMAT_ARGS(snap.error_commit_lsn));
-		}
-		else if (snap.last_error[0] != '\0')
-		{
-			state = "error";
-			reason = "running again after an error, not yet past it: see last_error";
-		}
-		else if (blocked != NULL)
-		{
-			state = "blocked";
-			reason = blocked;
-		}
-		else
-			state = pa_sub_state_name(snap.state);
+		describe_state(sub, &snap, have_slot, writers, &state, &reason);
 
 		memset(nulls, 0, sizeof(nulls));
 		values[0] = ObjectIdGetDatum(sub->subid);
@@ -552,8 +778,8 @@ pa_get_subscription_lag(PG_FUNCTION_ARGS)
 		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
 		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
 		lag(&snap, running, now, &values[9], &nulls[9], &values[10], &nulls[10]);
-		values[11] = CStringGetTextDatum(snap.last_error);
-		nulls[11] = snap.last_error[0] == '\0';
+		values[11] = error_for_caller(snap.last_error, snap.last_error_public,
+									  &nulls[11]);
 		values[12] = time_or_null(snap.last_error_time, &nulls[12]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -18,7 +18,12 @@
  * looked for on the provider by that schema and name.  One query on the provider reads them all with
  * their values from pg_sequences: last_value is NULL there for a sequence
  * that was never called, which is then set here to its start with
- * is_called false, as a fresh sequence is.  Each is found here by the same
+ * is_called false, as a fresh sequence is.  It is NULL there too when the
+ * role of the subscription's DSN has neither SELECT nor USAGE on the
+ * sequence (pg_sequences' own test): the query asks has_sequence_privilege
+ * alongside, and such a sequence is an error before any sequence is set,
+ * since taking it for one never called would hand out keys the provider
+ * gave out already.  Each is found here by the same
  * schema and name and set with setval(), which checks the caller's
  * privileges on it; a sequence missing here is a WARNING and is skipped,
  * so that one missing sequence does not hold up the others.
@@ -53,9 +58,20 @@
 
 PG_FUNCTION_INFO_V1(pa_sync_sequences);
 
+/* A sequence as the provider shows it (provider_query's row). */
+typedef struct ProviderSeq
+{
+	char	   *nsp;
+	char	   *rel;
+	char	   *last_value;		/* NULL: never called */
+	char	   *start_value;
+	bool		readable;		/* the role may read it */
+} ProviderSeq;
+
 /*
  * The query on the provider: schema, name, last_value (NULL: never
- * called) and start_value of every sequence owned by a table the
+ * called, or not readable), start_value and whether the role may read the
+ * value (pg_sequences' test) of every sequence owned by a table the
  * publications publish, and of those named (named: "schema.name" strings,
  * as resolved here).
  */
@@ -68,7 +84,9 @@ provider_query(PaSubscription *sub, List *named)
 	initStringInfo(&q);
 	appendStringInfo(&q,
 					 "SELECT s.schemaname::text, s.sequencename::text, s.last_value::text,"
-					 " s.start_value::text"
+					 " s.start_value::text,"
+					 " pg_catalog.has_sequence_privilege(pg_catalog.format('%%I.%%I',"
+					 "  s.schemaname, s.sequencename), 'SELECT, USAGE')::text"
 					 " FROM pg_catalog.pg_sequences s"
 					 " WHERE (s.schemaname, s.sequencename) IN ("
 					 "  SELECT sn.nspname, sc.relname"
@@ -151,9 +169,12 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 	List	   *named = NIL;
 	WalReceiverConn *conn;
 	WalRcvExecResult *res;
-	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	TupleTableSlot *slot;
 	List	   *missing_named;
+	List	   *seqs = NIL;		/* ProviderSeq */
+	List	   *unreadable = NIL;
+	ListCell   *lc;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -174,34 +195,70 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 
 	conn = pa_provider_connect(sub->dsn, name, name, false,
 							   PA_SUB_MUST_USE_PASSWORD(sub));
-	res = pa_provider_exec(conn, provider_query(sub, named), 4, types,
+	res = pa_provider_exec(conn, provider_query(sub, named), 5, types,
 						   WALRCV_OK_TUPLES, "read the sequences");
 	slot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
 	while (tuplestore_gettupleslot(res->tuplestore, true, false, slot))
 	{
+		ProviderSeq *ps = palloc0(sizeof(ProviderSeq));
 		bool		isnull;
-		char	   *nsp = TextDatumGetCString(slot_getattr(slot, 1, &isnull));
-		char	   *rel = TextDatumGetCString(slot_getattr(slot, 2, &isnull));
-		Datum		last = slot_getattr(slot, 3, &isnull);
-		bool		called = !isnull;
-		char	   *value = called ? TextDatumGetCString(last) :
-			TextDatumGetCString(slot_getattr(slot, 4, &isnull));
-		char	   *qualified = quote_qualified_identifier(nsp, rel);
+		Datum		d;
+
+		ps->nsp = TextDatumGetCString(slot_getattr(slot, 1, &isnull));
+		ps->rel = TextDatumGetCString(slot_getattr(slot, 2, &isnull));
+		d = slot_getattr(slot, 3, &isnull);
+		ps->last_value = isnull ? NULL : TextDatumGetCString(d);
+		ps->start_value = TextDatumGetCString(slot_getattr(slot, 4, &isnull));
+		d = slot_getattr(slot, 5, &isnull);
+		ps->readable = !isnull && strcmp(TextDatumGetCString(d), "true") == 0;
+		seqs = lappend(seqs, ps);
+		if (!ps->readable)
+			unreadable = lappend(unreadable,
+								 quote_qualified_identifier(ps->nsp, ps->rel));
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	walrcv_clear_result(res);
+	walrcv_disconnect(conn);
+
+	/* any the role may not read: an error before anything is set */
+	if (unreadable != NIL)
+	{
+		StringInfoData list;
+
+		initStringInfo(&list);
+		foreach(lc, unreadable)
+			appendStringInfo(&list, "%s%s", list.len > 0 ? ", " : "",
+							 (char *) lfirst(lc));
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg_plural("the provider's role of parallel_apply subscription \"%s\" may not read sequence %s",
+							   "the provider's role of parallel_apply subscription \"%s\" may not read sequences %s",
+							   list_length(unreadable), name, list.data),
+				 errdetail("No sequence was set: the provider shows no value for a sequence its role may not read, as for one never called, and setting it here to its start would give out values the provider gave out already."),
+				 errhint("On the provider, grant SELECT on the sequence to the role that the subscription's provider_dsn connects as, then call sync_sequences() again.")));
+	}
+
+	foreach(lc, seqs)
+	{
+		ProviderSeq *ps = lfirst(lc);
+		bool		called = ps->last_value != NULL;
+		char	   *qualified = quote_qualified_identifier(ps->nsp, ps->rel);
+		char	   *dotted = psprintf("%s.%s", ps->nsp, ps->rel);
 		Oid			seqid;
 		int64		v;
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
-		ListCell   *lc;
+		ListCell   *nc;
 
 		CHECK_FOR_INTERRUPTS();
 		/* a named sequence is accounted for once the provider has it */
-		foreach(lc, missing_named)
+		foreach(nc, missing_named)
 		{
-			if (strcmp(lfirst(lc), psprintf("%s.%s", nsp, rel)) == 0)
-				missing_named = foreach_delete_current(missing_named, lc);
+			if (strcmp(lfirst(nc), dotted) == 0)
+				missing_named = foreach_delete_current(missing_named, nc);
 		}
 
-		seqid = get_relname_relid(rel, get_namespace_oid(nsp, true));
+		seqid = get_relname_relid(ps->rel, get_namespace_oid(ps->nsp, true));
 		if (!OidIsValid(seqid) || get_rel_relkind(seqid) != RELKIND_SEQUENCE)
 		{
 			ereport(WARNING,
@@ -210,7 +267,7 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 							qualified, name)));
 			continue;
 		}
-		v = pg_strtoint64(value);
+		v = pg_strtoint64(called ? ps->last_value : ps->start_value);
 		if (called)
 			(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqid),
 									   Int64GetDatum(v));
@@ -222,9 +279,6 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 		values[2] = BoolGetDatum(called);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	walrcv_clear_result(res);
-	walrcv_disconnect(conn);
 
 	if (missing_named != NIL)
 		ereport(WARNING,

@@ -15,7 +15,9 @@
  * which cannot keep a slot that its standbys synchronize, and two_phase
  * without max_prepared_transactions here or with a provider whose
  * parallel_apply predates it.  drop_subscription() warns of the
- * transactions a two_phase subscription leaves prepared here.  Stopping
+ * transactions a two_phase subscription leaves prepared here, and leaves
+ * everything as it was when it cannot drop the slot on the provider
+ * (unreachable, or refusing), unless told keep_slot.  Stopping
  * workers (disable, drop, a changed synchronous_commit) marks the
  * subscription paused by this backend until its transaction ends, so that
  * the supervisor does not restart what it just stopped from a catalog that
@@ -37,8 +39,15 @@
  * superuser or not: one that is not connects with a password unless a
  * superuser set password_required := false (conn.c), and DROP ROLE of an
  * owner is refused (owner.c).  subscription_status() and writer_status()
- * are for everyone; they run as the extension's owner and never show a
- * password (password_required is in the catalog table only).
+ * are for superusers and the members of pg_read_all_stats (the SQL script
+ * grants them EXECUTE, and no one else).  They run as their caller, so
+ * that they know who asks, and read the catalog, which only superusers
+ * may, as the bootstrap superuser (read_catalog_as_owner).  The DSN is
+ * shown with every secret libpq knows of masked (pa_mask_dsn);
+ * last_error in full to superusers only, since an error's message may
+ * quote rows (a trigger's RAISE, a value that does not convert): others
+ * see the step that failed and the SQLSTATE (pa_error_to_slot).
+ * password_required is in the catalog table only.
  *
  * src/sql/sql_api.c
  *
@@ -94,8 +103,6 @@ PG_FUNCTION_INFO_V1(pa_alter_subscription_config);
 PG_FUNCTION_INFO_V1(pa_alter_group_config);
 PG_FUNCTION_INFO_V1(pa_skip_transaction);
 PG_FUNCTION_INFO_V1(pa_wait_for_catchup);
-PG_FUNCTION_INFO_V1(pa_subscription_status);
-PG_FUNCTION_INFO_V1(pa_writer_status);
 
 static List *paused_slots = NIL;	/* PaSubSlot * paused by this backend */
 static bool xact_callback_registered = false;
@@ -742,13 +749,23 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	PG_RETURN_OID(subid);
 }
 
+/*
+ * drop_subscription(name, if_exists, keep_slot): the subscription, its
+ * records and origins here, and its slot on the provider.  A provider
+ * that cannot be reached is an error, the subscription kept: dropping it
+ * here alone would leave the slot holding WAL there, unseen.  keep_slot
+ * drops it here alone, without connecting, and says how to drop the slot
+ * on the provider (as ALTER SUBSCRIPTION ... SET (slot_name = NONE)
+ * before DROP SUBSCRIPTION).  A 1.3 script's function has two arguments.
+ */
 Datum
 pa_drop_subscription(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		if_exists = PG_GETARG_BOOL(1);
+	bool		keep_slot = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	PaSubscription *sub;
-	WalReceiverConn *conn;
+	WalReceiverConn *conn = NULL;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
 
@@ -763,6 +780,22 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
+	/* the provider first: unreachable, nothing is changed here */
+	if (!keep_slot)
+	{
+		char	   *err = NULL;
+
+		conn = pa_provider_try_connect(sub->dsn, name, &err);
+		if (conn == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not connect to the provider to drop replication slot \"%s\" of parallel_apply subscription \"%s\": %s",
+							sub->slot_name, name, err),
+					 errdetail("The subscription was not dropped: dropping it here alone would leave its slot on the provider, keeping WAL there."),
+					 errhint("Make the provider reachable and drop the subscription again, or drop it here alone with drop_subscription(%s, keep_slot := true) and then the slot on the provider.",
+							 quote_literal_cstr(name))));
+	}
+
 	stop_pipeline(sub);
 	if (sub->two_phase)
 		warn_prepared_left(sub);
@@ -774,20 +807,17 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	pa_owner_sync(sub->owner);
 	pa_progress_drop_origins(sub->subid);
 
-	/*
-	 * last, since it cannot be undone: the slot on the provider.  A
-	 * superuser drops it, so without password_required's check (conn.c).
-	 */
-	conn = pa_provider_connect(sub->dsn, name, NULL, true, false);
-	if (conn == NULL)
+	/* last, since it cannot be undone: the slot on the provider */
+	if (keep_slot)
 		ereport(WARNING,
-				(errmsg("could not connect to the provider to drop replication slot \"%s\"",
-						sub->slot_name),
-				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s'); until then it keeps WAL there.",
-						 sub->slot_name)));
+				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider",
+						sub->slot_name, name),
+				 errdetail("It keeps WAL on the provider until it is dropped."),
+				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot(%s);",
+						 quote_literal_cstr(sub->slot_name))));
 	else
 	{
-		pa_drop_provider_slot(conn, sub->slot_name);
+		pa_drop_provider_slot(conn, name, sub->slot_name);
 		walrcv_disconnect(conn);
 	}
 	nudge_supervisor();
@@ -1350,259 +1380,4 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 		SpinLockRelease(&slot->mutex);
 	}
 	PG_RETURN_LSN(target);
-}
-
-/* ---------------------------------------------------------------------
- * Status
- * ---------------------------------------------------------------------
- */
-
-static const char *
-sub_state_name(PaSubState s)
-{
-	switch (s)
-	{
-		case PA_SUB_INITIALIZING:
-			return "initializing";
-		case PA_SUB_CATCHING_UP:
-			return "catching_up";
-		case PA_SUB_STREAMING:
-			return "streaming";
-		case PA_SUB_DISABLED:
-			return "disabled";
-		case PA_SUB_ERROR_BACKOFF:
-			return "error_backoff";
-		default:
-			return "down";
-	}
-}
-
-static const char *
-writer_state_name(PaWriterState s)
-{
-	switch (s)
-	{
-		case PA_WRITER_STARTING:
-			return "starting";
-		case PA_WRITER_IDLE:
-			return "idle";
-		case PA_WRITER_APPLYING:
-			return "applying";
-		case PA_WRITER_WAIT_DEPENDENCY:
-			return "waiting for dependency";
-		case PA_WRITER_WAIT_COMMIT:
-			return "waiting for commit turn";
-		case PA_WRITER_RETRYING:
-			return "retrying";
-		case PA_WRITER_COPYING:
-			return "copying";
-		default:
-			return "stopped";
-	}
-}
-
-static Datum
-lsn_or_null(XLogRecPtr lsn, bool *isnull)
-{
-	*isnull = (lsn == InvalidXLogRecPtr);
-	return LSNGetDatum(lsn);
-}
-
-/*
- * A set-returning function of ncols columns.  The columns are declared by
- * the extension's SQL script: a library newer or older than the script the
- * database ran (an extension not updated after an upgrade) would write
- * past the row, so that is an error, not a crash.
- */
-static void
-init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo, int ncols)
-{
-	InitMaterializedSRF(fcinfo, 0);
-	*rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	if ((*rsinfo)->setDesc->natts != ncols)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("function %s returns %d columns in this database, the parallel_apply library installed %d",
-						get_func_name(fcinfo->flinfo->fn_oid),
-						(*rsinfo)->setDesc->natts, ncols),
-				 errhint("Run ALTER EXTENSION parallel_apply UPDATE, or recreate the extension, after installing another build of parallel_apply.")));
-}
-
-#define SUBSCRIPTION_STATUS_COLS (30 + PA_CONFLICT_TYPES)
-
-Datum
-pa_subscription_status(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo;
-	List	   *subs = pa_catalog_list();
-	ListCell   *lc;
-	TimestampTz now = GetCurrentTimestamp();
-
-	init_srf(fcinfo, &rsinfo, SUBSCRIPTION_STATUS_COLS);
-	foreach(lc, subs)
-	{
-		PaSubscription *sub = lfirst(lc);
-		PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
-		Datum		values[SUBSCRIPTION_STATUS_COLS];
-		bool		nulls[SUBSCRIPTION_STATUS_COLS];
-		PaSubSlot	snap;
-		uint64		applied = 0,
-					depw = 0,
-					commw = 0,
-					retries = 0;
-		bool		running = false;
-		bool		backoff;
-
-		memset(nulls, 0, sizeof(nulls));
-		memset(&snap, 0, sizeof(snap));
-		if (slot != NULL)
-		{
-			SpinLockAcquire(&slot->mutex);
-			memcpy(&snap, slot, offsetof(PaSubSlot, writers));
-			for (int w = 0; w < pa_max_writers; w++)
-			{
-				applied += slot->writers[w].applied;
-				depw += slot->writers[w].dep_waits;
-				commw += slot->writers[w].commit_waits;
-				retries += slot->writers[w].retries;
-			}
-			SpinLockRelease(&slot->mutex);
-			running = snap.leader_pid != 0;	/* cleared as it exits */
-		}
-
-		values[0] = CStringGetTextDatum(sub->name);
-		values[1] = CStringGetTextDatum(sub->group_name);
-		values[2] = BoolGetDatum(sub->enabled);
-		/* waiting to start again after a failure: error_backoff */
-		backoff = sub->enabled && !running && snap.next_start != 0;
-		values[3] = CStringGetTextDatum(!sub->enabled ? "disabled" :
-										running ? sub_state_name(snap.state) :
-										backoff ? "error_backoff" : "down");
-		values[4] = CStringGetTextDatum(pa_mask_dsn(sub->dsn));
-		values[5] = DirectFunctionCall1(namein, CStringGetDatum(sub->slot_name));
-		values[6] = lsn_or_null(snap.received_lsn, &nulls[6]);
-		values[7] = lsn_or_null(snap.applied_lsn, &nulls[7]);
-		values[8] = lsn_or_null(snap.flushed_lsn, &nulls[8]);
-		if (snap.provider_lsn != InvalidXLogRecPtr && snap.applied_lsn != InvalidXLogRecPtr)
-			values[9] = Int64GetDatum(snap.provider_lsn > snap.applied_lsn ?
-									  (int64) (snap.provider_lsn - snap.applied_lsn) : 0);
-		else
-			nulls[9] = true;
-		values[10] = TimestampTzGetDatum(snap.last_remote_commit_time);
-		nulls[10] = snap.last_remote_commit_time == 0;
-		if (running && snap.last_remote_commit_time != 0)
-		{
-			Interval   *lag = palloc0(sizeof(Interval));
-
-			if (snap.applied_lsn < snap.provider_lsn)
-				lag->time = now - snap.last_remote_commit_time;
-			values[11] = IntervalPGetDatum(lag);
-		}
-		else
-			nulls[11] = true;
-		values[12] = Int32GetDatum(running ? snap.num_writers :
-								   pa_writers_for(sub->num_writers));
-		values[13] = CStringGetTextDatum(snap.last_error);
-		nulls[13] = snap.last_error[0] == '\0';
-		values[14] = TimestampTzGetDatum(snap.last_error_time);
-		nulls[14] = snap.last_error_time == 0;
-		values[15] = Int64GetDatum((int64) applied);
-		values[16] = Int64GetDatum((int64) depw);
-		values[17] = Int64GetDatum((int64) commw);
-		values[18] = Int64GetDatum((int64) retries);
-		values[19] = CStringGetTextDatum(sub->origin_none ? "none" : "any");
-		{
-			char	   *owner = GetUserNameFromId(sub->owner, true);
-
-			if (owner != NULL)
-				values[20] = DirectFunctionCall1(namein, CStringGetDatum(owner));
-			nulls[20] = owner == NULL;
-		}
-		values[21] = BoolGetDatum(sub->run_as_owner);
-		values[22] = BoolGetDatum(sub->disable_on_error);
-		values[23] = lsn_or_null(snap.error_commit_lsn, &nulls[23]);
-		values[24] = TransactionIdGetDatum(snap.error_xid);
-		nulls[24] = nulls[23];
-		values[25] = lsn_or_null(sub->skip_lsn, &nulls[25]);
-		values[26] = Int64GetDatum((int64) snap.skipped);
-		values[27] = TimestampTzGetDatum(snap.next_start);
-		nulls[27] = !backoff;
-		values[28] = BoolGetDatum(sub->two_phase);
-		values[29] = BoolGetDatum(sub->failover);
-		for (int c = 0; c < PA_CONFLICT_TYPES; c++)
-			values[30 + c] = Int64GetDatum((int64) snap.conflicts[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}
-
-#define WRITER_STATUS_COLS 15
-
-Datum
-pa_writer_status(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo;
-
-	init_srf(fcinfo, &rsinfo, WRITER_STATUS_COLS);
-	if (pa_shared == NULL)
-		return (Datum) 0;
-	pa_check_shared();
-	for (int i = 0; i < pa_max_subscriptions; i++)
-	{
-		PaSubSlot  *slot = pa_subslot(i);
-		char		name[NAMEDATALEN];
-		int			nwriters;
-
-		if (!slot->in_use || slot->dboid != MyDatabaseId)
-			continue;
-		SpinLockAcquire(&slot->mutex);
-		strlcpy(name, slot->name, NAMEDATALEN);
-		nwriters = slot->num_writers;
-		SpinLockRelease(&slot->mutex);
-
-		for (int w = 0; w < pa_max_writers; w++)
-		{
-			PaWriterSlot ws;
-			Datum		values[WRITER_STATUS_COLS];
-			bool		nulls[WRITER_STATUS_COLS];
-
-			SpinLockAcquire(&slot->mutex);
-			memcpy(&ws, &slot->writers[w], offsetof(PaWriterSlot, committed));
-			SpinLockRelease(&slot->mutex);
-			if (w >= nwriters && ws.pid == 0)
-				continue;
-
-			memset(nulls, 0, sizeof(nulls));
-			values[0] = CStringGetTextDatum(name);
-			values[1] = Int32GetDatum(w);
-			values[2] = Int32GetDatum(ws.pid);
-			nulls[2] = ws.pid == 0;
-			/*
-			 * An idle writer the leader gives no work to is parked, and so
-			 * is one of the pool not started yet (pool.c).
-			 */
-			values[3] = CStringGetTextDatum(ws.parked &&
-											(ws.state == PA_WRITER_IDLE ||
-											 ws.state == PA_WRITER_STOPPED) ?
-											"parked" :
-											writer_state_name(ws.state));
-			values[4] = TransactionIdGetDatum(ws.remote_xid);
-			nulls[4] = ws.seq == 0;
-			values[5] = LSNGetDatum(ws.commit_lsn);
-			nulls[5] = ws.seq == 0;
-			values[6] = Int64GetDatum((int64) ws.applied);
-			values[7] = Int64GetDatum((int64) ws.commits);
-			values[8] = Int64GetDatum((int64) ws.dep_waits);
-			values[9] = Int64GetDatum((int64) ws.commit_waits);
-			values[10] = Int64GetDatum((int64) ws.retries);
-			values[11] = Int64GetDatum((int64) ws.read_ahead);
-			values[12] = Int64GetDatum((int64) ws.coalesced);
-			values[13] = CStringGetTextDatum(ws.last_error);
-			nulls[13] = ws.last_error[0] == '\0';
-			values[14] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[14] = ws.last_error_time == 0;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
-	return (Datum) 0;
 }

@@ -215,7 +215,12 @@ pa_relation_is_ours(Oid relid)
 		extoid == get_extension_oid("parallel_apply", true);
 }
 
-/* Rebuild the DSN from its parsed options, the password masked. */
+/*
+ * Rebuild the DSN from its parsed options, every secret masked: each
+ * option libpq itself would not show, its dispchar holding '*' (password,
+ * sslpassword, and any this libpq has that a later one adds), not a list
+ * of names kept here.
+ */
 char *
 pa_mask_dsn(const char *dsn)
 {
@@ -231,7 +236,7 @@ pa_mask_dsn(const char *dsn)
 
 		if (v == NULL || v[0] == '\0')
 			continue;
-		if (strcmp(o->keyword, "password") == 0)
+		if (o->dispchar != NULL && strchr(o->dispchar, '*') != NULL)
 			v = "********";
 		if (buf.len > 0)
 			appendStringInfoChar(&buf, ' ');

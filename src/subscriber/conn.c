@@ -114,6 +114,26 @@ pa_provider_connect(const char *dsn, const char *appname,
 	return NULL;				/* keep the compiler quiet */
 }
 
+/*
+ * As pa_provider_connect with missing_ok, without password_required's
+ * check (for a superuser's drop_subscription()), but a failure to connect
+ * also gives libpq's reason in *errp (a dsn that does not parse is an
+ * error).
+ */
+WalReceiverConn *
+pa_provider_try_connect(const char *dsn, const char *appname, char **errp)
+{
+	char	   *err = NULL;
+	WalReceiverConn *conn;
+
+	pa_check_dsn(dsn, false);
+	load_file("libpqwalreceiver", false);
+	conn = PA_WALRCV_CONNECT(dsn, true, false, appname, &err);
+	if (conn == NULL)
+		*errp = err ? pchomp(err) : "unknown error";
+	return conn;
+}
+
 /* Run sql on the provider; an error unless its result is "expected". */
 WalRcvExecResult *
 pa_provider_exec(WalReceiverConn *conn, const char *sql, int ntypes,
@@ -187,12 +207,15 @@ pa_provider_encoding(WalReceiverConn *conn)
 }
 
 /*
- * Drop a subscription's slot on the provider, if it is there, waiting
- * for a walsender still using it to let go.  The subscription is gone
- * here already: a failure is a WARNING telling how to drop it by hand.
+ * Drop subscription subname's slot on the provider, if it is there,
+ * waiting for a walsender still using it to let go.  The caller
+ * (drop_subscription) has removed the subscription in its transaction,
+ * which a refusal here (the slot in use by another, the role's
+ * privileges) rolls back: the subscription stays, and the error says so.
  */
 void
-pa_drop_provider_slot(WalReceiverConn *conn, const char *slot_name)
+pa_drop_provider_slot(WalReceiverConn *conn, const char *subname,
+					  const char *slot_name)
 {
 	WalRcvExecResult *res;
 
@@ -205,10 +228,12 @@ pa_drop_provider_slot(WalReceiverConn *conn, const char *slot_name)
 							   quote_identifier(slot_name)),
 					  0, NULL);
 	if (res->status != WALRCV_OK_COMMAND)
-		ereport(WARNING,
-				(errmsg("could not drop replication slot \"%s\" on the provider: %s",
-						slot_name, res->err),
-				 errhint("Drop it on the provider with SELECT pg_drop_replication_slot('%s').",
-						 slot_name)));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("could not drop replication slot \"%s\" of parallel_apply subscription \"%s\" on the provider: %s",
+						slot_name, subname, res->err ? pchomp(res->err) : "unexpected result"),
+				 errdetail("The subscription was not dropped."),
+				 errhint("Remove the cause on the provider and drop the subscription again, or drop it here alone with drop_subscription(%s, keep_slot := true) and then the slot on the provider.",
+						 quote_literal_cstr(subname))));
 	walrcv_clear_result(res);
 }

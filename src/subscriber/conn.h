@@ -19,6 +19,9 @@ extern WalReceiverConn *pa_provider_connect(const char *dsn,
 											bool must_use_password);
 extern bool pa_must_use_password(Oid owner, bool password_required);
 extern void pa_check_dsn(const char *dsn, bool must_use_password);
+extern WalReceiverConn *pa_provider_try_connect(const char *dsn,
+												const char *appname,
+												char **err);
 extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
 										  const char *sql, int ntypes,
 										  const Oid *types,
@@ -33,6 +36,7 @@ extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
 extern char *pa_provider_encoding(WalReceiverConn *conn);
 
 extern void pa_drop_provider_slot(WalReceiverConn *conn,
+								  const char *subname,
 								  const char *slot_name);
 
 #endif							/* PA_CONN_H */

@@ -37,6 +37,13 @@
 
 #define PA_ERROR_LEN	512
 
+/*
+ * An error as shown to a caller of subscription_status() or writer_status()
+ * who is not a superuser: the step that failed and its SQLSTATE, not the
+ * message, which may carry row values or a trigger's text (sql_api.c).
+ */
+#define PA_PUBLIC_ERROR_LEN	128
+
 /* GUCs */
 extern int	pa_max_writers;
 extern int	pa_default_writers;
@@ -95,6 +102,7 @@ typedef struct PaWriterSlot
 	uint64		read_ahead;		/* transactions read ahead while waiting */
 	uint64		coalesced;		/* updates replaced by a later one */
 	char		last_error[PA_ERROR_LEN];
+	char		last_error_public[PA_PUBLIC_ERROR_LEN];
 	TimestampTz last_error_time;
 	bool		parked;			/* the leader gives it no new work
 								 * (dispatcher.c, "Adaptive writers") */
@@ -163,6 +171,7 @@ typedef struct PaSubSlot
 									 * refuse binary datums of types at or
 									 * above it */
 	char		last_error[PA_ERROR_LEN];
+	char		last_error_public[PA_PUBLIC_ERROR_LEN];
 	TimestampTz last_error_time;
 
 	/*
@@ -171,6 +180,14 @@ typedef struct PaSubSlot
 	 */
 	XLogRecPtr	error_commit_lsn;
 	TransactionId error_xid;
+
+	/*
+	 * The remote transaction whose COMMIT PREPARED found nothing prepared
+	 * here though its PREPARE had been dispatched (twophase.c): the next
+	 * leader's dispatcher, which never saw that PREPARE, still has its
+	 * COMMIT PREPARED refused.  Kept until the server stops.
+	 */
+	TransactionId missing_prepared_xid;
 	uint64		skipped;		/* transactions skip_transaction() skipped */
 	bool		disabled_by_error;	/* a writer disabled the subscription
 									 * (disable_on_error) and exited */
@@ -241,8 +258,9 @@ extern void pa_subslot_release(PaSubSlot *slot);
 extern int	pa_subslot_index(PaSubSlot *slot);
 extern void pa_signal_leader(PaSubSlot *slot, int sig);
 extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
-						 const char *msg);
-extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer);
+						 const char *msg, const char *public_msg);
+extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer,
+							 const char *step, const char *public_msg);
 extern int	pa_writers_for(int num_writers);
 extern int	pa_effective_writers(PaSubSlot *slot);
 

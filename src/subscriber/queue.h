@@ -51,6 +51,9 @@ typedef struct PaTxnHeader
 	char		kind;			/* set by the pa_q_write_* function */
 	bool		barrier;		/* wait for all predecessors before applying */
 	char		twophase;		/* PA_Q_2PC_* */
+	bool		prepare_seen;	/* PA_Q_2PC_COMMIT: its PREPARE was
+								 * dispatched, so it must be prepared here
+								 * (twophase.c) */
 	int32		prev_writer;	/* writer of seq - 1, -1 when none */
 	uint64		seq;
 	TransactionId xid;

@@ -236,18 +236,26 @@ pa_signal_leader(PaSubSlot *slot, int sig)
 	LWLockRelease(pa_shared->lock);
 }
 
-/* Record an error message in the subscription's slot and a writer's. */
+/*
+ * Record an error message in the subscription's slot and a writer's:
+ * msg in full, for superusers, and public_msg, which must carry no data
+ * from the tables (no row values, no trigger text), for the other callers
+ * of the status functions.
+ */
 void
-pa_set_error(PaSubSlot *slot, PaWriterSlot *writer, const char *msg)
+pa_set_error(PaSubSlot *slot, PaWriterSlot *writer, const char *msg,
+			 const char *public_msg)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&slot->mutex);
 	strlcpy(slot->last_error, msg, PA_ERROR_LEN);
+	strlcpy(slot->last_error_public, public_msg, PA_PUBLIC_ERROR_LEN);
 	slot->last_error_time = now;
 	if (writer != NULL)
 	{
 		strlcpy(writer->last_error, msg, PA_ERROR_LEN);
+		strlcpy(writer->last_error_public, public_msg, PA_PUBLIC_ERROR_LEN);
 		writer->last_error_time = now;
 	}
 	SpinLockRelease(&slot->mutex);
@@ -255,10 +263,17 @@ pa_set_error(PaSubSlot *slot, PaWriterSlot *writer, const char *msg)
 
 /*
  * Copy the error being raised into the slots; for use in a PG_CATCH block
- * or an error context, before the error is rethrown.
+ * or an error context, before the error is rethrown.  step names what
+ * failed ("apply", "initial copy", ...): with the error's SQLSTATE it is
+ * all that callers other than superusers see of it (public_msg instead,
+ * when given: a writer's such message, for its leader), since the message,
+ * its detail and its context may quote the rows concerned (a trigger's
+ * RAISE, a value that does not convert, a COPY line).  The server log has the
+ * whole error: the process that raised it logs it as it exits.
  */
 void
-pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer)
+pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer, const char *step,
+				 const char *public_msg)
 {
 	MemoryContext oldcxt = MemoryContextSwitchTo(ErrorContext);
 	ErrorData  *edata = CopyErrorData();
@@ -270,7 +285,10 @@ pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer)
 	if (edata->context != NULL && edata->context[0] != '\0')
 		msg = psprintf("%s (%.*s)", msg,
 					   (int) strcspn(edata->context, "\n"), edata->context);
-	pa_set_error(slot, writer, msg);
+	if (public_msg == NULL)
+		public_msg = psprintf("%s failed with SQLSTATE %s (details in the server log)",
+							  step, unpack_sql_state(edata->sqlerrcode));
+	pa_set_error(slot, writer, msg, public_msg);
 	FreeErrorData(edata);
 }
 

@@ -288,8 +288,10 @@ start_leader(PaSubSlot *slot, PaSubscription *sub)
 										   extra, sizeof(extra));
 	if (leaders[idx].handle == NULL)
 	{
-		pa_set_error(slot, NULL,
-					 "could not start the receiver: no free background worker slot (raise max_worker_processes)");
+		const char *msg = "could not start the receiver: no free background worker slot (raise max_worker_processes)";
+
+		/* no data of any table in it: shown as it is to every caller */
+		pa_set_error(slot, NULL, msg, msg);
 		SpinLockAcquire(&slot->mutex);
 		slot->next_start = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   BACKOFF_MAX_MS / 4);

@@ -929,7 +929,7 @@ pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(slot, me);
+		pa_error_to_slot(slot, me, "initial copy", NULL);
 		pa_count_error(slot, true);
 		SpinLockAcquire(&slot->mutex);
 		me->copy_failed = true;

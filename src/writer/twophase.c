@@ -45,11 +45,24 @@
  * another decoding session sees it), or it was prepared before the slot
  * decoded prepared transactions and ends in a ROLLBACK PREPARED (one that
  * commits comes whole, as an ordinary transaction), or someone finished it
- * by hand.  Then there is nothing to do.  A ROLLBACK PREPARED is matched
- * by GID and by the end LSN and time of its PREPARE, which the local
- * PREPARE record holds as its origin's (LookupGXact), as PostgreSQL does; a
- * COMMIT PREPARED by GID in this database only, since PostgreSQL does not
- * give the output plugin its PREPARE's end.
+ * by hand.  A ROLLBACK PREPARED then has nothing to do, as in-core's.  A
+ * COMMIT PREPARED whose PREPARE the leader dispatched (the dispatcher
+ * flags it prepare_seen) had its transaction prepared here, so only the
+ * last case is left: as PostgreSQL's apply worker, the writer refuses it,
+ * and the subscription stays before it (its origin does not move) until
+ * someone applies its changes here by hand and skips it, or recreates the
+ * subscription; going on would lose the transaction here silently.  The
+ * slot records its xid, so that the leaders that follow, which never saw
+ * its PREPARE, refuse it too; a server restart forgets it.  A COMMIT
+ * PREPARED whose PREPARE came before the leader started is not flagged:
+ * the first case, which a 1.3 or 1.4 provider's plugin does not tell
+ * from the others, leaves it nothing to finish.
+ *
+ * A ROLLBACK PREPARED is matched by GID and by the end LSN and time of
+ * its PREPARE, which the local PREPARE record holds as its origin's
+ * (LookupGXact), as PostgreSQL does; a COMMIT PREPARED by GID in this
+ * database only, since PostgreSQL does not give the output plugin its
+ * PREPARE's end.
  *
  * skip_transaction() on a prepared transaction (its PREPARE's LSN) skips
  * its changes and prepares it empty, so that its end still finds it, as
@@ -122,7 +135,8 @@ prepared_here(const char *gid)
 }
 
 bool
-pa_twophase_finish(Oid subid, char twophase, const char *batch, Size len)
+pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
+				   bool prepare_seen, const char *batch, Size len)
 {
 	StringInfoData it;
 	StringInfoData msg;
@@ -148,6 +162,21 @@ pa_twophase_finish(Oid subid, char twophase, const char *batch, Size len)
 		found = prepared_here(gid);
 	else
 		found = LookupGXact(gid, fin.prepare_end_lsn, fin.prepare_time);
+	if (!found && commit && prepare_seen)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->missing_prepared_xid = fin.xid;
+		SpinLockRelease(&slot->mutex);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("prepared transaction \"%s\" of parallel_apply subscription \"%s\" does not exist",
+						gid, pa_relmap_subscription_name),
+				 errdetail("The provider committed prepared transaction \"%s\" (remote transaction %u, COMMIT PREPARED at %X/%X), which this subscription prepared here; it was finished here by other means since.",
+						   fin.gid, fin.xid, LSN_FORMAT_ARGS(fin.finish_lsn)),
+				 errhint("Apply the transaction's changes here by hand and skip its COMMIT PREPARED with skip_transaction(%s, '%X/%X'), or recreate the subscription.",
+						 quote_literal_cstr(pa_relmap_subscription_name),
+						 LSN_FORMAT_ARGS(fin.finish_lsn))));
+	}
 	if (!found)
 	{
 		ereport(DEBUG1,
@@ -158,5 +187,9 @@ pa_twophase_finish(Oid subid, char twophase, const char *batch, Size len)
 		return false;
 	}
 	FinishPreparedTransaction(gid, commit);
+	SpinLockAcquire(&slot->mutex);
+	if (slot->missing_prepared_xid == fin.xid)
+		slot->missing_prepared_xid = InvalidTransactionId;
+	SpinLockRelease(&slot->mutex);
 	return true;
 }

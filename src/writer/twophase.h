@@ -13,6 +13,7 @@
 
 #include "access/xact.h"
 
+#include "pipeline.h"
 #include "queue.h"
 
 /* The GID of remote transaction xid, prepared here by subscription subid. */
@@ -30,9 +31,11 @@ extern void pa_twophase_prepare(Oid subid, TransactionId xid);
  * In the current local transaction: COMMIT or ROLLBACK PREPARED the
  * transaction the batch (a PA_Q_2PC_COMMIT or _ROLLBACK transaction's)
  * names, if it was prepared here; the caller then commits.  True when it
- * was.
+ * was.  A COMMIT PREPARED whose PREPARE was dispatched (prepare_seen)
+ * and that finds nothing prepared is an error, recorded in slot.
  */
-extern bool pa_twophase_finish(Oid subid, char twophase, const char *batch,
+extern bool pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
+							   bool prepare_seen, const char *batch,
 							   Size len);
 
 #endif							/* PA_TWOPHASE_H */

@@ -1124,6 +1124,7 @@ after_commit(int first, int n, XLogRecPtr local_end)
 		slot->error_commit_lsn = InvalidXLogRecPtr;
 		slot->error_xid = InvalidTransactionId;
 		slot->last_error[0] = '\0';
+		slot->last_error_public[0] = '\0';
 		slot->restarts = 0;
 	}
 
@@ -1424,7 +1425,8 @@ try_apply(int first, int attempt, bool extend, bool streamed)
 		else
 		{
 			if (is_finish_prepared(h->twophase) && !MyWriter->skipping)
-				(void) pa_twophase_finish(MyWriter->subid, h->twophase,
+				(void) pa_twophase_finish(MyWriter->slot, MyWriter->subid,
+										  h->twophase, h->prepare_seen,
 										  g->msgs, g->len);
 			CommitTransactionCommand();
 		}
@@ -2297,7 +2299,7 @@ pa_writer_main(Datum arg)
 	}
 	PG_CATCH();
 	{
-		pa_error_to_slot(MyWriter->slot, MyWriter->me);
+		pa_error_to_slot(MyWriter->slot, MyWriter->me, "apply", NULL);
 		pa_count_error(MyWriter->slot, false);
 		if (MyWriter->disable_on_error)
 			disable_and_exit();
