@@ -46,15 +46,18 @@ cmp_ok($dashboard->{schemaVersion} // 0, '>=', 36, 'the dashboard has schemaVers
 ok((grep { ($_->{name} // '') eq 'DS_PROMETHEUS' && ($_->{pluginId} // '') eq 'prometheus' }
 	  @{ $dashboard->{__inputs} // [] }),
 	'the dashboard asks for a Prometheus datasource (DS_PROMETHEUS)');
-my @exprs;
+# the panels' PromQL (expr) and the variables' queries (label_values())
+my (@exprs, @queries);
 sub collect_exprs
 {
 	my ($node) = @_;
 	if (ref $node eq 'HASH')
 	{
-		while (my ($k, $v) = each %$node)
+		foreach my $k (sort keys %$node)
 		{
-			if (($k eq 'expr' || $k eq 'query') && !ref $v) { push @exprs, $v; }
+			my $v = $node->{$k};
+			if ($k eq 'expr' && !ref $v) { push @exprs, $v; }
+			elsif ($k eq 'query' && !ref $v) { push @queries, $v; }
 			else { collect_exprs($v); }
 		}
 	}
@@ -62,10 +65,21 @@ sub collect_exprs
 }
 collect_exprs($dashboard);
 my %dashboard_metrics =
-  map { $_ => 1 } map { /\b((?:parallel_apply|pg)_[a-z0-9_]+)/g } @exprs;
+  map { $_ => 1 } map { /\b((?:parallel_apply|pg)_[a-z0-9_]+)/g } @exprs, @queries;
 ok(scalar(grep { /^parallel_apply_/ } keys %dashboard_metrics) >= 5,
 	'the dashboard queries parallel_apply metrics')
-  or diag(join("\n", @exprs));
+  or diag(join("\n", @exprs, @queries));
+# each panel's expression is valid PromQL: promtool parses them as the
+# expressions of recording rules
+my $rules = "${PostgreSQL::Test::Utils::tmp_check}/097_dashboard_rules.yml";
+my $n = 0;
+open(my $rfh, '>', $rules) or die "$rules: $!";
+print $rfh "groups:\n  - name: dashboard\n    rules:\n",
+  map { $n++; (my $e = $_) =~ s/'/''/g; "      - record: dashboard_expr_$n\n        expr: '$e'\n" } @exprs;
+close $rfh;
+ok(IPC::Run::run([ $promtool, 'check', 'rules', $rules ], '>', \$out, '2>', \$err),
+	"the dashboard's " . scalar(@exprs) . ' expressions are valid PromQL')
+  or diag("$out$err");
 
 my $pub = both_node('provider');
 my $sub = both_node('subscriber', max_writers => 4);
