@@ -216,8 +216,8 @@ END { kill('TERM', $exporter_pid) if $exporter_pid; }
 my $http = HTTP::Tiny->new(timeout => 30);
 
 # One scrape of /metrics: { name => [ [ {label => value}, value ], ... ] },
-# undef when the exporter does not answer (yet).  Series only: the metric
-# names of HELP lines are in $names.
+# undef when the exporter does not answer (yet); every metric name of its
+# HELP and TYPE lines is added to %names.
 my %names;
 my $phase = 'no_subscription';
 sub scrape
