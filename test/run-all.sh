@@ -4,7 +4,8 @@
 # PostgreSQL::Test::Cluster).
 #
 # As root (a fresh Debian 12 machine, CI): installs what is missing
-# (PostgreSQL 15, its server headers, IPC::Run), builds and installs the
+# (PostgreSQL 15, its server headers, IPC::Run; for 15, postgres_exporter
+# and promtool, tools/setup.sh --monitoring), builds and installs the
 # extension, and runs the suites as an unprivileged OS user, since
 # PostgreSQL refuses to run as root.  The tree is copied to a directory
 # that user owns, so the checkout itself is left untouched.  Both builds
@@ -112,7 +113,11 @@ run_here() (
 	pa_copy_tree "$repo" "$TEST_DIR" || exit 1
 
 	say "installing what is missing, building, installing (the default build)"
-	bash "$repo/tools/setup.sh" "$TEST_DIR" "$TEST_USER" || exit 1
+	# postgres_exporter and promtool for t/097_monitoring.pl: on this
+	# machine's 15 only; in the roots of 17 and 18 the test skips
+	monitoring=--monitoring
+	[ "${PA_IN_ROOT:-0}" = 1 ] && monitoring=
+	bash "$repo/tools/setup.sh" $monitoring "$TEST_DIR" "$TEST_USER" || exit 1
 	chown -R "$TEST_USER" "$TEST_DIR"
 
 	cd "$TEST_DIR"

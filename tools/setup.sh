@@ -11,20 +11,25 @@
 # builds with PA_DEBUG_SWITCHES=1: the benchmark-only settings
 # parallel_apply.debug_discard_changes and debug_replay_file (the "route"
 # system of bench/catchup_bench.sh needs them); never install such a build
-# on a subscriber whose data matters.
+# on a subscriber whose data matters.  --monitoring adds Debian's
+# prometheus-postgres-exporter and prometheus (postgres_exporter and
+# promtool, which t/097_monitoring.pl runs; it skips without them), with
+# their daemons neither started nor enabled: the test runs its own exporter.
 #
-#   tools/setup.sh [--pglogical] [--bench] [--debug-switches] SRC USER
+#   tools/setup.sh [--pglogical] [--bench] [--debug-switches] [--monitoring] SRC USER
 set -euo pipefail
 
-usage="usage: tools/setup.sh [--pglogical] [--bench] [--debug-switches] SRC USER"
+usage="usage: tools/setup.sh [--pglogical] [--bench] [--debug-switches] [--monitoring] SRC USER"
 with_pglogical=0
 with_bench=0
 debug_switches=0
+with_monitoring=0
 while [ $# -gt 0 ]; do
 	case $1 in
 		--pglogical) with_pglogical=1; shift ;;
 		--bench) with_bench=1; shift ;;
 		--debug-switches) debug_switches=1; shift ;;
+		--monitoring) with_monitoring=1; shift ;;
 		--*) echo "$usage" >&2; exit 2 ;;
 		*) break ;;
 	esac
@@ -46,6 +51,7 @@ packages="postgresql-$major postgresql-server-dev-$major libipc-run-perl make gc
 [ "$major" = 15 ] && packages="$packages postgresql-contrib"
 [ $with_pglogical = 1 ] && packages="$packages postgresql-$major-pglogical"
 [ $with_bench = 1 ] && packages="$packages python3 python3-psycopg2 python3-matplotlib"
+[ $with_monitoring = 1 ] && packages="$packages prometheus-postgres-exporter prometheus"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -54,7 +60,36 @@ done
 if [ -n "$missing" ]; then
 	echo "installing:$missing"
 	apt-get update -qq
+	# the monitoring daemons that this run installs (prometheus brings
+	# prometheus-node-exporter, which it recommends) must not run: a
+	# policy-rc.d forbids starting any daemon while apt-get runs (unless the
+	# machine has one already), then they are disabled, and stopped if running
+	daemons=""
+	case " $missing " in *" prometheus-postgres-exporter "*) daemons="prometheus-postgres-exporter" ;; esac
+	case " $missing " in *" prometheus "*) daemons="$daemons prometheus prometheus-node-exporter" ;; esac
+	policy=""
+	if [ -n "$daemons" ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		trap 'rm -f "$policy"' EXIT
+		printf '#!/bin/sh\n# tools/setup.sh: no daemon starts while it installs packages\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+	if [ -n "$policy" ]; then
+		rm -f "$policy"
+		trap - EXIT
+	fi
+	for d in $daemons; do
+		[ -e "/etc/init.d/$d" ] || [ -e "/lib/systemd/system/$d.service" ] || continue
+		if [ -d /run/systemd/system ]; then
+			systemctl disable --now --quiet "$d"
+		else
+			update-rc.d "$d" disable >/dev/null 2>&1 || true
+			if service "$d" status >/dev/null 2>&1; then
+				service "$d" stop
+			fi
+		fi
+	done
 fi
 
 id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
