@@ -92,86 +92,6 @@ INSERT INTO t SELECT g, 0 FROM generate_series(1, 1000) g;
 CREATE PUBLICATION pub FOR ALL TABLES;
 });
 
-# STAND-IN until the views land: the extension is to provide
-# parallel_apply.subscriptions, stat_subscription, stat_subscription_stats,
-# subscription_lag and reset_subscription_stats(); until then the test
-# makes views of the same names and columns over subscription_status() and
-# writer_status(), with zeros and NULLs for what those do not show.  Delete
-# this block once the extension has them (it is skipped then).
-my $standin = $sub->safe_psql('postgres',
-	"SELECT to_regclass('parallel_apply.subscription_lag') IS NULL") eq 't';
-if ($standin)
-{
-	note('STAND-IN: the extension has no parallel_apply.subscription_lag yet; the test makes stand-in views');
-	$sub->safe_psql('postgres', q{
-CREATE VIEW parallel_apply.subscriptions AS
-SELECT s.sub_id AS subid, s.sub_name AS subname,
-       pg_get_userbyid(s.sub_owner)::name AS subowner, s.enabled AS subenabled,
-       st.provider_dsn AS subconninfo, s.slot_name AS subslotname,
-       s.synchronous_commit AS subsynccommit, s.publications AS subpublications,
-       s.origin AS suborigin, s.run_as_owner AS subrunasowner,
-       s.disable_on_error AS subdisableonerr, s.two_phase AS subtwophase,
-       s.failover AS subfailover, st.num_writers, s.group_name
-  FROM parallel_apply.subscription s
-  JOIN subscription_status() st ON st.subscription_name = s.sub_name;
-
-CREATE VIEW parallel_apply.stat_subscription AS
-WITH r AS (
-    SELECT s.sub_id, st.subscription_name, a.pid, st.state, st.received_lsn
-      FROM subscription_status() st
-      JOIN parallel_apply.subscription s ON s.sub_name = st.subscription_name
-      JOIN pg_stat_activity a ON a.application_name = 'parallel_apply receiver ' || st.subscription_name)
-SELECT r.sub_id AS subid, r.subscription_name AS subname, 'apply'::text AS worker_type,
-       NULL::int AS writer, r.pid, NULL::int AS leader_pid, r.state,
-       r.received_lsn, NULL::timestamptz AS last_msg_send_time,
-       NULL::timestamptz AS last_msg_receipt_time, NULL::pg_lsn AS latest_end_lsn,
-       NULL::timestamptz AS latest_end_time
-  FROM r
-UNION ALL
-SELECT s.sub_id, w.subscription_name, 'parallel apply', w.writer, w.pid, r.pid, w.state,
-       NULL, NULL, NULL, NULL, NULL
-  FROM writer_status() w
-  JOIN parallel_apply.subscription s ON s.sub_name = w.subscription_name
-  LEFT JOIN r ON r.subscription_name = w.subscription_name
- WHERE w.pid IS NOT NULL AND w.pid <> 0;
-
-CREATE VIEW parallel_apply.stat_subscription_stats AS
-SELECT s.sub_id AS subid, st.subscription_name AS subname,
-       0::bigint AS apply_error_count, 0::bigint AS sync_error_count,
-       st.confl_insert_exists, st.confl_update_origin_differs, st.confl_update_exists,
-       st.confl_update_missing, st.confl_delete_origin_differs, st.confl_delete_missing,
-       st.confl_multiple_unique_conflicts, NULL::timestamptz AS stats_reset
-  FROM subscription_status() st
-  JOIN parallel_apply.subscription s ON s.sub_name = st.subscription_name;
-
-CREATE VIEW parallel_apply.subscription_lag AS
-SELECT s.sub_id AS subid, st.subscription_name AS subname, st.enabled, st.state,
-       CASE st.state
-           WHEN 'disabled' THEN 'disabled'
-           WHEN 'error_backoff' THEN st.last_error
-           WHEN 'down' THEN 'no process runs'
-           WHEN 'initializing' THEN 'initial copy'
-       END AS state_reason,
-       st.applied_lsn + st.lag_bytes::numeric AS provider_lsn,
-       NULL::timestamptz AS provider_lsn_time,
-       st.applied_lsn, st.flushed_lsn, st.lag_bytes, st.apply_lag,
-       st.last_error, st.last_error_time
-  FROM subscription_status() st
-  JOIN parallel_apply.subscription s ON s.sub_name = st.subscription_name;
-
-CREATE FUNCTION parallel_apply.reset_subscription_stats(subscription_name text DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$;
-
-REVOKE ALL ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
-    parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag FROM PUBLIC;
-GRANT SELECT ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
-    parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag
-    TO pg_monitor, pg_read_all_stats;
-REVOKE ALL ON FUNCTION parallel_apply.reset_subscription_stats(text) FROM PUBLIC;
-GRANT USAGE ON SCHEMA parallel_apply TO pg_monitor, pg_read_all_stats;
-});
-}
-# (end of the STAND-IN block)
 
 # the monitoring role of monitoring/README.md; a role without pg_monitor
 # reads none of the views
@@ -313,14 +233,7 @@ ok(is_number($lag) && $lag >= 0, "streaming: lag_bytes is a number ($lag)");
 my $apply_lag = value($m, 'parallel_apply_subscription_apply_lag_seconds', %s);
 ok(is_number($apply_lag) && $apply_lag >= 0, "streaming: apply_lag_seconds is a number ($apply_lag)");
 my $age = value($m, 'parallel_apply_subscription_provider_lsn_age_seconds', %s);
-if ($standin)
-{
-	ok(defined $age, "streaming: provider_lsn_age_seconds is exported ($age; the stand-in knows no provider_lsn_time)");
-}
-else
-{
-	ok(is_number($age) && $age >= 0, "streaming: provider_lsn_age_seconds is a number ($age)");
-}
+ok(is_number($age) && $age >= 0, "streaming: provider_lsn_age_seconds is a number ($age)");
 foreach my $c (qw(apply_error_count sync_error_count confl_insert_exists
 	confl_update_origin_differs confl_update_exists confl_update_missing
 	confl_delete_origin_differs confl_delete_missing confl_multiple_unique_conflicts))
@@ -355,14 +268,7 @@ is(value($m, 'parallel_apply_subscription_state', %s, state => 'streaming'), '0'
 is(value($m, 'parallel_apply_subscription_enabled', %s), '0', 'disabled: enabled is 0');
 is(value($m, 'pg_exporter_last_scrape_error'), '0', 'disabled: no query fails');
 $lag = value($m, 'parallel_apply_subscription_lag_bytes', %s);
-if ($standin)
-{
-	ok(defined $lag, "disabled: lag_bytes is exported ($lag)");
-}
-else
-{
-	ok(is_number($lag), "disabled: lag_bytes is a number, from the last known position ($lag)");
-}
+ok(is_number($lag), "disabled: lag_bytes is a number, from the last known position ($lag)");
 
 # (a failed query is logged at level info, then counted at level error)
 my @errors = grep { /level=error|Error running query/ } split /\n/, slurp_file($exporter_log);

@@ -79,23 +79,40 @@ ok(poll_until($sub,
 	'streaming and caught up: no lag, a fresh provider position');
 
 # --- blocked by a local lock ------------------------------------------------------
+# a table lock: the receiver, opening the table, waits for it
 my $lock = session_open($sub);
 session_query($lock, 'BEGIN');
 session_query($lock, 'LOCK TABLE t IN ACCESS EXCLUSIVE MODE');
 my $locker = session_query($lock, 'SELECT pg_backend_pid()');
-$pub->safe_psql('postgres', "INSERT INTO t SELECT g, repeat('x', 500) FROM generate_series(101, 5100) g");
+$pub->safe_psql('postgres', "INSERT INTO t VALUES (101, 'behind a table lock')");
 ok(poll_until($sub,
-		"SELECT state = 'blocked' AND state_reason LIKE '%waits for a lock on a relation held by process $locker%' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
-	'a writer waiting for a local lock: blocked, and the reason names the lock and its holder');
+		"SELECT state = 'blocked' AND state_reason LIKE 'the receiver (pid %) waits for a lock on a relation held by process $locker' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
+	'the receiver waiting for a table lock: blocked, and the reason names the lock and its holder');
+ok(poll_until($sub,
+		"SELECT apply_lag > '3 seconds' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
+	'while the receiver waits, apply_lag grows');
+session_query($lock, 'COMMIT');
+wait_caught_up($sub, 's');
+
+# a row lock: a writer waits for it, the receiver reads on and asks the
+# provider its position
+session_query($lock, 'BEGIN');
+session_query($lock, 'SELECT * FROM t WHERE id = 1 FOR UPDATE');
+$pub->safe_psql('postgres', "UPDATE t SET v = 'behind a row lock' WHERE id = 1");
+$pub->safe_psql('postgres', "INSERT INTO t SELECT g, repeat('x', 500) FROM generate_series(102, 5100) g");
+ok(poll_until($sub,
+		"SELECT state = 'blocked' AND state_reason LIKE 'writer % (pid %) waits for a lock on a % held by process $locker' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
+	'a writer waiting for a row lock: blocked, and the reason names the holder');
 ok(poll_until($sub,
 		"SELECT lag_bytes > 1000000 AND apply_lag > '0' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
-	'while blocked, lag_bytes counts the provider\'s WAL not applied, and apply_lag grows');
+	'while the writer waits, lag_bytes counts the provider\'s WAL not applied, and apply_lag grows');
 session_query($lock, 'COMMIT');
 session_close($lock);
 wait_caught_up($sub, 's');
 ok(poll_until($sub,
 		"SELECT state = 'streaming' AND apply_lag = '0' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
-	'the lock released: streaming, no lag');
+	'the locks released: streaming, no lag');
+rows_equal($pub, $sub, ['t'], 'after the locks');
 
 # --- disabled ----------------------------------------------------------------------
 $sub->safe_psql('postgres', "SELECT disable_subscription('s')");

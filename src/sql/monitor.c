@@ -597,38 +597,61 @@ pa_reset_subscription_stats(PG_FUNCTION_ARGS)
  */
 
 /*
- * The first writer waiting for a heavyweight lock other than the
- * pipeline's own (the commit-order lock is an advisory one), described
- * for state_reason; NULL when none is.
+ * Whether process pid waits for a heavyweight lock other than the
+ * pipeline's own (the commit-order lock is an advisory one): then the
+ * lock's type and the processes that hold it, for state_reason.
+ */
+static bool
+waits_for_lock(pid_t pid, const char **locktype, char **holders)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+	uint32		info;
+	Datum		blockers;
+	Datum	   *pids;
+	int			npids;
+	StringInfoData buf;
+
+	if (proc == NULL)
+		return false;
+	info = *((volatile uint32 *) &proc->wait_event_info);
+	if ((info & 0xFF000000) != PG_WAIT_LOCK)
+		return false;
+	*locktype = pgstat_get_wait_event(info);
+	if (*locktype == NULL || strcmp(*locktype, "advisory") == 0)
+		return false;
+	blockers = DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(pid));
+	deconstruct_array(DatumGetArrayTypeP(blockers), INT4OID, sizeof(int32),
+					  true, TYPALIGN_INT, &pids, NULL, &npids);
+	initStringInfo(&buf);
+	for (int i = 0; i < npids; i++)
+		appendStringInfo(&buf, "%s%d", i > 0 ? ", " : "", DatumGetInt32(pids[i]));
+	*holders = buf.data;
+	return true;
+}
+
+/*
+ * The first process of the pipeline that waits for a lock of someone
+ * else's (a local session, or writers in a conflict the dispatcher did
+ * not foresee), described; NULL when none does.  The receiver waits for
+ * one when it opens a table a session has locked, the writers when a row
+ * or table they change is locked.
  */
 static char *
-blocked_writer(PaWriterSlot *writers)
+blocked_process(PaSubSlot *snap, PaWriterSlot *writers)
 {
+	const char *locktype;
+	char	   *holders;
+
+	if (waits_for_lock(snap->leader_pid, &locktype, &holders))
+		return psprintf("the receiver (pid %d) waits for a lock on a %s held by process %s",
+						snap->leader_pid, locktype, holders);
 	for (int w = 0; w < pa_max_writers; w++)
 	{
-		PGPROC	   *proc;
-		uint32		info;
-		const char *event;
-		Datum		blockers;
-
 		if (writers[w].pid == 0 || writers[w].state != PA_WRITER_APPLYING)
 			continue;
-		proc = BackendPidGetProc(writers[w].pid);
-		if (proc == NULL)
-			continue;
-		info = *((volatile uint32 *) &proc->wait_event_info);
-		if ((info & 0xFF000000) != PG_WAIT_LOCK)
-			continue;
-		event = pgstat_get_wait_event(info);
-		if (event == NULL || strcmp(event, "advisory") == 0)
-			continue;
-		blockers = DirectFunctionCall1(pg_blocking_pids,
-									   Int32GetDatum(writers[w].pid));
-		return psprintf("writer %d (pid %d) waits for a lock on a %s held by process %s",
-						w, writers[w].pid, event,
-						TextDatumGetCString(DirectFunctionCall2(array_to_text,
-																blockers,
-																CStringGetTextDatum(", "))));
+		if (waits_for_lock(writers[w].pid, &locktype, &holders))
+			return psprintf("writer %d (pid %d) waits for a lock on a %s held by process %s",
+							w, writers[w].pid, locktype, holders);
 	}
 	return NULL;
 }
@@ -647,7 +670,7 @@ describe_state(PaSubscription *sub, PaSubSlot *snap_, bool have_slot,
 	bool		backoff = sub->enabled && !running && snap.next_start != 0;
 	const char *state;
 	char	   *reason = NULL;
-	char	   *blocked = running ? blocked_writer(writers) : NULL;
+	char	   *blocked = running ? blocked_process(&snap, writers) : NULL;
 
 	if (!sub->enabled)
 	{
