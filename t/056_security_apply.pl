@@ -15,7 +15,8 @@
 #  - a subscriber-only column whose DEFAULT calls alice's IMMUTABLE
 #    plpgsql function that runs a query: the row arrives, the function run
 #    as alice (the writer failed without a snapshot, forever);
-#  - the initial copy checks INSERT privilege (it did not);
+#  - the initial copy checks INSERT privilege and row-level security (it
+#    did not);
 #  - a table joining the publication (copied by the leader) and one added
 #    by refresh_subscription() (copied in the caller's backend) fire no
 #    ordinary trigger on the copied rows (they did), and the copied rows do
@@ -43,6 +44,7 @@ CREATE TABLE c1 (id int PRIMARY KEY);
 CREATE TABLE c2 (id int PRIMARY KEY);
 CREATE TABLE d1 (id int PRIMARY KEY, v text);
 CREATE TABLE e1 (id int PRIMARY KEY, v text);
+CREATE TABLE e2 (id int PRIMARY KEY, v text);
 CREATE TABLE k1 (id int PRIMARY KEY);
 };
 $a->safe_psql('postgres', $ddl);
@@ -102,12 +104,16 @@ END $$;
 ALTER FUNCTION alice_probe(int) OWNER TO alice;
 ALTER TABLE d1 ADD COLUMN extra int DEFAULT public.alice_probe(7);
 
--- the initial copy needs INSERT, as apply does
+-- the initial copy needs INSERT and no row-level security, as apply does
 REVOKE INSERT ON e1 FROM alice;
+ALTER TABLE e2 OWNER TO alice;
+ALTER TABLE e2 ENABLE ROW LEVEL SECURITY;
+ALTER TABLE e2 FORCE ROW LEVEL SECURITY;
 });
 
 $a->safe_psql('postgres', q{
 INSERT INTO e1 VALUES (1, 'copied');
+INSERT INTO e2 VALUES (1, 'copied');
 CREATE PUBLICATION pub FOR ALL TABLES;
 });
 $b->safe_psql('postgres', 'CREATE PUBLICATION pub FOR ALL TABLES');
@@ -119,9 +125,18 @@ $b->wait_for_log(qr/ERROR:  permission denied for table e1/, $offset);
 pass('initial copy: the table owner without INSERT is refused, as apply refuses');
 is($b->safe_psql('postgres', 'SELECT count(*) FROM e1'), '0',
 	'... and nothing is copied into e1');
+# the copy goes on from the table that failed: e2 next
+$offset = -s $b->logfile;
 $b->safe_psql('postgres', 'GRANT INSERT ON e1 TO alice');
+$b->wait_for_log(
+	qr/ERROR:  user "alice" cannot apply replicated changes to table "e2", which has row-level security enabled/,
+	$offset);
+pass('initial copy: a table with row-level security in force for its owner is refused, as apply refuses');
+is($b->safe_psql('postgres', 'SELECT count(*) FROM e2'), '0',
+	'... and nothing is copied into e2');
+$b->safe_psql('postgres', 'ALTER TABLE e2 NO FORCE ROW LEVEL SECURITY');
 wait_caught_up($b, 'ab');
-rows_equal($a, $b, ['e1'], 'copied once INSERT is granted');
+rows_equal($a, $b, ['e1', 'e2'], 'copied once INSERT is granted and RLS no longer in force');
 
 # the other direction, without a copy, as a bidirectional pair is made
 create_sub($a, $b, 'ba', num_writers => 1, origin => "'none'",

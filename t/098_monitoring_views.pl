@@ -3,7 +3,8 @@
 # pg_stat_subscription shows them; counters as pg_stat_subscription_stats,
 # with their reset; and a state and lag that stay true while the
 # subscription is disabled or its apply is blocked by a local lock.  The
-# extension on both nodes, a FOR ALL TABLES publication.
+# extension on both nodes, a FOR ALL TABLES publication.  Also:
+# wait_for_catchup() for a role granted EXECUTE on it.
 use strict;
 use warnings;
 
@@ -51,6 +52,18 @@ for my $view (qw(subscriptions stat_subscription stat_subscription_stats subscri
 my ($ret, $out, $err) = as_role('mon', "SELECT parallel_apply.reset_subscription_stats('s')");
 like($err, qr/permission denied for function reset_subscription_stats/,
 	'resetting the counters is for superusers');
+
+# wait_for_catchup() is for whom EXECUTE is granted (a deploy role), and
+# shows no internal query to it
+$sub->safe_psql('postgres', q{
+CREATE ROLE deploy LOGIN;
+GRANT EXECUTE ON FUNCTION wait_for_catchup(text, interval) TO deploy;
+});
+($ret, $out, $err) = as_role('deploy', "SELECT wait_for_catchup('s', '1 min') IS NOT NULL");
+is("$ret $out", '0 t', 'wait_for_catchup() works for a role granted EXECUTE on it') or diag($err);
+($ret, $out, $err) = as_role('mallory', "SELECT wait_for_catchup('s', '1 min')");
+like($err, qr/ERROR:  permission denied for function wait_for_catchup/,
+	'... and is refused to others');
 
 # --- configuration ---------------------------------------------------------------
 my ($r1, $conninfo) = as_role('mon',

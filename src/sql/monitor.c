@@ -193,16 +193,17 @@ interval_of(int64 usecs)
 }
 
 /*
- * The subscriptions, read for a status function whatever its caller may
- * read: as the bootstrap superuser, in a restricted operation (the
- * catalog query is fixed and schema-qualified), back to the caller after.
+ * fn(arg), as the bootstrap superuser in a restricted operation (the
+ * catalog queries are fixed and schema-qualified), back to the caller
+ * after: the subscriptions read for a function whatever its caller may
+ * read, once the caller has been allowed to call it (EXECUTE).
  */
-static List *
-read_catalog_as_owner(void)
+static void *
+as_catalog_owner(void *(*fn) (const void *), const void *arg)
 {
 	Oid			save_userid;
 	int			save_sec_context;
-	List	   *subs;
+	void	   *result;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
@@ -210,14 +211,50 @@ read_catalog_as_owner(void)
 						   SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
-		subs = pa_catalog_list();
+		result = fn(arg);
 	}
 	PG_FINALLY();
 	{
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}
 	PG_END_TRY();
-	return subs;
+	return result;
+}
+
+static void *
+catalog_list(const void *arg)
+{
+	return pa_catalog_list();
+}
+
+static void *
+catalog_get_by_name(const void *name)
+{
+	return pa_catalog_get_by_name(name);
+}
+
+static List *
+read_catalog_as_owner(void)
+{
+	return as_catalog_owner(catalog_list, NULL);
+}
+
+PaSubscription *
+pa_status_get_sub(const char *name)
+{
+	PaSubscription *sub = as_catalog_owner(catalog_get_by_name, name);
+
+	if (sub == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
+	return sub;
+}
+
+const char *
+pa_error_for_caller(const char *full, const char *public_msg)
+{
+	return superuser() ? full : public_msg;
 }
 
 /*
@@ -230,7 +267,7 @@ error_for_caller(const char *full, const char *public_msg, bool *isnull)
 	*isnull = full[0] == '\0';
 	if (*isnull)
 		return (Datum) 0;
-	return CStringGetTextDatum(superuser() ? full : public_msg);
+	return CStringGetTextDatum(pa_error_for_caller(full, public_msg));
 }
 
 #define SUBSCRIPTION_STATUS_COLS (30 + PA_CONFLICT_TYPES)

@@ -25,6 +25,16 @@
 extern void pa_init_srf(FunctionCallInfo fcinfo, ReturnSetInfo **rsinfo,
 						int ncols);
 
+/*
+ * For a function whose EXECUTE is the permission (wait_for_catchup): the
+ * subscription, read whatever the caller may read; an error when missing.
+ * And an error's text as the caller may see it: in full for a superuser,
+ * else the step that failed and its SQLSTATE (pa_error_to_slot).
+ */
+extern struct PaSubscription *pa_status_get_sub(const char *name);
+extern const char *pa_error_for_caller(const char *full,
+									   const char *public_msg);
+
 /* The names the status functions and views give the states. */
 extern const char *pa_sub_state_name(PaSubState s);
 extern const char *pa_writer_state_name(PaWriterState s);

@@ -87,6 +87,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "conn.h"
+#include "monitor.h"
 #include "owner.h"
 #include "pipeline.h"
 #include "pool.h"
@@ -1315,7 +1316,9 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-	PaSubscription *sub = get_sub(name, false);
+
+	/* EXECUTE may be granted: what it needs, read whoever calls it */
+	PaSubscription *sub = pa_status_get_sub(name);
 	PaSubSlot  *slot;
 	WalReceiverConn *conn;
 	XLogRecPtr	target;
@@ -1352,7 +1355,9 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 			if (slot->catchup_target < target)
 				slot->catchup_target = target;
 			applied = slot->applied_lsn;
-			strlcpy(err, slot->last_error, sizeof(err));
+			strlcpy(err, pa_error_for_caller(slot->last_error,
+											 slot->last_error_public),
+					sizeof(err));
 			SpinLockRelease(&slot->mutex);
 			if (slot->leader_latch)
 				SetLatch(slot->leader_latch);
