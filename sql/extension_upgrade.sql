@@ -89,4 +89,4 @@ SELECT p.oid::regprocedure AS function, p.prosecdef,
         WHERE a.grantee <> p.proowner) AS grants
   FROM pg_proc p
   WHERE p.proname IN ('subscription_status', 'writer_status', 'drop_subscription')
-  ORDER BY 1::text;
+  ORDER BY p.oid::regprocedure::text COLLATE "C";
