@@ -178,6 +178,7 @@ typedef struct PaLeader
 	TimestampTz msg_send_time;	/* the provider's, of its last message */
 	TimestampTz msg_receipt_time;
 	WalReceiverConn *position_conn; /* asks the provider its WAL position */
+	bool		position_failed;	/* could not connect: said once */
 	TimestampTz position_asked;
 	XLogRecPtr	position;		/* its answer, and when: */
 	TimestampTz position_time;

@@ -549,11 +549,28 @@ pa_progress_ask_position(void)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 
+		/*
+		 * Not a reason to stop applying (the provider may have no walsender
+		 * to spare): said once, then the lag is the stream's, and the
+		 * connection is tried again a minute later
+		 */
 		L->position_conn = pa_provider_connect(L->sub->dsn,
 											   "parallel_apply position",
-											   L->sub->name, false,
+											   L->sub->name, true,
 											   PA_SUB_MUST_USE_PASSWORD(L->sub));
 		MemoryContextSwitchTo(oldcxt);
+		if (L->position_conn == NULL)
+		{
+			if (!L->position_failed)
+				ereport(LOG,
+						(errmsg("parallel_apply subscription \"%s\" could not open a connection to ask the provider its WAL position",
+								L->sub->name),
+						 errdetail("Its lag is shown from what the stream tells until it can."),
+						 errhint("Check the provider's max_wal_senders: a streaming subscription uses two walsenders.")));
+			L->position_failed = true;
+			L->position_asked = TimestampTzPlusMilliseconds(now, 60000);
+			return false;
+		}
 	}
 	/* reading the result looks up its types: in a transaction */
 	started = !IsTransactionState();
