@@ -28,11 +28,13 @@ CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     two_phase boolean DEFAULT false,
                                     failover boolean DEFAULT false,
                                     password_required boolean DEFAULT true,
-                                    owner name DEFAULT NULL)
+                                    owner name DEFAULT NULL,
+                                    create_slot boolean DEFAULT true,
+                                    slot_name name DEFAULT NULL)
 RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
-REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name) FROM PUBLIC;
 
 DROP FUNCTION alter_subscription_config(text, int, text, text[], boolean, text, text, name, boolean, boolean);
 CREATE FUNCTION alter_subscription_config(subscription_name text,

@@ -127,7 +127,9 @@ CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     two_phase boolean DEFAULT false,
                                     failover boolean DEFAULT false,
                                     password_required boolean DEFAULT true,
-                                    owner name DEFAULT NULL)
+                                    owner name DEFAULT NULL,
+                                    create_slot boolean DEFAULT true,
+                                    slot_name name DEFAULT NULL)
 RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -216,7 +218,7 @@ REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
 
-REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name) FROM PUBLIC;
 REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;

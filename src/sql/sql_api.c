@@ -630,6 +630,74 @@ lock_owner(const char *role)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * slot_name given to create_subscription(): a valid slot name no other
+ * subscription here uses.  Without create_slot (a slot made beforehand,
+ * as CREATE SUBSCRIPTION ... WITH (create_slot = false, slot_name = ...)),
+ * it is required; two_phase needs a slot this function makes.
+ */
+static void
+check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
+{
+	Oid			types[1] = {NAMEOID};
+	Datum		values[1];
+
+	if (slot_name == NULL)
+	{
+		if (!create_slot)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("create_slot := false needs slot_name"),
+					 errhint("Name the provider's existing slot: slot_name := '...'.")));
+		return;
+	}
+	(void) ReplicationSlotValidateName(slot_name, ERROR);
+	if (!create_slot && two_phase)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("two_phase needs a slot made by create_subscription()"),
+				 errhint("Leave create_slot true, or two_phase false.")));
+	values[0] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
+	pa_catalog_query("SELECT sub_name FROM parallel_apply.subscription WHERE slot_name = $1",
+					 1, types, values, NULL, true, 1, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		char	   *other = SPI_getvalue(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("replication slot \"%s\" is the slot of parallel_apply subscription \"%s\"",
+						slot_name, other)));
+	}
+	SPI_finish();
+}
+
+/*
+ * create_slot := false: the slot exists on the provider, a logical slot
+ * of this plugin.  The subscription streams from where it stands, and
+ * copies (synchronize_data) at a snapshot of its own (sync.c).
+ */
+static void
+check_existing_slot(WalReceiverConn *conn, const char *slot_name)
+{
+	char	   *plugin = pa_provider_value(conn,
+										   psprintf("SELECT coalesce(plugin, slot_type) FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
+													quote_literal_cstr(slot_name)));
+
+	if (plugin == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("replication slot \"%s\" does not exist on the provider", slot_name),
+				 errhint("Create it there with SELECT pg_create_logical_replication_slot('%s', 'parallel_apply'), or leave create_slot true.",
+						 slot_name)));
+	if (strcmp(plugin, "parallel_apply") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("replication slot \"%s\" on the provider is not a logical slot of the parallel_apply plugin", slot_name),
+				 errdetail("Its plugin is \"%s\".", plugin)));
+}
+
 Datum
 pa_create_subscription(PG_FUNCTION_ARGS)
 {
@@ -647,6 +715,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	bool		two_phase = !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
 	bool		failover = !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
 	bool		password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
+	bool		create_slot = PG_ARGISNULL(15) || PG_GETARG_BOOL(15);
+	char	   *slot_name = PG_ARGISNULL(16) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(16)));
 	Oid			owner;
 	WalReceiverConn *conn;
 	Oid			types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
@@ -683,6 +753,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
 	if (two_phase)
 		check_two_phase_here();
+	check_slot_name(slot_name, create_slot, two_phase);
 	pa_check_shared();
 	if (get_sub(name, true) != NULL)
 		ereport(ERROR,
@@ -698,6 +769,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	check_provider(conn, pubs, failover, true);
 	if (two_phase)
 		check_two_phase_provider(conn);
+	if (!create_slot)
+		check_existing_slot(conn, slot_name);
 
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
 					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
@@ -709,8 +782,9 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	values[1] = CStringGetTextDatum(group);
 	values[2] = CStringGetTextDatum(dsn);
 	values[3] = PointerGetDatum(pubarr);
-	values[4] = DirectFunctionCall1(namein,
-									CStringGetDatum(slot_name_for(name, subid)));
+	if (slot_name == NULL)
+		slot_name = slot_name_for(name, subid);
+	values[4] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
 	values[5] = BoolGetDatum(enabled);
 	values[6] = BoolGetDatum(sync_data);
 	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
@@ -742,8 +816,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	 * the snapshot the copy reads at.)  Like CREATE SUBSCRIPTION's, a slot
 	 * made here stays if this transaction then fails.
 	 */
-	if (!sync_data)
-		pa_sync_create_slot(conn, slot_name_for(name, subid), failover);
+	if (!sync_data && create_slot)
+		pa_sync_create_slot(conn, slot_name, failover);
 	walrcv_disconnect(conn);
 
 	nudge_supervisor();
