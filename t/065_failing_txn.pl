@@ -130,7 +130,7 @@ is( status("skipped_transactions || ' ' || (error_commit_lsn IS NULL) || ' ' || 
 	'1 true true true true streaming',
 	'counted; the failing transaction, the skip and the error are cleared');
 ok( $sub->wait_for_log(
-		qr/LOG:  parallel_apply subscription "fs" skipped remote transaction $xid committed at \Q$lsn\E/,
+		qr/LOG:  parallel_apply subscription "fs" completed skipping transaction at LSN \Q$lsn\E\n.*DETAIL:  Remote transaction $xid was skipped/,
 		$log_offset),
 	'the skip is logged with the xid and the LSN');
 

@@ -73,6 +73,9 @@ is(alarming($offset), '',
 	'no ERROR or FATAL line across disable, enable, resizes, a settings change, a fast restart and a fast stop');
 like(slurp_file($sub->logfile, $offset), qr/LOG:  terminating background worker "parallel_apply writer/,
 	'a writer stopped on purpose says so at LOG');
+like(slurp_file($sub->logfile, $offset),
+	qr/LOG:  parallel_apply receiver for subscription "s" has started\n(.*\n)*.*LOG:  parallel_apply writer 0 for subscription "s" has started/,
+	'the receiver and a writer say they started, in the words of PostgreSQL\'s apply workers');
 
 # CREATE EXTENSION where the library is not preloaded: a WARNING that says
 # subscriptions will not run, and how to fix it

@@ -706,6 +706,9 @@ pa_leader_main(Datum arg)
 		CommitTransactionCommand();
 		if (sub == NULL || !sub->enabled)
 			proc_exit(0);
+		ereport(LOG,
+				(errmsg("parallel_apply receiver for subscription \"%s\" has started",
+						sub->name)));
 		/* until start_streaming(): a recording's version (replay.c) */
 		L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
 		before_shmem_exit(record_position_on_exit, (Datum) 0);

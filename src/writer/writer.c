@@ -1098,11 +1098,11 @@ after_commit(int first, int n, XLogRecPtr local_end)
 	{
 		if (MyWriter->skipped != NULL)
 			ereport(LOG,
-					(errmsg("parallel_apply subscription \"%s\" skipped remote transaction %u committed at %X/%X",
+					(errmsg("parallel_apply subscription \"%s\" completed skipping transaction at LSN %X/%X",
 							pa_relmap_subscription_name,
-							MyWriter->skipped->hdr.xid,
 							LSN_FORMAT_ARGS(MyWriter->skipped->hdr.commit_lsn)),
-					 errdetail("skip_transaction() was called for it; none of its changes were applied.")));
+					 errdetail("Remote transaction %u was skipped as skip_transaction() asked; none of its changes were applied.",
+							   MyWriter->skipped->hdr.xid)));
 		MyWriter->skip_lsn = InvalidXLogRecPtr;
 		MyWriter->skipping = false;
 		MyWriter->skip_in_txn = false;
@@ -2269,6 +2269,9 @@ pa_writer_main(Datum arg)
 		lookahead_init(pa_pool_attach((dsm_handle) extra[1],
 									  MyWriter->index, &seg));
 		pa_readahead_init(&MyWriter->ahead);
+		ereport(LOG,
+				(errmsg("parallel_apply writer %d for subscription \"%s\" has started",
+						MyWriter->index, sub->name)));
 		set_state(PA_WRITER_IDLE);
 		pgstat_report_activity(STATE_IDLE, NULL);
 
