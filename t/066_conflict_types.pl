@@ -151,8 +151,11 @@ rows_equal($pub, $sub, ['t'], 'the remote update and delete applied over the loc
 # --- insert_exists --------------------------------------------------------
 $sub->safe_psql('postgres', "INSERT INTO t VALUES (20, 'local only')");
 $offset = -s $sub->logfile;
+my $retries = status('retries');
 my $xid_ie = remote("INSERT INTO t VALUES (19, 'before'); INSERT INTO t VALUES (20, 'remote')");
 disabled('insert_exists');
+is(status('retries'), $retries,
+	'applying it once more to find the conflicting rows is not counted as a retry');
 my $lsn = status('error_commit_lsn');
 is(status('error_remote_xid'), $xid_ie, 'the failing transaction is the insert');
 like(status('last_error'), qr/duplicate key value violates unique constraint "t_pkey"/,

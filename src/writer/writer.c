@@ -660,7 +660,9 @@ request_retry(uint64 seq)
 		slot->retry_seq = seq;
 		slot->retry_writer = MyWriter->index;
 	}
-	MyWriter->me->retries++;
+	/* the run that only probes a unique violation to report it is no retry */
+	if (seq != MyWriter->probe_seq)
+		MyWriter->me->retries++;
 	MyWriter->me->state = PA_WRITER_RETRYING;
 	SpinLockRelease(&slot->mutex);
 	pg_memory_barrier();
