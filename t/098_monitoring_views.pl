@@ -119,6 +119,9 @@ ok(poll_until($sub,
 ok(poll_until($sub,
 		"SELECT lag_bytes > 1000000 AND apply_lag > '0' FROM parallel_apply.subscription_lag WHERE subname = 's'"),
 	'while the writer waits, lag_bytes counts the provider\'s WAL not applied, and apply_lag grows');
+ok(poll_until($pub,
+		"SELECT replay_lag > '2 seconds' FROM pg_stat_replication WHERE application_name = 's'"),
+	'... and the provider\'s pg_stat_replication.replay_lag keeps moving: the receiver still reports');
 session_query($lock, 'COMMIT');
 session_close($lock);
 wait_caught_up($sub, 's');
