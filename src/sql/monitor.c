@@ -30,16 +30,18 @@
  * reading (its writers blocked on a lock and its queues full).  So the
  * receiver asks the provider for its current WAL position over a
  * connection of its own every two seconds (progress.c), and keeps it with
- * the time it learnt it (provider_lsn, provider_lsn_time).  lag_bytes is
- * that position less the end of the last transaction applied here; it
- * counts all the provider's WAL, published or not.  While the subscription
- * is disabled or down nothing is asked: lag_bytes is from the last position
- * known, and provider_lsn_time says how old it is.  apply_lag is zero only
- * when the pipeline runs, has applied everything up to the position last
- * asked, and that was asked less than 6 s ago; behind that position it is
- * the time since the last transaction applied here was committed on the
- * provider; caught up as of an older position (disabled, down), the time
- * since that position was asked: it may be that far behind.
+ * the time it asked (the view's provider_lsn, the larger of that and what
+ * the stream said, and provider_lsn_time).  lag_bytes is that position
+ * less the end of the last transaction applied here; it counts all the
+ * provider's WAL, published or not.  While the subscription is disabled or
+ * down nothing is asked: lag_bytes is from the last position known, and
+ * provider_lsn_time says how old it is.  apply_lag (lag()) is zero only
+ * when the pipeline runs, has applied everything the walsender sent and
+ * either the position asked or heard from the walsender within 6 s, and
+ * the position was asked within 6 s; behind, it is the time since the last
+ * transaction applied here was committed on the provider; caught up as of
+ * an older position (disabled, down), the time since that position was
+ * asked: it may be that far behind.
  *
  * The states: disabled (by disable_subscription(), or by disable_on_error:
  * state_reason says which); down (not running, state_reason says why: the
@@ -84,7 +86,7 @@ PG_FUNCTION_INFO_V1(pa_stat_get_subscription_stats);
 PG_FUNCTION_INFO_V1(pa_reset_subscription_stats);
 PG_FUNCTION_INFO_V1(pa_get_subscription_lag);
 
-static void describe_state(PaSubscription *sub, PaSubSlot *snap_,
+static void describe_state(PaSubscription *sub, PaSubSlot *snap,
 						   bool have_slot, PaWriterSlot *writers,
 						   const char **statep, char **reasonp);
 static void lag(PaSubSlot *snap, bool running, TimestampTz now,
@@ -699,20 +701,19 @@ blocked_process(PaSubSlot *snap, PaWriterSlot *writers)
  * writers'.
  */
 static void
-describe_state(PaSubscription *sub, PaSubSlot *snap_, bool have_slot,
+describe_state(PaSubscription *sub, PaSubSlot *snap, bool have_slot,
 			   PaWriterSlot *writers, const char **statep, char **reasonp)
 {
-	PaSubSlot	snap = *snap_;
-	bool		running = snap.leader_pid != 0;
-	bool		backoff = sub->enabled && !running && snap.next_start != 0;
+	bool		running = snap->leader_pid != 0;
+	bool		backoff = sub->enabled && !running && snap->next_start != 0;
 	const char *state;
 	char	   *reason = NULL;
-	char	   *blocked = running ? blocked_process(&snap, writers) : NULL;
+	char	   *blocked;
 
 	if (!sub->enabled)
 	{
 		state = "disabled";
-		reason = snap.disabled_by_error ?
+		reason = snap->disabled_by_error ?
 			"disabled by disable_on_error after an error: see last_error" :
 			"disabled: enable_subscription() starts it";
 	}
@@ -731,31 +732,31 @@ describe_state(PaSubscription *sub, PaSubSlot *snap_, bool have_slot,
 	{
 		state = "error_backoff";
 		reason = psprintf("stopped by an error, starts again at %s: see last_error",
-						  timestamptz_to_str(snap.next_start));
+						  timestamptz_to_str(snap->next_start));
 	}
 	else if (!running)
 	{
 		state = "down";
 		reason = "starting";
 	}
-	else if (snap.error_commit_lsn != InvalidXLogRecPtr)
+	else if (snap->error_commit_lsn != InvalidXLogRecPtr)
 	{
 		state = "error";
 		reason = psprintf("remote transaction %u committed at %X/%X fails and is applied again: see last_error",
-						  snap.error_xid, LSN_FORMAT_ARGS(snap.error_commit_lsn));
+						  snap->error_xid, LSN_FORMAT_ARGS(snap->error_commit_lsn));
 	}
-	else if (snap.last_error[0] != '\0')
+	else if (snap->last_error[0] != '\0')
 	{
 		state = "error";
 		reason = "running again after an error, not yet past it: see last_error";
 	}
-	else if (blocked != NULL)
+	else if ((blocked = blocked_process(snap, writers)) != NULL)
 	{
 		state = "blocked";
 		reason = blocked;
 	}
 	else
-		state = pa_sub_state_name(snap.state);
+		state = pa_sub_state_name(snap->state);
 	*statep = state;
 	*reasonp = reason;
 }
