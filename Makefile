@@ -22,27 +22,31 @@ OBJS += \
 OBJS += \
 	src/protocol/protocol.o \
 	src/protocol/protocol_text.o
-# subscriber: shared memory, workers, catalog, provider connection, table sync
+# common: what every process of the subscriber shares (shared memory, the
+# queue codec, the catalog, the provider connection, the relation map,
+# the user switch, the ownership hook)
 OBJS += \
-	src/subscriber/shmem.o \
-	src/subscriber/launcher.o \
-	src/subscriber/supervisor.o \
-	src/subscriber/catalog.o \
-	src/subscriber/conn.o \
-	src/subscriber/owner.o \
-	src/subscriber/queue.o \
-	src/subscriber/relmap.o \
-	src/subscriber/sync.o \
-	src/subscriber/usercontext.o \
-	src/subscriber/stoplog.o
-# subscriber: the leader (receiver, dispatcher, pool of writers, progress)
+	src/common/shmem.o \
+	src/common/catalog.o \
+	src/common/conn.o \
+	src/common/owner.o \
+	src/common/queue.o \
+	src/common/relmap.o \
+	src/common/usercontext.o \
+	src/common/stoplog.o
+# launcher: the launcher and each database's supervisor
+OBJS += \
+	src/launcher/launcher.o \
+	src/launcher/supervisor.o
+# leader: receiver, dispatcher, pool of writers, progress, table sync
 OBJS += \
 	src/leader/receiver.o \
 	src/leader/dispatcher.o \
 	src/leader/adapt.o \
 	src/leader/pool.o \
-	src/leader/progress.o
-# subscriber: the writers
+	src/leader/progress.o \
+	src/leader/sync.o
+# writer: the writers
 OBJS += \
 	src/writer/writer.o \
 	src/writer/readahead.o \
@@ -68,8 +72,9 @@ REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
 	plugin_partition plugin_row_filter plugin_errors plugin_twophase plugin_streaming extension_upgrade
 TAP_TESTS = 1
 
-PA_SRC_DIRS = src src/provider src/protocol src/subscriber src/leader src/writer src/sql src/debug
-PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(PA_SRC_DIRS)) -I$(libpq_srcdir)
+# One include path: every include names its folder ("leader/pool.h").
+PA_SRC_DIRS = src src/common src/protocol src/provider src/launcher src/leader src/writer src/sql src/debug
+PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 

@@ -38,16 +38,16 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
-#include "adapt.h"
-#include "coalesce.h"
-#include "dispatcher.h"
-#include "launcher.h"
-#include "owner.h"
+#include "leader/adapt.h"
+#include "writer/coalesce.h"
+#include "leader/dispatcher.h"
+#include "launcher/launcher.h"
+#include "common/owner.h"
 #include "parallel_apply.h"
-#include "pipeline.h"
-#include "progress.h"
+#include "common/pipeline.h"
+#include "leader/progress.h"
 #ifdef PA_DEBUG_SWITCHES
-#include "replay.h"
+#include "debug/replay.h"
 #endif
 
 PG_MODULE_MAGIC;

@@ -59,9 +59,9 @@
 #include "storage/fd.h"
 #include "utils/timestamp.h"
 
-#include "adapt.h"
-#include "leader.h"
-#include "pool.h"
+#include "leader/adapt.h"
+#include "leader/leader.h"
+#include "leader/pool.h"
 
 /* parallel_apply.adaptive_writers */
 bool		pa_adaptive_writers = true;

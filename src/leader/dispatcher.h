@@ -12,8 +12,8 @@
 
 #include "lib/stringinfo.h"
 
-#include "pipeline.h"
-#include "protocol.h"
+#include "common/pipeline.h"
+#include "protocol/protocol.h"
 
 /*
  * The protocol version the leader asks the provider for (receiver.c's

@@ -26,11 +26,11 @@
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
 
-#include "catalog.h"
-#include "pipeline.h"
-#include "pool.h"
-#include "protocol.h"
-#include "queue.h"
+#include "common/catalog.h"
+#include "common/pipeline.h"
+#include "leader/pool.h"
+#include "protocol/protocol.h"
+#include "common/queue.h"
 
 /* A key of the transaction being assembled, and its use (dispatcher.c). */
 typedef struct PaTxnKey

@@ -54,9 +54,9 @@
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
-#include "launcher.h"
-#include "leader.h"
-#include "pool.h"
+#include "launcher/launcher.h"
+#include "leader/leader.h"
+#include "leader/pool.h"
 
 #define PA_POOL_MAGIC	0x50415031
 #define READ_RATE_WINDOW	256

@@ -16,7 +16,7 @@
 #include "storage/dsm.h"
 #include "storage/shm_mq.h"
 
-#include "pipeline.h"
+#include "common/pipeline.h"
 
 /* Per-writer queue in the pool's DSM segment. */
 #define PA_QUEUE_SIZE	(4 * 1024 * 1024)

@@ -126,12 +126,12 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "conn.h"
-#include "leader.h"
-#include "pool.h"
-#include "progress.h"
+#include "common/conn.h"
+#include "leader/leader.h"
+#include "leader/pool.h"
+#include "leader/progress.h"
 
 /* The origins a subscription with nwriters writers commits with. */
 int

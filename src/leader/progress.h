@@ -14,8 +14,8 @@
 
 #include "replication/walreceiver.h"
 
-#include "catalog.h"
-#include "pipeline.h"
+#include "common/catalog.h"
+#include "common/pipeline.h"
 
 /* The most writers a subscription can ever have had (origins to scan). */
 #define PA_MAX_WRITERS_LIMIT 64

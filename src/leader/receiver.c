@@ -149,19 +149,19 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "adapt.h"
-#include "catalog.h"
+#include "leader/adapt.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "dispatcher.h"
-#include "leader.h"
-#include "pool.h"
-#include "progress.h"
-#include "relmap.h"
+#include "leader/dispatcher.h"
+#include "leader/leader.h"
+#include "leader/pool.h"
+#include "leader/progress.h"
+#include "common/relmap.h"
 #ifdef PA_DEBUG_SWITCHES
-#include "replay.h"
+#include "debug/replay.h"
 #endif
-#include "stoplog.h"
-#include "sync.h"
+#include "common/stoplog.h"
+#include "leader/sync.h"
 
 PaLeader   *MyPaLeader = NULL;
 

@@ -36,7 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "protocol.h"
+#include "protocol/protocol.h"
 
 /* See PA_BINARY_SAFE_TYPE_LIMIT. */
 bool

@@ -47,7 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 
-#include "protocol.h"
+#include "protocol/protocol.h"
 
 PG_FUNCTION_INFO_V1(pa_peek_changes_text);
 PG_FUNCTION_INFO_V1(pa_get_changes_text);

@@ -113,7 +113,7 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "output_plugin.h"
+#include "provider/output_plugin.h"
 #include "parallel_apply.h"
 
 #define PA_BATCH_BYTES		(64 * 1024)

@@ -18,7 +18,7 @@
 #include "nodes/pg_list.h"
 #include "replication/reorderbuffer.h"
 
-#include "protocol.h"
+#include "protocol/protocol.h"
 
 /* Per decoding session: the options the client asked for. */
 typedef struct PaOutputData

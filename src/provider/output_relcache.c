@@ -72,9 +72,9 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "output_plugin.h"
+#include "provider/output_plugin.h"
 #include "parallel_apply.h"
 
 /* A published relation whose RELATION was sent, and its schema's hash. */

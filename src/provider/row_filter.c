@@ -74,7 +74,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
-#include "output_plugin.h"
+#include "provider/output_plugin.h"
 
 /* Does pub publish every row and column of the tables of schema nspid? */
 static bool

@@ -74,9 +74,9 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "catalog.h"
-#include "monitor.h"
-#include "pipeline.h"
+#include "common/catalog.h"
+#include "sql/monitor.h"
+#include "common/pipeline.h"
 
 PG_FUNCTION_INFO_V1(pa_subscription_status);
 PG_FUNCTION_INFO_V1(pa_writer_status);

@@ -14,7 +14,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 
-#include "pipeline.h"
+#include "common/pipeline.h"
 
 /*
  * A set-returning function of ncols columns.  The columns are declared by

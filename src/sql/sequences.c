@@ -52,9 +52,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "conn.h"
+#include "common/conn.h"
 
 PG_FUNCTION_INFO_V1(pa_sync_sequences);
 

@@ -84,16 +84,16 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "conn.h"
-#include "monitor.h"
-#include "owner.h"
-#include "pipeline.h"
-#include "pool.h"
-#include "progress.h"
-#include "sync.h"
-#include "twophase.h"
+#include "common/conn.h"
+#include "sql/monitor.h"
+#include "common/owner.h"
+#include "common/pipeline.h"
+#include "leader/pool.h"
+#include "leader/progress.h"
+#include "leader/sync.h"
+#include "writer/twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
 PG_FUNCTION_INFO_V1(pa_drop_subscription);

@@ -113,10 +113,10 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "apply.h"
+#include "writer/apply.h"
 #include "compat.h"
-#include "conflict.h"
-#include "execstate.h"
+#include "writer/conflict.h"
+#include "writer/execstate.h"
 
 /* The executor state of one change. */
 typedef struct ApplyState

@@ -21,8 +21,8 @@
 #ifndef PA_APPLY_H
 #define PA_APPLY_H
 
-#include "relmap.h"
-#include "usercontext.h"
+#include "common/relmap.h"
+#include "common/usercontext.h"
 
 /*
  * The user changes are applied as: InvalidOid (the default), each table's

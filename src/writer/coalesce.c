@@ -55,7 +55,7 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "coalesce.h"
+#include "writer/coalesce.h"
 
 #define COALESCE_MAX_BYTES	(4 * 1024 * 1024)
 

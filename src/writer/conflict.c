@@ -85,8 +85,8 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
-#include "conflict.h"
-#include "relmap.h"
+#include "writer/conflict.h"
+#include "common/relmap.h"
 
 #define VALUE_MAX_LEN	64
 

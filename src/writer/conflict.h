@@ -19,7 +19,7 @@
 
 #include "nodes/execnodes.h"
 
-#include "pipeline.h"
+#include "common/pipeline.h"
 
 /*
  * Set by the writer while it applies a transaction that failed on a

@@ -64,8 +64,8 @@
 #include "utils/rel.h"
 
 #include "compat.h"
-#include "conflict.h"
-#include "execstate.h"
+#include "writer/conflict.h"
+#include "writer/execstate.h"
 
 /* The relation held open for the writer's row changes, and its state. */
 static struct

@@ -13,7 +13,7 @@
 
 #include "executor/executor.h"
 
-#include "relmap.h"
+#include "common/relmap.h"
 
 /* The executor state of one change, or of a run of them (kept). */
 typedef struct PaExecState

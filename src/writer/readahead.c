@@ -59,14 +59,14 @@
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
 
-#include "apply.h"
+#include "writer/apply.h"
 #include "compat.h"
-#include "execstate.h"
-#include "pipeline.h"
-#include "protocol.h"
-#include "queue.h"
-#include "readahead.h"
-#include "relmap.h"
+#include "writer/execstate.h"
+#include "common/pipeline.h"
+#include "protocol/protocol.h"
+#include "common/queue.h"
+#include "writer/readahead.h"
+#include "common/relmap.h"
 
 #define READAHEAD_IDLE_STREAK	4
 

@@ -83,10 +83,10 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
-#include "catalog.h"
-#include "protocol.h"
-#include "relmap.h"
-#include "twophase.h"
+#include "common/catalog.h"
+#include "protocol/protocol.h"
+#include "common/relmap.h"
+#include "writer/twophase.h"
 
 void
 pa_twophase_gid(char *gid, int size, Oid subid, TransactionId xid)

@@ -13,8 +13,8 @@
 
 #include "access/xact.h"
 
-#include "pipeline.h"
-#include "queue.h"
+#include "common/pipeline.h"
+#include "common/queue.h"
 
 /* The GID of remote transaction xid, prepared here by subscription subid. */
 extern void pa_twophase_gid(char *gid, int size, Oid subid, TransactionId xid);

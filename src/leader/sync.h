@@ -3,7 +3,7 @@
  * sync.h
  *		Creating a subscription's slot and copying its initial data.
  *
- * src/subscriber/sync.h
+ * src/leader/sync.h
  *
  *-------------------------------------------------------------------------
  */
@@ -12,9 +12,9 @@
 
 #include "replication/walreceiver.h"
 
-#include "catalog.h"
-#include "conn.h"
-#include "pipeline.h"
+#include "common/catalog.h"
+#include "common/conn.h"
+#include "common/pipeline.h"
 
 /*
  * create_subscription() without synchronize_data: make the slot now, so

@@ -26,7 +26,7 @@
  * that subscription_status() and writer_status() can say why a worker
  * stopped even after it is gone.
  *
- * src/subscriber/shmem.c
+ * src/common/shmem.c
  *
  *-------------------------------------------------------------------------
  */
@@ -41,7 +41,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "pipeline.h"
+#include "common/pipeline.h"
 
 PaShared   *pa_shared = NULL;
 

@@ -55,7 +55,7 @@
  * says, as the output plugin leaves them out of the stream; a writer also
  * refuses to copy into this node's own (pa_relation_is_ours).
  *
- * src/subscriber/sync.c
+ * src/leader/sync.c
  *
  *-------------------------------------------------------------------------
  */
@@ -85,15 +85,15 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "compat.h"
-#include "conn.h"
-#include "dispatcher.h"
-#include "pool.h"
-#include "queue.h"
-#include "relmap.h"
-#include "sync.h"
-#include "usercontext.h"
+#include "common/conn.h"
+#include "leader/dispatcher.h"
+#include "leader/pool.h"
+#include "common/queue.h"
+#include "common/relmap.h"
+#include "leader/sync.h"
+#include "common/usercontext.h"
 
 typedef struct CopyTask
 {

@@ -4,7 +4,7 @@
  *		The messages the leader sends a writer through its queue, and their
  *		format (queue.c).
  *
- * src/subscriber/queue.h
+ * src/common/queue.h
  *
  *-------------------------------------------------------------------------
  */

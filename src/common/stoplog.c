@@ -21,13 +21,13 @@
  * so the worker still exits, with exit code 1, which the postmaster logs
  * at LOG too.  Every other FATAL, and every ERROR, is reported as raised.
  *
- * src/subscriber/stoplog.c
+ * src/common/stoplog.c
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "stoplog.h"
+#include "common/stoplog.h"
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
 

@@ -21,7 +21,7 @@
  * against the slot's generation, so it can never name a process that
  * has since reused the pid.
  *
- * src/subscriber/launcher.c
+ * src/launcher/launcher.c
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +30,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "launcher.h"
+#include "launcher/launcher.h"
 
 typedef struct PaWorkerKindInfo
 {

@@ -25,7 +25,7 @@
  * against the message, so that a message that is not what its kind says
  * is an error, never a read past its end.
  *
- * src/subscriber/queue.c
+ * src/common/queue.c
  *
  *-------------------------------------------------------------------------
  */
@@ -35,9 +35,9 @@
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 
-#include "pipeline.h"
-#include "protocol.h"
-#include "queue.h"
+#include "common/pipeline.h"
+#include "protocol/protocol.h"
+#include "common/queue.h"
 
 /* the kind bytes the iovecs point to */
 static const char kind_stream_chunk = PA_Q_STREAM_CHUNK;

@@ -3,7 +3,7 @@
  * catalog.h
  *		The subscriber's catalog: parallel_apply.subscription.
  *
- * src/subscriber/catalog.h
+ * src/common/catalog.h
  *
  *-------------------------------------------------------------------------
  */

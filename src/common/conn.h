@@ -3,7 +3,7 @@
  * conn.h
  *		Connections of the subscriber to its provider (conn.c).
  *
- * src/subscriber/conn.h
+ * src/common/conn.h
  *
  *-------------------------------------------------------------------------
  */

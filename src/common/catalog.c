@@ -9,7 +9,7 @@
  * The SQL API writes it the same way (sql_api.c); every statement on the
  * extension's tables goes through pa_catalog_query/pa_catalog_exec.
  *
- * src/subscriber/catalog.c
+ * src/common/catalog.c
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +31,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \

@@ -3,7 +3,7 @@
  * owner.h
  *		The owner of a subscription as a dependency (owner.c).
  *
- * src/subscriber/owner.h
+ * src/common/owner.h
  *
  *-------------------------------------------------------------------------
  */

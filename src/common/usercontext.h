@@ -4,7 +4,7 @@
  *		Subscriber side: the user a table owner's code runs as, in every
  *		process that applies or copies rows (usercontext.c).
  *
- * src/subscriber/usercontext.h
+ * src/common/usercontext.h
  *
  *-------------------------------------------------------------------------
  */

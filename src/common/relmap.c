@@ -71,7 +71,7 @@
  * then forget the stale pointer, so the entry can be opened again after
  * an error.
  *
- * src/subscriber/relmap.c
+ * src/common/relmap.c
  *
  *-------------------------------------------------------------------------
  */
@@ -106,9 +106,9 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "catalog.h"
+#include "common/catalog.h"
 #include "parallel_apply.h"
-#include "relmap.h"
+#include "common/relmap.h"
 
 char	   *pa_relmap_subscription_name = NULL;
 Oid			pa_relmap_subid = InvalidOid;

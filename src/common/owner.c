@@ -46,7 +46,7 @@
  *	  subscriptions stay, owned by the role, and DROP ROLE stays refused
  *	  until they are given another owner or dropped.
  *
- * src/subscriber/owner.c
+ * src/common/owner.c
  *
  *-------------------------------------------------------------------------
  */
@@ -72,8 +72,8 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "catalog.h"
-#include "owner.h"
+#include "common/catalog.h"
+#include "common/owner.h"
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 

@@ -19,7 +19,7 @@
  * The layout of a PaSubSlot is fixed at startup by
  * parallel_apply.max_subscriptions and max_writers_per_subscription.
  *
- * src/subscriber/pipeline.h
+ * src/common/pipeline.h
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,7 @@
  * dispatcher (to know which key values a change touches).  One cache per
  * process, keyed by the provider's relation OID.
  *
- * src/subscriber/relmap.h
+ * src/common/relmap.h
  *
  *-------------------------------------------------------------------------
  */
@@ -21,7 +21,7 @@
 #include "storage/lockdefs.h"
 #include "utils/rel.h"
 
-#include "protocol.h"
+#include "protocol/protocol.h"
 
 /*
  * A set of columns whose values identify a row: the provider's replica

@@ -4,7 +4,7 @@
  *		Subscriber side: a worker stopped on purpose says so at LOG, not
  *		FATAL (stoplog.c).
  *
- * src/subscriber/stoplog.h
+ * src/common/stoplog.h
  *
  *-------------------------------------------------------------------------
  */

@@ -24,7 +24,7 @@
  * of a new subscription, a new DSN, owner or password_required so).
  * drop_subscription() alone connects without it, to drop the slot.
  *
- * src/subscriber/conn.c
+ * src/common/conn.c
  *
  *-------------------------------------------------------------------------
  */
@@ -38,7 +38,7 @@
 #include "utils/builtins.h"
 
 #include "compat.h"
-#include "conn.h"
+#include "common/conn.h"
 
 /* Whether a subscription of owner connects with a password only. */
 bool

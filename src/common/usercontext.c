@@ -39,7 +39,7 @@
  * abort restores the user and security context it started with and rolls
  * back the GUC nest levels opened in it.
  *
- * src/subscriber/usercontext.c
+ * src/common/usercontext.c
  *
  *-------------------------------------------------------------------------
  */
@@ -53,7 +53,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-#include "usercontext.h"
+#include "common/usercontext.h"
 
 void
 pa_switch_to_table_user(Oid relowner, Oid run_as, PaUserSwitch *save)

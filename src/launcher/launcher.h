@@ -3,7 +3,7 @@
  * launcher.h
  *		Starting the subscriber's background workers (launcher.c).
  *
- * src/subscriber/launcher.h
+ * src/launcher/launcher.h
  *
  *-------------------------------------------------------------------------
  */

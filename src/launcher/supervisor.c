@@ -48,7 +48,7 @@
  * supervisor the same way, cleared as the supervisor exits, and is woken
  * through its latch under the lock that guards that entry.
  *
- * src/subscriber/supervisor.c
+ * src/launcher/supervisor.c
  *
  *-------------------------------------------------------------------------
  */
@@ -75,11 +75,11 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog.h"
-#include "launcher.h"
-#include "owner.h"
-#include "pipeline.h"
-#include "stoplog.h"
+#include "common/catalog.h"
+#include "launcher/launcher.h"
+#include "common/owner.h"
+#include "common/pipeline.h"
+#include "common/stoplog.h"
 
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		60000
