@@ -33,7 +33,8 @@ OBJS += \
 	src/common/queue.o \
 	src/common/relmap.o \
 	src/common/usercontext.o \
-	src/common/stoplog.o
+	src/common/stoplog.o \
+	src/common/waitevents.o
 # launcher: the launcher and each database's supervisor
 OBJS += \
 	src/launcher/launcher.o \

@@ -178,6 +178,16 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 	CreateWaitEventSet(TopMemoryContext, nevents)
 #endif
 
+/*
+ * Named wait events for extensions (WaitEventExtensionNew) arrive in 17;
+ * before, every wait of an extension shows as "Extension"
+ * (common/waitevents.c).
+ */
+#if PG_VERSION_NUM >= 170000
+#define PA_HAVE_NAMED_WAIT_EVENTS 1
+#include "utils/wait_event.h"
+#endif
+
 /* index_beginscan() takes an IndexScanInstrumentation in 18 (none here). */
 #if PG_VERSION_NUM >= 180000
 #define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \

@@ -38,14 +38,14 @@
 #include "storage/ipc.h"
 #include "utils/guc.h"
 
-#include "leader/adapt.h"
-#include "writer/coalesce.h"
-#include "leader/dispatcher.h"
-#include "launcher/launcher.h"
 #include "common/owner.h"
-#include "parallel_apply.h"
 #include "common/pipeline.h"
+#include "launcher/launcher.h"
+#include "leader/adapt.h"
+#include "leader/dispatcher.h"
 #include "leader/progress.h"
+#include "parallel_apply.h"
+#include "writer/coalesce.h"
 #ifdef PA_DEBUG_SWITCHES
 #include "debug/replay.h"
 #endif

@@ -37,8 +37,8 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
-#include "compat.h"
 #include "common/conn.h"
+#include "compat.h"
 
 /* Whether a subscription of owner connects with a password only. */
 bool

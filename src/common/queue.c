@@ -36,8 +36,8 @@
 #include "utils/pg_lsn.h"
 
 #include "common/pipeline.h"
-#include "protocol/protocol.h"
 #include "common/queue.h"
+#include "protocol/protocol.h"
 
 /* the kind bytes the iovecs point to */
 static const char kind_stream_chunk = PA_Q_STREAM_CHUNK;

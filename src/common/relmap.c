@@ -107,8 +107,8 @@
 #include "utils/syscache.h"
 
 #include "common/catalog.h"
-#include "parallel_apply.h"
 #include "common/relmap.h"
+#include "parallel_apply.h"
 
 char	   *pa_relmap_subscription_name = NULL;
 Oid			pa_relmap_subid = InvalidOid;

@@ -51,11 +51,11 @@
 #include "storage/fd.h"
 #include "utils/memutils.h"
 
+#include "common/pipeline.h"
+#include "debug/replay.h"
 #include "leader/dispatcher.h"
 #include "leader/leader.h"
-#include "common/pipeline.h"
 #include "protocol/protocol.h"
-#include "debug/replay.h"
 
 char	   *pa_debug_replay_file = NULL;
 

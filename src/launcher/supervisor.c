@@ -76,10 +76,11 @@
 #include "utils/timestamp.h"
 
 #include "common/catalog.h"
-#include "launcher/launcher.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "common/stoplog.h"
+#include "common/waitevents.h"
+#include "launcher/launcher.h"
 
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		60000
@@ -207,7 +208,7 @@ pa_launcher_main(Datum arg)
 	for (;;)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L,
-						 PG_WAIT_EXTENSION);
+						 pa_wait_event(PA_WE_LAUNCHER_MAIN));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -544,7 +545,7 @@ pa_supervisor_main(Datum arg)
 		}
 
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
+						 1000L, pa_wait_event(PA_WE_SUPERVISOR_MAIN));
 		ResetLatch(MyLatch);
 	}
 }

@@ -233,15 +233,15 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "leader/adapt.h"
 #include "common/catalog.h"
-#include "leader/dispatcher.h"
-#include "leader/leader.h"
-#include "leader/sync.h"
-#include "leader/pool.h"
-#include "protocol/protocol.h"
 #include "common/queue.h"
 #include "common/relmap.h"
+#include "leader/adapt.h"
+#include "leader/dispatcher.h"
+#include "leader/leader.h"
+#include "leader/pool.h"
+#include "leader/sync.h"
+#include "protocol/protocol.h"
 
 #define PA_STREAM_THRESHOLD	(8 * 1024 * 1024)
 #define PA_STREAM_CHUNK		(1024 * 1024)

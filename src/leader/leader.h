@@ -28,9 +28,9 @@
 
 #include "common/catalog.h"
 #include "common/pipeline.h"
+#include "common/queue.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
-#include "common/queue.h"
 
 /* A key of the transaction being assembled, and its use (dispatcher.c). */
 typedef struct PaTxnKey

@@ -54,6 +54,7 @@
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
+#include "common/waitevents.h"
 #include "launcher/launcher.h"
 #include "leader/leader.h"
 #include "leader/pool.h"
@@ -447,7 +448,7 @@ pa_pool_send(int w, const void *data, Size len)
 	while (!pa_pool_try_sendv(w, &iov, 1))
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
+						 1000L, pa_wait_event(PA_WE_LEADER_WAIT_QUEUE));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		pa_pool_check();

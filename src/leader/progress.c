@@ -127,8 +127,9 @@
 #include "utils/timestamp.h"
 
 #include "common/catalog.h"
-#include "compat.h"
 #include "common/conn.h"
+#include "common/waitevents.h"
+#include "compat.h"
 #include "leader/leader.h"
 #include "leader/pool.h"
 #include "leader/progress.h"
@@ -201,7 +202,7 @@ pa_progress_await_writers(PaSubSlot *slot)
 		if (!running)
 			return;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, PG_WAIT_EXTENSION);
+						 100L, pa_wait_event(PA_WE_WRITERS_EXIT));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

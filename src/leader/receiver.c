@@ -149,14 +149,15 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "leader/adapt.h"
 #include "common/catalog.h"
+#include "common/relmap.h"
+#include "common/waitevents.h"
 #include "compat.h"
+#include "leader/adapt.h"
 #include "leader/dispatcher.h"
 #include "leader/leader.h"
 #include "leader/pool.h"
 #include "leader/progress.h"
-#include "common/relmap.h"
 #ifdef PA_DEBUG_SWITCHES
 #include "debug/replay.h"
 #endif
@@ -193,7 +194,7 @@ record_position_on_exit(int code, Datum arg)
 			return;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, PG_WAIT_EXTENSION);
+						 100L, pa_wait_event(PA_WE_WRITERS_EXIT));
 		ResetLatch(MyLatch);
 	}
 	AbortOutOfAnyTransaction();
@@ -282,7 +283,9 @@ wait_for_dispatcher(PaDispatchWait *wait)
 	}
 	if (!done)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 timeout, PG_WAIT_EXTENSION);
+						 timeout, pa_wait_event(wait->kind == PA_WAIT_COMMIT ?
+													PA_WE_LEADER_WAIT_COMMIT :
+													PA_WE_LEADER_WAIT_QUEUE));
 	ResetLatch(MyLatch);
 	pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
 	CHECK_FOR_INTERRUPTS();
@@ -561,7 +564,8 @@ stream_loop(void)
 		if (L->last_seq > L->reported_seq &&
 			request_wake(L->reported_seq + 1, L->durable))
 			SetLatch(MyLatch);
-		if (WaitEventSetWait(wes, 100L, &event, 1, PG_WAIT_EXTENSION) == 1 &&
+		if (WaitEventSetWait(wes, 100L, &event, 1,
+							 pa_wait_event(PA_WE_LEADER_MAIN)) == 1 &&
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
 		pg_atomic_write_u64(&L->slot->wake_leader_at, 0);

@@ -86,14 +86,15 @@
 #include "utils/snapmgr.h"
 
 #include "common/catalog.h"
-#include "compat.h"
 #include "common/conn.h"
-#include "leader/dispatcher.h"
-#include "leader/pool.h"
 #include "common/queue.h"
 #include "common/relmap.h"
-#include "leader/sync.h"
 #include "common/usercontext.h"
+#include "common/waitevents.h"
+#include "compat.h"
+#include "leader/dispatcher.h"
+#include "leader/pool.h"
+#include "leader/sync.h"
 
 typedef struct CopyTask
 {
@@ -311,7 +312,7 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 		if (done)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
+						 1000L, pa_wait_event(PA_WE_SYNC_COPIES));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		pa_pool_check();
@@ -526,7 +527,7 @@ copy_read_data(void *outbuf, int minread, int maxread)
 			(void) WaitLatchOrSocket(MyLatch,
 									 WL_SOCKET_READABLE | WL_LATCH_SET |
 									 WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 fd, 1000L, PG_WAIT_EXTENSION);
+									 fd, 1000L, pa_wait_event(PA_WE_COPY_READ));
 			ResetLatch(MyLatch);
 		}
 	}

@@ -74,8 +74,8 @@
 
 #include "common/catalog.h"
 #include "compat.h"
-#include "provider/output_plugin.h"
 #include "parallel_apply.h"
+#include "provider/output_plugin.h"
 
 /* A published relation whose RELATION was sent, and its schema's hash. */
 typedef struct SentRelation

@@ -75,8 +75,8 @@
 #include "utils/wait_event.h"
 
 #include "common/catalog.h"
-#include "sql/monitor.h"
 #include "common/pipeline.h"
+#include "sql/monitor.h"
 
 PG_FUNCTION_INFO_V1(pa_subscription_status);
 PG_FUNCTION_INFO_V1(pa_writer_status);

@@ -53,8 +53,8 @@
 #include "utils/lsyscache.h"
 
 #include "common/catalog.h"
-#include "compat.h"
 #include "common/conn.h"
+#include "compat.h"
 
 PG_FUNCTION_INFO_V1(pa_sync_sequences);
 

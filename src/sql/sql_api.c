@@ -62,6 +62,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "common/waitevents.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -85,14 +86,14 @@
 #include "utils/varlena.h"
 
 #include "common/catalog.h"
-#include "compat.h"
 #include "common/conn.h"
-#include "sql/monitor.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
+#include "compat.h"
 #include "leader/pool.h"
 #include "leader/progress.h"
 #include "leader/sync.h"
+#include "sql/monitor.h"
 #include "writer/twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
@@ -484,7 +485,7 @@ stop_pipeline(PaSubscription *sub)
 					 errmsg("the workers of parallel_apply subscription \"%s\" did not stop",
 							sub->name)));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, PG_WAIT_EXTENSION);
+						 100L, pa_wait_event(PA_WE_WORKERS_STOP));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -1378,7 +1379,7 @@ provider_committed_lsn(WalReceiverConn *conn)
 		if (written % XLOG_BLCKSZ == 0 && insert - written <= SizeOfXLogLongPHD)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 20L, PG_WAIT_EXTENSION);
+						 20L, pa_wait_event(PA_WE_PROVIDER_WAL));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -1447,7 +1448,7 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 							   LSN_FORMAT_ARGS(applied), LSN_FORMAT_ARGS(target),
 							   err[0] ? " Last error: " : "", err)));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 50L, PG_WAIT_EXTENSION);
+						 50L, pa_wait_event(PA_WE_CATCHUP));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -113,8 +113,8 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-#include "writer/apply.h"
 #include "compat.h"
+#include "writer/apply.h"
 #include "writer/conflict.h"
 #include "writer/execstate.h"
 

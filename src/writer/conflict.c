@@ -84,9 +84,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "common/relmap.h"
 #include "compat.h"
 #include "writer/conflict.h"
-#include "common/relmap.h"
 
 #define VALUE_MAX_LEN	64
 

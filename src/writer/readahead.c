@@ -59,14 +59,14 @@
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
 
-#include "writer/apply.h"
-#include "compat.h"
-#include "writer/execstate.h"
 #include "common/pipeline.h"
-#include "protocol/protocol.h"
 #include "common/queue.h"
-#include "writer/readahead.h"
 #include "common/relmap.h"
+#include "compat.h"
+#include "protocol/protocol.h"
+#include "writer/apply.h"
+#include "writer/execstate.h"
+#include "writer/readahead.h"
 
 #define READAHEAD_IDLE_STREAK	4
 

@@ -84,8 +84,8 @@
 #include "utils/snapmgr.h"
 
 #include "common/catalog.h"
-#include "protocol/protocol.h"
 #include "common/relmap.h"
+#include "protocol/protocol.h"
 #include "writer/twophase.h"
 
 void

@@ -223,18 +223,19 @@
 #include "utils/syscache.h"
 #include "utils/snapmgr.h"
 
-#include "writer/apply.h"
 #include "common/catalog.h"
+#include "common/queue.h"
+#include "common/relmap.h"
+#include "common/stoplog.h"
+#include "common/waitevents.h"
+#include "leader/pool.h"
+#include "leader/progress.h"
+#include "leader/sync.h"
+#include "writer/apply.h"
 #include "writer/coalesce.h"
 #include "writer/conflict.h"
 #include "writer/execstate.h"
-#include "leader/pool.h"
-#include "leader/progress.h"
-#include "common/queue.h"
 #include "writer/readahead.h"
-#include "common/relmap.h"
-#include "common/stoplog.h"
-#include "leader/sync.h"
 #include "writer/twophase.h"
 
 #define MAX_EARLIEST_RETRIES 10
@@ -622,7 +623,10 @@ wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
 			LockRelease(&tag, ShareLock, false);
 		}
 		/* w is between two steps and waits for nobody: wait for the next */
-		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
+		ConditionVariableSleep(&slot->progress_cv,
+							   pa_wait_event(state == PA_WRITER_WAIT_COMMIT ?
+											 PA_WE_COMMIT_TURN :
+											 PA_WE_DEPENDENCY));
 	}
 	ConditionVariableCancelSleep();
 	set_state(PA_WRITER_APPLYING);
@@ -1573,7 +1577,8 @@ discard_txn(void)
 		ConditionVariablePrepareToSleep(&slot->progress_cv);
 		if (committed_seq() + 1 >= MyWriter->cur->hdr.seq)
 			break;
-		ConditionVariableSleep(&slot->progress_cv, PG_WAIT_EXTENSION);
+		ConditionVariableSleep(&slot->progress_cv,
+							   pa_wait_event(PA_WE_COMMIT_TURN));
 	}
 	ConditionVariableCancelSleep();
 	replorigin_session_advance(MyWriter->cur->hdr.end_lsn, InvalidXLogRecPtr);
@@ -2002,7 +2007,7 @@ peek_message_live(Size *len, void **data)
 		if (!MyWriter->live_applying)
 			return peek_message(len, data, false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 DeadlockTimeout, PG_WAIT_EXTENSION);
+						 DeadlockTimeout, pa_wait_event(PA_WE_WRITER_LIVE));
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		if (peek_message(len, data, true) == SHM_MQ_SUCCESS)
