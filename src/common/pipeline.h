@@ -227,30 +227,13 @@ typedef struct PaDbSlot
 	struct PGPROC *supervisor;	/* NULL: none; it clears this as it exits */
 } PaDbSlot;
 
-/*
- * Identifies the layout of this shared memory.  A library installed over
- * the running one is loaded by new backends next to it and would read this
- * memory with its own idea of the structs; the first field lets it notice.
- */
-#define PA_LAYOUT_MAGIC \
-	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot) ^ \
-			   (sizeof(PaDbSlot) << 24)))
-
-typedef struct PaShared
-{
-	uint32		layout_magic;	/* PA_LAYOUT_MAGIC; keep first */
-	LWLock	   *lock;			/* allocation of slots */
-	PaDbSlot   *dbs;			/* pa_max_subscriptions of them */
-	char	   *subs;			/* pa_max_subscriptions PaSubSlots */
-	Size		subslot_size;
-} PaShared;
-
-extern PaShared *pa_shared;
-
 /* shmem.c */
 extern void pa_shmem_request(void);
 extern void pa_shmem_startup(void);
 extern void pa_check_shared(void);
+extern bool pa_shmem_ready(void);
+extern LWLock *pa_shmem_lock(void);
+extern PaDbSlot *pa_dbslot(int i);
 extern PaSubSlot *pa_subslot(int i);
 extern PaSubSlot *pa_subslot_find(Oid dboid, Oid subid);
 extern PaSubSlot *pa_subslot_acquire(Oid dboid, Oid subid, const char *name);

@@ -43,7 +43,25 @@
 
 #include "common/pipeline.h"
 
-PaShared   *pa_shared = NULL;
+/*
+ * Identifies the layout of this shared memory.  A library installed over
+ * the running one is loaded by new backends next to it and would read this
+ * memory with its own idea of the structs; the first field lets it notice.
+ */
+#define PA_LAYOUT_MAGIC \
+	((uint32) (0x50410000 ^ (sizeof(PaSubSlot) << 12) ^ sizeof(PaWriterSlot) ^ \
+			   (sizeof(PaDbSlot) << 24)))
+
+typedef struct PaShared
+{
+	uint32		layout_magic;	/* PA_LAYOUT_MAGIC; keep first */
+	LWLock	   *lock;			/* allocation of slots */
+	PaDbSlot   *dbs;			/* pa_max_subscriptions of them */
+	char	   *subs;			/* pa_max_subscriptions PaSubSlots */
+	Size		subslot_size;
+} PaShared;
+
+static PaShared *pa_shared = NULL;
 
 static Size
 subslot_size(void)
@@ -133,6 +151,27 @@ pa_check_shared(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the parallel_apply library was replaced since the server started"),
 				 errhint("Restart the server to use the installed version.")));
+}
+
+/* Whether this process has the shared state (a library preloaded). */
+bool
+pa_shmem_ready(void)
+{
+	return pa_shared != NULL;
+}
+
+/* The lock over the allocation of database and subscription slots. */
+LWLock *
+pa_shmem_lock(void)
+{
+	return pa_shared->lock;
+}
+
+PaDbSlot *
+pa_dbslot(int i)
+{
+	Assert(i >= 0 && i < pa_max_subscriptions);
+	return &pa_shared->dbs[i];
 }
 
 PaSubSlot *

@@ -137,12 +137,12 @@ pa_wake_supervisor(void)
 {
 	bool		running = false;
 
-	if (pa_shared == NULL)
+	if (!pa_shmem_ready())
 		return false;
-	LWLockAcquire(pa_shared->lock, LW_SHARED);
+	LWLockAcquire(pa_shmem_lock(), LW_SHARED);
 	for (int i = 0; i < pa_max_subscriptions; i++)
 	{
-		PaDbSlot   *db = &pa_shared->dbs[i];
+		PaDbSlot   *db = pa_dbslot(i);
 
 		if (db->dboid == MyDatabaseId && db->supervisor != NULL)
 		{
@@ -150,7 +150,7 @@ pa_wake_supervisor(void)
 			SetLatch(&db->supervisor->procLatch);
 		}
 	}
-	LWLockRelease(pa_shared->lock);
+	LWLockRelease(pa_shmem_lock());
 	return running;
 }
 
@@ -158,7 +158,7 @@ pa_wake_supervisor(void)
 void
 pa_ensure_supervisor(void)
 {
-	if (pa_shared == NULL)
+	if (!pa_shmem_ready())
 		return;
 	if (!pa_wake_supervisor() && !register_supervisor(MyDatabaseId, false))
 		ereport(WARNING,
@@ -224,10 +224,10 @@ release_database(int code, Datum arg)
 {
 	PaDbSlot   *db = (PaDbSlot *) DatumGetPointer(arg);
 
-	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(pa_shmem_lock(), LW_EXCLUSIVE);
 	if (db->supervisor == MyProc)
 		db->supervisor = NULL;
-	LWLockRelease(pa_shared->lock);
+	LWLockRelease(pa_shmem_lock());
 }
 
 /* Claim this database's supervisor slot; see PaClaim. */
@@ -237,10 +237,10 @@ claim_database(void)
 	PaDbSlot   *free_slot = NULL;
 	PaClaim		result = PA_CLAIMED;
 
-	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(pa_shmem_lock(), LW_EXCLUSIVE);
 	for (int i = 0; i < pa_max_subscriptions; i++)
 	{
-		PaDbSlot   *db = &pa_shared->dbs[i];
+		PaDbSlot   *db = pa_dbslot(i);
 
 		if (db->dboid == MyDatabaseId)
 		{
@@ -260,7 +260,7 @@ claim_database(void)
 		free_slot->supervisor = MyProc;
 		on_shmem_exit(release_database, PointerGetDatum(free_slot));
 	}
-	LWLockRelease(pa_shared->lock);
+	LWLockRelease(pa_shmem_lock());
 	return result;
 }
 

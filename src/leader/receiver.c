@@ -217,7 +217,7 @@ leader_on_exit(int code, Datum arg)
 	if (slot != NULL)
 	{
 		/* under the lock a supervisor signals this pid under (shmem.c) */
-		LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+		LWLockAcquire(pa_shmem_lock(), LW_EXCLUSIVE);
 		SpinLockAcquire(&slot->mutex);
 		if (slot->leader_pid == MyProcPid)
 		{
@@ -225,7 +225,7 @@ leader_on_exit(int code, Datum arg)
 			slot->state = PA_SUB_DOWN;
 		}
 		SpinLockRelease(&slot->mutex);
-		LWLockRelease(pa_shared->lock);
+		LWLockRelease(pa_shmem_lock());
 	}
 }
 

@@ -157,7 +157,7 @@ pa_writer_state_name(PaWriterState s)
 static bool
 snapshot_slot(PaSubscription *sub, PaSubSlot *snap, PaWriterSlot *writers)
 {
-	PaSubSlot  *slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+	PaSubSlot  *slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
 
 	memset(snap, 0, sizeof(PaSubSlot));
 	if (slot == NULL)
@@ -366,7 +366,7 @@ pa_writer_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo;
 
 	pa_init_srf(fcinfo, &rsinfo, WRITER_STATUS_COLS);
-	if (pa_shared == NULL)
+	if (!pa_shmem_ready())
 		return (Datum) 0;
 	pa_check_shared();
 	for (int i = 0; i < pa_max_subscriptions; i++)
@@ -495,7 +495,7 @@ pa_stat_get_subscription(PG_FUNCTION_ARGS)
 	PaWriterSlot *writers;
 
 	pa_init_srf(fcinfo, &rsinfo, STAT_SUBSCRIPTION_COLS);
-	if (pa_shared == NULL)
+	if (!pa_shmem_ready())
 		return (Datum) 0;
 	writers = palloc(sizeof(PaWriterSlot) * pa_max_writers);
 	foreach(lc, read_catalog_as_owner())
@@ -613,7 +613,7 @@ pa_reset_subscription_stats(PG_FUNCTION_ARGS)
 		if (name != NULL && strcmp(name, sub->name) != 0)
 			continue;
 		found = true;
-		slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+		slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
 		if (slot == NULL)
 			continue;			/* nothing counted since the server started */
 		SpinLockAcquire(&slot->mutex);
@@ -717,7 +717,7 @@ describe_state(PaSubscription *sub, PaSubSlot *snap, bool have_slot,
 			"disabled by disable_on_error after an error: see last_error" :
 			"disabled: enable_subscription() starts it";
 	}
-	else if (pa_shared == NULL)
+	else if (!pa_shmem_ready())
 	{
 		state = "down";
 		reason = "parallel_apply is not in shared_preload_libraries: add it and restart the server";

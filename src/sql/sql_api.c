@@ -1086,7 +1086,7 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 	/* a leader failing for want of it starts again now, not after backoff */
-	slot = pa_shared ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+	slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
 	if (slot != NULL)
 	{
 		SpinLockAcquire(&slot->mutex);

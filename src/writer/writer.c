@@ -384,19 +384,19 @@ set_state(PaWriterState state)
 }
 
 /*
- * The pid is cleared under pa_shared->lock: a writer signalling this one
+ * The pid is cleared under the shared lock (pa_shmem_lock()): a writer signalling this one
  * holds it from reading the pid until its kill() (request_retry).
  */
 static void
 writer_on_exit(int code, Datum arg)
 {
-	LWLockAcquire(pa_shared->lock, LW_EXCLUSIVE);
+	LWLockAcquire(pa_shmem_lock(), LW_EXCLUSIVE);
 	SpinLockAcquire(&MyWriter->slot->mutex);
 	MyWriter->me->pid = 0;
 	MyWriter->me->state = PA_WRITER_STOPPED;
 	MyWriter->me->seq = 0;
 	SpinLockRelease(&MyWriter->slot->mutex);
-	LWLockRelease(pa_shared->lock);
+	LWLockRelease(pa_shmem_lock());
 }
 
 static uint64
@@ -675,7 +675,7 @@ request_retry(uint64 seq)
 	 * Under the lock a writer takes to clear its pid as it exits: a pid read
 	 * here is that writer's until the signal is sent (shmem.c).
 	 */
-	LWLockAcquire(pa_shared->lock, LW_SHARED);
+	LWLockAcquire(pa_shmem_lock(), LW_SHARED);
 	for (int w = 0; w < pa_max_writers; w++)
 	{
 		pid_t		pid;
@@ -690,7 +690,7 @@ request_retry(uint64 seq)
 		if (pid != 0 && wseq > seq)
 			kill(pid, SIGUSR2);
 	}
-	LWLockRelease(pa_shared->lock);
+	LWLockRelease(pa_shmem_lock());
 }
 
 static bool
