@@ -87,6 +87,137 @@ write_counted(StringInfo out, char kind, const char *data, int len)
 	pq_sendbytes(out, data, len);
 }
 
+/* ---------------------------------------------------------------------
+ * Fixed layouts
+ *
+ * Most messages are a type byte and a fixed list of fields.  Each such
+ * list is written down once, here, and one writer and one reader walk it;
+ * the readers then check what the fields mean (flags, transaction ids).
+ * ---------------------------------------------------------------------
+ */
+typedef enum PaFieldType
+{
+	PA_FIELD_END = 0,
+	PA_FIELD_BYTE,				/* uint8 */
+	PA_FIELD_UINT32,			/* uint32: TransactionId, Oid */
+	PA_FIELD_INT64,				/* 8 bytes: XLogRecPtr, TimestampTz */
+	PA_FIELD_STRING				/* char *, NUL-terminated on the wire */
+} PaFieldType;
+
+typedef struct PaField
+{
+	PaFieldType type;
+	uint16		offset;			/* in the message's struct */
+} PaField;
+
+#define FIELD(type, st, member) {PA_FIELD_##type, offsetof(st, member)}
+#define LAYOUT_END {PA_FIELD_END, 0}
+
+static const PaField begin_layout[] = {
+	FIELD(INT64, PaBeginData, final_lsn),
+	FIELD(INT64, PaBeginData, commit_time),
+	FIELD(UINT32, PaBeginData, xid),
+	LAYOUT_END
+};
+
+static const PaField commit_layout[] = {
+	FIELD(BYTE, PaCommitData, flags),
+	FIELD(INT64, PaCommitData, commit_lsn),
+	FIELD(INT64, PaCommitData, end_lsn),
+	FIELD(INT64, PaCommitData, commit_time),
+	LAYOUT_END
+};
+
+static const PaField begin_prepare_layout[] = {
+	FIELD(INT64, PaBeginPrepareData, prepare_lsn),
+	FIELD(INT64, PaBeginPrepareData, prepare_time),
+	FIELD(UINT32, PaBeginPrepareData, xid),
+	FIELD(STRING, PaBeginPrepareData, gid),
+	LAYOUT_END
+};
+
+static const PaField prepare_layout[] = {
+	FIELD(BYTE, PaPrepareData, flags),
+	FIELD(INT64, PaPrepareData, prepare_lsn),
+	FIELD(INT64, PaPrepareData, end_lsn),
+	FIELD(INT64, PaPrepareData, prepare_time),
+	LAYOUT_END
+};
+
+static const PaField commit_prepared_layout[] = {
+	FIELD(BYTE, PaFinishPreparedData, flags),
+	FIELD(INT64, PaFinishPreparedData, finish_lsn),
+	FIELD(INT64, PaFinishPreparedData, finish_end_lsn),
+	FIELD(INT64, PaFinishPreparedData, finish_time),
+	FIELD(UINT32, PaFinishPreparedData, xid),
+	FIELD(STRING, PaFinishPreparedData, gid),
+	LAYOUT_END
+};
+
+/* COMMIT PREPARED's, and the end and time of the PREPARE */
+static const PaField rollback_prepared_layout[] = {
+	FIELD(BYTE, PaFinishPreparedData, flags),
+	FIELD(INT64, PaFinishPreparedData, finish_lsn),
+	FIELD(INT64, PaFinishPreparedData, finish_end_lsn),
+	FIELD(INT64, PaFinishPreparedData, finish_time),
+	FIELD(INT64, PaFinishPreparedData, prepare_end_lsn),
+	FIELD(INT64, PaFinishPreparedData, prepare_time),
+	FIELD(UINT32, PaFinishPreparedData, xid),
+	FIELD(STRING, PaFinishPreparedData, gid),
+	LAYOUT_END
+};
+
+static const PaField stream_start_layout[] = {
+	FIELD(UINT32, PaStreamStartData, xid),
+	FIELD(BYTE, PaStreamStartData, flags),
+	LAYOUT_END
+};
+
+static const PaField stream_abort_layout[] = {
+	FIELD(UINT32, PaStreamAbortData, xid),
+	FIELD(UINT32, PaStreamAbortData, subxid),
+	LAYOUT_END
+};
+
+/* The fields of msg, laid out as layout says. */
+static void
+write_fields(StringInfo out, const PaField *layout, const void *msg)
+{
+	const char *base = (const char *) msg;
+
+	for (const PaField *f = layout; f->type != PA_FIELD_END; f++)
+	{
+		const void *field = base + f->offset;
+
+		switch (f->type)
+		{
+			case PA_FIELD_BYTE:
+				pq_sendbyte(out, *(const uint8 *) field);
+				break;
+			case PA_FIELD_UINT32:
+				pq_sendint32(out, *(const uint32 *) field);
+				break;
+			case PA_FIELD_INT64:
+				pq_sendint64(out, *(const uint64 *) field);
+				break;
+			case PA_FIELD_STRING:
+				write_string(out, *(char *const *) field);
+				break;
+			case PA_FIELD_END:
+				break;
+		}
+	}
+}
+
+/* A message of a fixed layout: its type byte and its fields. */
+static void
+write_message(StringInfo out, char type, const PaField *layout,
+			  const void *msg)
+{
+	pq_sendbyte(out, type);
+	write_fields(out, layout, msg);
+}
+
 void
 pa_write_startup(StringInfo out, const PaStartupData *startup)
 {
@@ -102,20 +233,13 @@ pa_write_startup(StringInfo out, const PaStartupData *startup)
 void
 pa_write_begin(StringInfo out, const PaBeginData *begin)
 {
-	pq_sendbyte(out, PA_MSG_BEGIN);
-	pq_sendint64(out, begin->final_lsn);
-	pq_sendint64(out, begin->commit_time);
-	pq_sendint32(out, begin->xid);
+	write_message(out, PA_MSG_BEGIN, begin_layout, begin);
 }
 
 void
 pa_write_commit(StringInfo out, const PaCommitData *commit)
 {
-	pq_sendbyte(out, PA_MSG_COMMIT);
-	pq_sendbyte(out, commit->flags);
-	pq_sendint64(out, commit->commit_lsn);
-	pq_sendint64(out, commit->end_lsn);
-	pq_sendint64(out, commit->commit_time);
+	write_message(out, PA_MSG_COMMIT, commit_layout, commit);
 }
 
 void
@@ -317,47 +441,26 @@ pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
 void
 pa_write_begin_prepare(StringInfo out, const PaBeginPrepareData *begin)
 {
-	pq_sendbyte(out, PA_MSG_BEGIN_PREPARE);
-	pq_sendint64(out, begin->prepare_lsn);
-	pq_sendint64(out, begin->prepare_time);
-	pq_sendint32(out, begin->xid);
-	write_string(out, begin->gid);
+	write_message(out, PA_MSG_BEGIN_PREPARE, begin_prepare_layout, begin);
 }
 
 void
 pa_write_prepare(StringInfo out, const PaPrepareData *prepare)
 {
-	pq_sendbyte(out, PA_MSG_PREPARE);
-	pq_sendbyte(out, prepare->flags);
-	pq_sendint64(out, prepare->prepare_lsn);
-	pq_sendint64(out, prepare->end_lsn);
-	pq_sendint64(out, prepare->prepare_time);
+	write_message(out, PA_MSG_PREPARE, prepare_layout, prepare);
 }
 
 void
 pa_write_commit_prepared(StringInfo out, const PaFinishPreparedData *fin)
 {
-	pq_sendbyte(out, PA_MSG_COMMIT_PREPARED);
-	pq_sendbyte(out, fin->flags);
-	pq_sendint64(out, fin->finish_lsn);
-	pq_sendint64(out, fin->finish_end_lsn);
-	pq_sendint64(out, fin->finish_time);
-	pq_sendint32(out, fin->xid);
-	write_string(out, fin->gid);
+	write_message(out, PA_MSG_COMMIT_PREPARED, commit_prepared_layout, fin);
 }
 
 void
 pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
 {
-	pq_sendbyte(out, PA_MSG_ROLLBACK_PREPARED);
-	pq_sendbyte(out, fin->flags);
-	pq_sendint64(out, fin->finish_lsn);
-	pq_sendint64(out, fin->finish_end_lsn);
-	pq_sendint64(out, fin->finish_time);
-	pq_sendint64(out, fin->prepare_end_lsn);
-	pq_sendint64(out, fin->prepare_time);
-	pq_sendint32(out, fin->xid);
-	write_string(out, fin->gid);
+	write_message(out, PA_MSG_ROLLBACK_PREPARED, rollback_prepared_layout,
+				  fin);
 }
 
 /*
@@ -370,9 +473,7 @@ pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
 void
 pa_write_stream_start(StringInfo out, const PaStreamStartData *start)
 {
-	pq_sendbyte(out, PA_MSG_STREAM_START);
-	pq_sendint32(out, start->xid);
-	pq_sendbyte(out, start->flags);
+	write_message(out, PA_MSG_STREAM_START, stream_start_layout, start);
 }
 
 void
@@ -387,18 +488,13 @@ pa_write_stream_commit(StringInfo out, TransactionId xid,
 {
 	pq_sendbyte(out, PA_MSG_STREAM_COMMIT);
 	pq_sendint32(out, xid);
-	pq_sendbyte(out, commit->flags);
-	pq_sendint64(out, commit->commit_lsn);
-	pq_sendint64(out, commit->end_lsn);
-	pq_sendint64(out, commit->commit_time);
+	write_fields(out, commit_layout, commit);
 }
 
 void
 pa_write_stream_abort(StringInfo out, const PaStreamAbortData *sa)
 {
-	pq_sendbyte(out, PA_MSG_STREAM_ABORT);
-	pq_sendint32(out, sa->xid);
-	pq_sendint32(out, sa->subxid);
+	write_message(out, PA_MSG_STREAM_ABORT, stream_abort_layout, sa);
 }
 
 /* ---------------------------------------------------------------------
@@ -487,6 +583,36 @@ read_counted(StringInfo in, int *len)
 	in->cursor += n;
 	*len = (int) n;
 	return p;
+}
+
+/* Read the fields of a message of a fixed layout into msg. */
+static void
+read_fields(StringInfo in, const PaField *layout, void *msg)
+{
+	char	   *base = (char *) msg;
+
+	for (const PaField *f = layout; f->type != PA_FIELD_END; f++)
+	{
+		void	   *field = base + f->offset;
+
+		switch (f->type)
+		{
+			case PA_FIELD_BYTE:
+				*(uint8 *) field = read_byte(in);
+				break;
+			case PA_FIELD_UINT32:
+				*(uint32 *) field = read_uint32(in);
+				break;
+			case PA_FIELD_INT64:
+				*(int64 *) field = read_int64(in);
+				break;
+			case PA_FIELD_STRING:
+				*(char **) field = read_string(in);
+				break;
+			case PA_FIELD_END:
+				break;
+		}
+	}
 }
 
 char
@@ -658,20 +784,15 @@ pa_refuse_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
 void
 pa_read_begin(StringInfo in, PaBeginData *begin)
 {
-	begin->final_lsn = (XLogRecPtr) read_int64(in);
-	begin->commit_time = read_int64(in);
-	begin->xid = read_uint32(in);
+	read_fields(in, begin_layout, begin);
 }
 
 void
 pa_read_commit(StringInfo in, PaCommitData *commit)
 {
-	commit->flags = read_byte(in);
+	read_fields(in, commit_layout, commit);
 	if (commit->flags != 0)
 		malformed("Unknown COMMIT flags.");
-	commit->commit_lsn = (XLogRecPtr) read_int64(in);
-	commit->end_lsn = (XLogRecPtr) read_int64(in);
-	commit->commit_time = read_int64(in);
 }
 
 void
@@ -898,60 +1019,41 @@ pa_read_message(StringInfo in, PaMessageData *msg)
 void
 pa_read_begin_prepare(StringInfo in, PaBeginPrepareData *begin)
 {
-	begin->prepare_lsn = (XLogRecPtr) read_int64(in);
-	begin->prepare_time = read_int64(in);
-	begin->xid = read_uint32(in);
-	begin->gid = read_string(in);
+	read_fields(in, begin_prepare_layout, begin);
 }
 
 void
 pa_read_prepare(StringInfo in, PaPrepareData *prepare)
 {
-	prepare->flags = read_byte(in);
+	read_fields(in, prepare_layout, prepare);
 	if (prepare->flags & ~PA_PREPARE_AT_COMMIT)
 		malformed("Unknown PREPARE flags.");
-	prepare->prepare_lsn = (XLogRecPtr) read_int64(in);
-	prepare->end_lsn = (XLogRecPtr) read_int64(in);
-	prepare->prepare_time = read_int64(in);
 }
 
 void
 pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin)
 {
-	fin->flags = read_byte(in);
-	if (fin->flags != 0)
-		malformed("Unknown COMMIT PREPARED flags.");
-	fin->finish_lsn = (XLogRecPtr) read_int64(in);
-	fin->finish_end_lsn = (XLogRecPtr) read_int64(in);
-	fin->finish_time = read_int64(in);
 	fin->prepare_end_lsn = InvalidXLogRecPtr;
 	fin->prepare_time = 0;
-	fin->xid = read_uint32(in);
-	fin->gid = read_string(in);
+	read_fields(in, commit_prepared_layout, fin);
+	if (fin->flags != 0)
+		malformed("Unknown COMMIT PREPARED flags.");
 }
 
 void
 pa_read_rollback_prepared(StringInfo in, PaFinishPreparedData *fin)
 {
-	fin->flags = read_byte(in);
+	read_fields(in, rollback_prepared_layout, fin);
 	if (fin->flags != 0)
 		malformed("Unknown ROLLBACK PREPARED flags.");
-	fin->finish_lsn = (XLogRecPtr) read_int64(in);
-	fin->finish_end_lsn = (XLogRecPtr) read_int64(in);
-	fin->finish_time = read_int64(in);
-	fin->prepare_end_lsn = (XLogRecPtr) read_int64(in);
-	fin->prepare_time = read_int64(in);
-	fin->xid = read_uint32(in);
-	fin->gid = read_string(in);
 }
 
 void
 pa_read_stream_start(StringInfo in, PaStreamStartData *start)
 {
-	start->xid = read_uint32(in);
+	read_fields(in, stream_start_layout, start);
 	if (!TransactionIdIsNormal(start->xid))
 		malformed("STREAM_START names transaction %u.", start->xid);
-	start->flags = read_byte(in);
 	if (start->flags & ~PA_STREAM_FIRST_SEGMENT)
 		malformed("Unknown STREAM_START flags.");
 }
@@ -962,12 +1064,9 @@ pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
 	*xid = read_uint32(in);
 	if (!TransactionIdIsNormal(*xid))
 		malformed("STREAM_COMMIT names transaction %u.", *xid);
-	commit->flags = read_byte(in);
+	read_fields(in, commit_layout, commit);
 	if (commit->flags != 0)
 		malformed("Unknown STREAM_COMMIT flags.");
-	commit->commit_lsn = (XLogRecPtr) read_int64(in);
-	commit->end_lsn = (XLogRecPtr) read_int64(in);
-	commit->commit_time = read_int64(in);
 	if (commit->end_lsn <= commit->commit_lsn)
 		malformed("STREAM_COMMIT ends at %X/%X, not after its commit at %X/%X.",
 				  LSN_FORMAT_ARGS(commit->end_lsn),
@@ -977,8 +1076,7 @@ pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
 void
 pa_read_stream_abort(StringInfo in, PaStreamAbortData *sa)
 {
-	sa->xid = read_uint32(in);
-	sa->subxid = read_uint32(in);
+	read_fields(in, stream_abort_layout, sa);
 	if (!TransactionIdIsNormal(sa->xid) ||
 		!TransactionIdIsNormal(sa->subxid))
 		malformed("STREAM_ABORT names transaction %u, subtransaction %u.",
