@@ -173,33 +173,59 @@ check_not_seen(DefElem *elem, bool *seen)
 	*seen = true;
 }
 
+/* The options that switch something on or off, and their defaults. */
+static const struct
+{
+	const char *name;
+	size_t		offset;			/* of the bool in PaOutputData */
+	bool		default_value;
+}			flag_options[] =
+{
+	{"binary", offsetof(PaOutputData, binary), false},
+	{"forward_origins", offsetof(PaOutputData, forward_origins), true},
+	{"messages", offsetof(PaOutputData, messages), false},
+	{"two_phase", offsetof(PaOutputData, two_phase), false},
+	{"streaming", offsetof(PaOutputData, streaming), false},
+};
+
+/* The index of an on/off option in flag_options, -1 if it is not one. */
+static int
+flag_option(const char *name)
+{
+	for (int i = 0; i < lengthof(flag_options); i++)
+		if (strcmp(flag_options[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
 static void
 parse_options(PaOutputData *data, List *options)
 {
 	bool		seen_version = false,
 				seen_min = false,
 				seen_max = false,
-				seen_pubs = false,
-				seen_binary = false,
-				seen_origins = false,
-				seen_messages = false,
-				seen_two_phase = false,
-				seen_streaming = false;
+				seen_pubs = false;
+	bool		seen_flag[lengthof(flag_options)] = {0};
 	int			client_min = 0;
 	int			client_max = INT_MAX;
 	ListCell   *lc;
 
-	data->binary = false;
-	data->forward_origins = true;
-	data->messages = false;
-	data->two_phase = false;
-	data->streaming = false;
+	for (int i = 0; i < lengthof(flag_options); i++)
+		*(bool *) ((char *) data + flag_options[i].offset) =
+			flag_options[i].default_value;
 
 	foreach(lc, options)
 	{
 		DefElem    *elem = lfirst(lc);
+		int			flag = flag_option(elem->defname);
 
-		if (strcmp(elem->defname, "proto_version") == 0)
+		if (flag >= 0)
+		{
+			check_not_seen(elem, &seen_flag[flag]);
+			*(bool *) ((char *) data + flag_options[flag].offset) =
+				option_bool(elem);
+		}
+		else if (strcmp(elem->defname, "proto_version") == 0)
 		{
 			check_not_seen(elem, &seen_version);
 			client_min = client_max = option_version(elem);
@@ -226,31 +252,6 @@ parse_options(PaOutputData *data, List *options)
 						 errmsg("invalid value for parallel_apply option \"publication_names\": \"%s\"",
 								defGetString(elem)),
 						 errhint("Give a comma-separated list of publication names.")));
-		}
-		else if (strcmp(elem->defname, "binary") == 0)
-		{
-			check_not_seen(elem, &seen_binary);
-			data->binary = option_bool(elem);
-		}
-		else if (strcmp(elem->defname, "forward_origins") == 0)
-		{
-			check_not_seen(elem, &seen_origins);
-			data->forward_origins = option_bool(elem);
-		}
-		else if (strcmp(elem->defname, "messages") == 0)
-		{
-			check_not_seen(elem, &seen_messages);
-			data->messages = option_bool(elem);
-		}
-		else if (strcmp(elem->defname, "two_phase") == 0)
-		{
-			check_not_seen(elem, &seen_two_phase);
-			data->two_phase = option_bool(elem);
-		}
-		else if (strcmp(elem->defname, "streaming") == 0)
-		{
-			check_not_seen(elem, &seen_streaming);
-			data->streaming = option_bool(elem);
 		}
 		else
 			ereport(ERROR,

@@ -135,6 +135,44 @@ get_sub(const char *name, bool missing_ok)
 	return sub;
 }
 
+/*
+ * The subscription a change function names in its first argument, after
+ * the checks each change makes first: a superuser (what: the verb the
+ * refusal names) and, for a change that also works on the provider and
+ * cannot be rolled back there, outside a transaction block (block: the
+ * function's name for the refusal; NULL: allowed in one).
+ */
+static PaSubscription *
+sub_to_change(FunctionCallInfo fcinfo, const char *what, const char *block,
+			  bool missing_ok)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	require_superuser(what);
+	if (block != NULL)
+		PreventInTransactionBlock(true, block);
+	return get_sub(name, missing_ok);
+}
+
+/*
+ * A subscription whose leader waits out its backoff (after failures)
+ * starts at the supervisor's next round, its count of restarts cleared.
+ */
+static void
+start_now(PaSubscription *sub)
+{
+	PaSubSlot  *slot;
+
+	slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		slot->next_start = 0;
+		slot->restarts = 0;
+		SpinLockRelease(&slot->mutex);
+	}
+}
+
 static void
 check_num_writers(int n)
 {
@@ -845,10 +883,8 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
 
-	require_superuser("drop");
 	/* the slot it drops on the provider would not come back on ROLLBACK */
-	PreventInTransactionBlock(true, "drop_subscription()");
-	sub = get_sub(name, if_exists);
+	sub = sub_to_change(fcinfo, "drop", "drop_subscription()", if_exists);
 	if (sub == NULL)
 	{
 		ereport(NOTICE,
@@ -910,25 +946,22 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 Datum
 pa_refresh_subscription(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		copy_data = PG_GETARG_BOOL(1);
 	PaSubscription *sub;
 	int			added;
 
-	require_superuser("refresh");
 	/* like ALTER SUBSCRIPTION ... REFRESH PUBLICATION: a slot on the provider */
-	PreventInTransactionBlock(true, "refresh_subscription()");
-	sub = get_sub(name, false);
+	sub = sub_to_change(fcinfo, "refresh", "refresh_subscription()", false);
 	if (!sub->table_sync)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel_apply subscription \"%s\" does not record its tables", name),
+				 errmsg("parallel_apply subscription \"%s\" does not record its tables", sub->name),
 				 errdetail("It was created with version 1.0 of the extension and applies every table it is sent."),
 				 errhint("Recreate the subscription to have tables copied when they join its publications.")));
 	if (sub->sync_state != PA_SYNC_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", name),
+				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", sub->name),
 				 errhint("Wait until subscription_status() shows it streaming, then refresh.")));
 	if (sub->enabled)
 		stop_pipeline(sub);
@@ -957,17 +990,7 @@ set_enabled(const char *name, bool enabled)
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (enabled)
-	{
-		PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
-
-		if (slot != NULL)
-		{
-			SpinLockAcquire(&slot->mutex);
-			slot->next_start = 0;
-			slot->restarts = 0;
-			SpinLockRelease(&slot->mutex);
-		}
-	}
+		start_now(sub);
 	nudge_supervisor();
 }
 
@@ -998,7 +1021,6 @@ pa_disable_subscription(PG_FUNCTION_ARGS)
 Datum
 pa_skip_transaction(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	XLogRecPtr	lsn = PG_GETARG_LSN(1);
 	PaSubscription *sub;
 	PaSubSlot  *slot;
@@ -1007,8 +1029,7 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 	Oid			types[2] = {OIDOID, LSNOID};
 	Datum		values[2];
 
-	require_superuser("skip a transaction of");
-	sub = get_sub(name, false);
+	sub = sub_to_change(fcinfo, "skip a transaction of", NULL, false);
 	pa_check_shared();
 	slot = pa_subslot_find(MyDatabaseId, sub->subid);
 	if (slot != NULL)
@@ -1021,14 +1042,14 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 	if (failing == InvalidXLogRecPtr)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("no transaction of parallel_apply subscription \"%s\" is failing", name),
+				 errmsg("no transaction of parallel_apply subscription \"%s\" is failing", sub->name),
 				 errdetail("Only the transaction whose apply fails can be skipped; subscription_status().error_commit_lsn is null."),
 				 errhint("After a server restart the failing transaction is known again once it has failed again.")));
 	if (lsn != failing)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("remote transaction at %X/%X is not the failing transaction of parallel_apply subscription \"%s\"",
-						LSN_FORMAT_ARGS(lsn), name),
+						LSN_FORMAT_ARGS(lsn), sub->name),
 				 errdetail("The failing transaction is remote transaction %u, committed at %X/%X.",
 						   xid, LSN_FORMAT_ARGS(failing)),
 				 errhint("Pass subscription_status().error_commit_lsn.")));
@@ -1060,24 +1081,21 @@ PG_FUNCTION_INFO_V1(pa_set_subscription_position);
 Datum
 pa_set_subscription_position(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	XLogRecPtr	lsn = PG_GETARG_LSN(1);
 	PaSubscription *sub;
-	PaSubSlot  *slot;
 	Oid			types[2] = {OIDOID, LSNOID};
 	Datum		values[2];
 
-	require_superuser("set the position of");
-	sub = get_sub(name, false);
+	sub = sub_to_change(fcinfo, "set the position of", NULL, false);
 	if (sub->sync_state != PA_SYNC_READY)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", name),
+				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", sub->name),
 				 errdetail("It streams from its slot's consistent point once the copy is done.")));
 	if (pa_progress_has_origins(sub->subid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("parallel_apply subscription \"%s\" has its replication origins", name),
+				 errmsg("parallel_apply subscription \"%s\" has its replication origins", sub->name),
 				 errdetail("They hold its position, %X/%X; a position is given only to a subscription whose origins are missing.",
 						   LSN_FORMAT_ARGS(pa_progress_start_lsn(sub->subid)))));
 
@@ -1086,14 +1104,7 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 	/* a leader failing for want of it starts again now, not after backoff */
-	slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
-	if (slot != NULL)
-	{
-		SpinLockAcquire(&slot->mutex);
-		slot->next_start = 0;
-		slot->restarts = 0;
-		SpinLockRelease(&slot->mutex);
-	}
+	start_now(sub);
 	nudge_supervisor();
 	PG_RETURN_VOID();
 }
