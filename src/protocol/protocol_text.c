@@ -315,27 +315,337 @@ old_tuple_label(char kind)
 	return kind == PA_TUPLE_OLD ? "old" : "old_key";
 }
 
+/*
+ * One function per message type: it reads the message, checks it against
+ * what came before (st), and renders it.
+ */
+static void
+render_startup(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaStartupData startup;
+
+	pa_read_startup(in, &startup);
+	st->proto_version = startup.proto_version;
+	st->binary_type_limit = startup.binary_type_limit;
+	st->two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
+	st->streaming = (startup.flags & PA_STARTUP_STREAMING) != 0;
+	appendStringInfo(buf, "STARTUP proto_version=%d encoding=%s binary=%s forward_origins=%s messages=%s binary_type_limit=%u",
+					 startup.proto_version, startup.encoding,
+					 (startup.flags & PA_STARTUP_BINARY) ? "on" : "off",
+					 (startup.flags & PA_STARTUP_FORWARD_ORIGINS) ? "on" : "off",
+					 (startup.flags & PA_STARTUP_MESSAGES) ? "on" : "off",
+					 startup.binary_type_limit);
+	if (st->two_phase)
+		appendStringInfoString(buf, " two_phase=on");
+	if (st->streaming)
+		appendStringInfoString(buf, " streaming=on");
+	if (st->verbose)
+		appendStringInfo(buf, " server_version=%d plugin=\"%s\"",
+						 startup.server_version_num,
+						 startup.plugin_version);
+}
+
+static void
+render_begin(StringInfo buf, RenderState *st, StringInfo in)
+{
+	require_txn(st, "BEGIN", false);
+	pa_read_begin(in, &st->begin);
+	st->in_txn = true;
+	st->in_prepared = false;
+	appendStringInfoString(buf, "BEGIN");
+	if (st->verbose)
+		appendStringInfo(buf, " final_lsn=%X/%X xid=%u commit_time=%s",
+						 LSN_FORMAT_ARGS(st->begin.final_lsn),
+						 st->begin.xid,
+						 timestamptz_to_str(st->begin.commit_time));
+}
+
+static void
+render_commit(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaCommitData commit;
+
+	require_txn(st, "COMMIT", true);
+	require_txn_kind(st, "COMMIT", false);
+	pa_read_commit(in, &commit);
+	st->in_txn = false;
+	appendStringInfoString(buf, "COMMIT");
+	if (st->verbose)
+		appendStringInfo(buf, " commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
+						 LSN_FORMAT_ARGS(commit.commit_lsn),
+						 LSN_FORMAT_ARGS(commit.end_lsn),
+						 timestamptz_to_str(commit.commit_time));
+	else if (commit.commit_lsn != st->begin.final_lsn ||
+			 commit.commit_time != st->begin.commit_time ||
+			 commit.end_lsn <= commit.commit_lsn ||
+			 commit.commit_time == 0 ||
+			 !TransactionIdIsNormal(st->begin.xid))
+		appendStringInfoString(buf, " (does not match its BEGIN)");
+}
+
+static void
+render_begin_prepare(StringInfo buf, RenderState *st, StringInfo in)
+{
+	require_two_phase(st, "BEGIN PREPARE");
+	require_txn(st, "BEGIN PREPARE", false);
+	pa_read_begin_prepare(in, &st->begin_prepare);
+	st->in_txn = true;
+	st->in_prepared = true;
+	appendStringInfoString(buf, "BEGIN PREPARE gid=");
+	append_value(buf, st->begin_prepare.gid,
+				 strlen(st->begin_prepare.gid));
+	if (st->verbose)
+		appendStringInfo(buf, " prepare_lsn=%X/%X xid=%u prepare_time=%s",
+						 LSN_FORMAT_ARGS(st->begin_prepare.prepare_lsn),
+						 st->begin_prepare.xid,
+						 timestamptz_to_str(st->begin_prepare.prepare_time));
+}
+
+static void
+render_prepare(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaPrepareData prepare;
+
+	require_two_phase(st, "PREPARE");
+	require_txn(st, "PREPARE", true);
+	require_txn_kind(st, "PREPARE", true);
+	pa_read_prepare(in, &prepare);
+	st->in_txn = false;
+	appendStringInfoString(buf, "PREPARE");
+	if (prepare.flags & PA_PREPARE_AT_COMMIT)
+		appendStringInfoString(buf, " at_commit");
+	if (st->verbose)
+		appendStringInfo(buf, " prepare_lsn=%X/%X end_lsn=%X/%X prepare_time=%s",
+						 LSN_FORMAT_ARGS(prepare.prepare_lsn),
+						 LSN_FORMAT_ARGS(prepare.end_lsn),
+						 timestamptz_to_str(prepare.prepare_time));
+	else if (prepare.prepare_lsn != st->begin_prepare.prepare_lsn ||
+			 prepare.prepare_time != st->begin_prepare.prepare_time ||
+			 prepare.end_lsn <= prepare.prepare_lsn ||
+			 prepare.prepare_time == 0 ||
+			 !TransactionIdIsNormal(st->begin_prepare.xid))
+		appendStringInfoString(buf, " (does not match its BEGIN PREPARE)");
+}
+
+static void
+render_finish_prepared(StringInfo buf, RenderState *st, StringInfo in,
+					   char type)
+{
+	PaFinishPreparedData fin;
+	bool		commit_p = type == PA_MSG_COMMIT_PREPARED;
+	const char *name = commit_p ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
+
+	require_two_phase(st, name);
+	require_txn(st, name, false);
+	if (commit_p)
+		pa_read_commit_prepared(in, &fin);
+	else
+		pa_read_rollback_prepared(in, &fin);
+	appendStringInfo(buf, "%s gid=", name);
+	append_value(buf, fin.gid, strlen(fin.gid));
+	if (st->verbose)
+	{
+		appendStringInfo(buf, " %s_lsn=%X/%X end_lsn=%X/%X %s_time=%s xid=%u",
+						 commit_p ? "commit" : "rollback",
+						 LSN_FORMAT_ARGS(fin.finish_lsn),
+						 LSN_FORMAT_ARGS(fin.finish_end_lsn),
+						 commit_p ? "commit" : "rollback",
+						 timestamptz_to_str(fin.finish_time),
+						 fin.xid);
+		if (!commit_p)
+			appendStringInfo(buf, " prepare_end_lsn=%X/%X prepare_time=%s",
+							 LSN_FORMAT_ARGS(fin.prepare_end_lsn),
+							 timestamptz_to_str(fin.prepare_time));
+	}
+	else if (fin.finish_end_lsn <= fin.finish_lsn ||
+			 fin.finish_time == 0 ||
+			 !TransactionIdIsNormal(fin.xid) ||
+			 (!commit_p && (fin.prepare_end_lsn > fin.finish_lsn ||
+							fin.prepare_time == 0)))
+		appendStringInfoString(buf, " (inconsistent)");
+}
+
+static void
+render_stream_start(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaStreamStartData sstart;
+
+	require_streaming(st, "STREAM START");
+	require_not_in_stream(st, "STREAM START");
+	require_txn(st, "STREAM START", false);
+	pa_read_stream_start(in, &sstart);
+	if (((sstart.flags & PA_STREAM_FIRST_SEGMENT) != 0) ==
+		list_member_oid(st->open_streams, sstart.xid))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("STREAM START of transaction %u %s",
+						sstart.xid,
+						(sstart.flags & PA_STREAM_FIRST_SEGMENT) ?
+						"flagged first, which was streamed before" :
+						"not flagged first, which was not streamed before")));
+	if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
+		st->open_streams = lappend_oid(st->open_streams, sstart.xid);
+	st->in_stream = true;
+	st->stream_xid = sstart.xid;
+	appendStringInfoString(buf, "STREAM START");
+	if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
+		appendStringInfoString(buf, " first");
+	if (st->verbose)
+		appendStringInfo(buf, " xid=%u", sstart.xid);
+}
+
+static void
+render_stream_stop(StringInfo buf, RenderState *st, StringInfo in)
+{
+	require_streaming(st, "STREAM STOP");
+	if (!st->in_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("STREAM STOP outside a stream block")));
+	st->in_stream = false;
+	appendStringInfoString(buf, "STREAM STOP");
+}
+
+static void
+render_stream_commit(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaCommitData commit;
+	TransactionId xid;
+
+	pa_read_stream_commit(in, &xid, &commit);
+	end_stream(st, "STREAM COMMIT", xid, true);
+	appendStringInfoString(buf, "STREAM COMMIT");
+	if (st->verbose)
+		appendStringInfo(buf, " xid=%u commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
+						 xid, LSN_FORMAT_ARGS(commit.commit_lsn),
+						 LSN_FORMAT_ARGS(commit.end_lsn),
+						 timestamptz_to_str(commit.commit_time));
+	else if (commit.commit_time == 0)
+		appendStringInfoString(buf, " (inconsistent)");
+	xid = InvalidTransactionId;
+}
+
+static void
+render_stream_abort(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaStreamAbortData sabort;
+
+	pa_read_stream_abort(in, &sabort);
+	end_stream(st, "STREAM ABORT", sabort.xid,
+			   sabort.subxid == sabort.xid);
+	appendStringInfoString(buf, "STREAM ABORT");
+	if (sabort.subxid != sabort.xid)
+		appendStringInfoString(buf, " subtransaction");
+	if (st->verbose)
+		appendStringInfo(buf, " xid=%u subxid=%u",
+						 sabort.xid, sabort.subxid);
+}
+
+static void
+render_origin(StringInfo buf, RenderState *st, StringInfo in)
+{
+	char	   *origin;
+	XLogRecPtr	origin_lsn;
+
+	require_txn(st, "ORIGIN", true);
+	pa_read_origin(in, &origin, &origin_lsn);
+	appendStringInfo(buf, "ORIGIN %s origin_lsn=%X/%X",
+					 origin[0] ? origin : "(dropped)",
+					 LSN_FORMAT_ARGS(origin_lsn));
+}
+
+static void
+render_insert(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaTupleData	newtup;
+	PaRelationData *rel;
+
+	require_txn(st, "INSERT", true);
+	rel = find_relation(st, pa_read_insert(in, &newtup), "INSERT");
+	appendStringInfo(buf, "INSERT %s.%s new", rel->nspname, rel->relname);
+	append_tuple(buf, st, rel, &newtup);
+}
+
+static void
+render_update(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaTupleData	oldtup;
+	PaTupleData	newtup;
+	PaRelationData *rel;
+	char		oldkind;
+
+	require_txn(st, "UPDATE", true);
+	rel = find_relation(st, pa_read_update(in, &oldkind, &oldtup, &newtup),
+						"UPDATE");
+	appendStringInfo(buf, "UPDATE %s.%s", rel->nspname, rel->relname);
+	if (oldkind != 0)
+	{
+		appendStringInfo(buf, " %s", old_tuple_label(oldkind));
+		append_tuple(buf, st, rel, &oldtup);
+	}
+	appendStringInfoString(buf, " new");
+	append_tuple(buf, st, rel, &newtup);
+}
+
+static void
+render_delete(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaTupleData	oldtup;
+	PaRelationData *rel;
+	char		oldkind;
+
+	require_txn(st, "DELETE", true);
+	rel = find_relation(st, pa_read_delete(in, &oldkind, &oldtup),
+						"DELETE");
+	appendStringInfo(buf, "DELETE %s.%s %s", rel->nspname, rel->relname,
+					 old_tuple_label(oldkind));
+	append_tuple(buf, st, rel, &oldtup);
+}
+
+static void
+render_truncate(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaRelationData *rel;
+	Oid		   *relids;
+	int			nrelids;
+	uint8		flags;
+
+	require_txn(st, "TRUNCATE", true);
+	relids = pa_read_truncate(in, &nrelids, &flags);
+	appendStringInfoString(buf, "TRUNCATE");
+	for (int i = 0; i < nrelids; i++)
+	{
+		rel = find_relation(st, relids[i], "TRUNCATE");
+		appendStringInfo(buf, "%s %s.%s", i > 0 ? "," : "",
+						 rel->nspname, rel->relname);
+	}
+	if (flags & PA_TRUNCATE_CASCADE)
+		appendStringInfoString(buf, " cascade");
+	if (flags & PA_TRUNCATE_RESTART_SEQS)
+		appendStringInfoString(buf, " restart_identity");
+}
+
+static void
+render_logical_message(StringInfo buf, RenderState *st, StringInfo in)
+{
+	PaMessageData msg;
+
+	pa_read_message(in, &msg);
+	if (msg.transactional)
+		require_txn(st, "transactional MESSAGE", true);
+	appendStringInfo(buf, "MESSAGE %s prefix=%s content=",
+					 msg.transactional ? "transactional" : "non-transactional",
+					 msg.prefix);
+	append_value(buf, msg.content, (int) msg.size);
+	if (st->verbose)
+		appendStringInfo(buf, " lsn=%X/%X", LSN_FORMAT_ARGS(msg.lsn));
+}
+
 static void
 render_message(StringInfo buf, RenderState *st, StringInfo in)
 {
 	char		type = pa_read_msgtype(in);
-	PaStartupData startup;
-	PaCommitData commit;
-	PaPrepareData prepare;
-	PaFinishPreparedData fin;
-	PaStreamStartData sstart;
-	PaStreamAbortData sabort;
 	TransactionId xid = InvalidTransactionId;
-	PaTupleData oldtup,
-				newtup;
-	PaMessageData msg;
-	PaRelationData *rel;
-	char		oldkind;
-	char	   *origin;
-	XLogRecPtr	origin_lsn;
-	Oid		   *relids;
-	int			nrelids;
-	uint8		flags;
 
 	/* a change in a stream block: the xid of its (sub)transaction first */
 	if (st->in_stream && pa_stream_change_type(type))
@@ -344,248 +654,57 @@ render_message(StringInfo buf, RenderState *st, StringInfo in)
 	switch (type)
 	{
 		case PA_MSG_STARTUP:
-			pa_read_startup(in, &startup);
-			st->proto_version = startup.proto_version;
-			st->binary_type_limit = startup.binary_type_limit;
-			st->two_phase = (startup.flags & PA_STARTUP_TWO_PHASE) != 0;
-			st->streaming = (startup.flags & PA_STARTUP_STREAMING) != 0;
-			appendStringInfo(buf, "STARTUP proto_version=%d encoding=%s binary=%s forward_origins=%s messages=%s binary_type_limit=%u",
-							 startup.proto_version, startup.encoding,
-							 (startup.flags & PA_STARTUP_BINARY) ? "on" : "off",
-							 (startup.flags & PA_STARTUP_FORWARD_ORIGINS) ? "on" : "off",
-							 (startup.flags & PA_STARTUP_MESSAGES) ? "on" : "off",
-							 startup.binary_type_limit);
-			if (st->two_phase)
-				appendStringInfoString(buf, " two_phase=on");
-			if (st->streaming)
-				appendStringInfoString(buf, " streaming=on");
-			if (st->verbose)
-				appendStringInfo(buf, " server_version=%d plugin=\"%s\"",
-								 startup.server_version_num,
-								 startup.plugin_version);
+			render_startup(buf, st, in);
 			break;
 		case PA_MSG_BEGIN:
-			require_txn(st, "BEGIN", false);
-			pa_read_begin(in, &st->begin);
-			st->in_txn = true;
-			st->in_prepared = false;
-			appendStringInfoString(buf, "BEGIN");
-			if (st->verbose)
-				appendStringInfo(buf, " final_lsn=%X/%X xid=%u commit_time=%s",
-								 LSN_FORMAT_ARGS(st->begin.final_lsn),
-								 st->begin.xid,
-								 timestamptz_to_str(st->begin.commit_time));
+			render_begin(buf, st, in);
 			break;
 		case PA_MSG_COMMIT:
-			require_txn(st, "COMMIT", true);
-			require_txn_kind(st, "COMMIT", false);
-			pa_read_commit(in, &commit);
-			st->in_txn = false;
-			appendStringInfoString(buf, "COMMIT");
-			if (st->verbose)
-				appendStringInfo(buf, " commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
-								 LSN_FORMAT_ARGS(commit.commit_lsn),
-								 LSN_FORMAT_ARGS(commit.end_lsn),
-								 timestamptz_to_str(commit.commit_time));
-			else if (commit.commit_lsn != st->begin.final_lsn ||
-					 commit.commit_time != st->begin.commit_time ||
-					 commit.end_lsn <= commit.commit_lsn ||
-					 commit.commit_time == 0 ||
-					 !TransactionIdIsNormal(st->begin.xid))
-				appendStringInfoString(buf, " (does not match its BEGIN)");
+			render_commit(buf, st, in);
 			break;
 		case PA_MSG_BEGIN_PREPARE:
-			require_two_phase(st, "BEGIN PREPARE");
-			require_txn(st, "BEGIN PREPARE", false);
-			pa_read_begin_prepare(in, &st->begin_prepare);
-			st->in_txn = true;
-			st->in_prepared = true;
-			appendStringInfoString(buf, "BEGIN PREPARE gid=");
-			append_value(buf, st->begin_prepare.gid,
-						 strlen(st->begin_prepare.gid));
-			if (st->verbose)
-				appendStringInfo(buf, " prepare_lsn=%X/%X xid=%u prepare_time=%s",
-								 LSN_FORMAT_ARGS(st->begin_prepare.prepare_lsn),
-								 st->begin_prepare.xid,
-								 timestamptz_to_str(st->begin_prepare.prepare_time));
+			render_begin_prepare(buf, st, in);
 			break;
 		case PA_MSG_PREPARE:
-			require_two_phase(st, "PREPARE");
-			require_txn(st, "PREPARE", true);
-			require_txn_kind(st, "PREPARE", true);
-			pa_read_prepare(in, &prepare);
-			st->in_txn = false;
-			appendStringInfoString(buf, "PREPARE");
-			if (prepare.flags & PA_PREPARE_AT_COMMIT)
-				appendStringInfoString(buf, " at_commit");
-			if (st->verbose)
-				appendStringInfo(buf, " prepare_lsn=%X/%X end_lsn=%X/%X prepare_time=%s",
-								 LSN_FORMAT_ARGS(prepare.prepare_lsn),
-								 LSN_FORMAT_ARGS(prepare.end_lsn),
-								 timestamptz_to_str(prepare.prepare_time));
-			else if (prepare.prepare_lsn != st->begin_prepare.prepare_lsn ||
-					 prepare.prepare_time != st->begin_prepare.prepare_time ||
-					 prepare.end_lsn <= prepare.prepare_lsn ||
-					 prepare.prepare_time == 0 ||
-					 !TransactionIdIsNormal(st->begin_prepare.xid))
-				appendStringInfoString(buf, " (does not match its BEGIN PREPARE)");
+			render_prepare(buf, st, in);
 			break;
 		case PA_MSG_COMMIT_PREPARED:
 		case PA_MSG_ROLLBACK_PREPARED:
-			{
-				bool		commit_p = type == PA_MSG_COMMIT_PREPARED;
-				const char *name = commit_p ? "COMMIT PREPARED" : "ROLLBACK PREPARED";
-
-				require_two_phase(st, name);
-				require_txn(st, name, false);
-				if (commit_p)
-					pa_read_commit_prepared(in, &fin);
-				else
-					pa_read_rollback_prepared(in, &fin);
-				appendStringInfo(buf, "%s gid=", name);
-				append_value(buf, fin.gid, strlen(fin.gid));
-				if (st->verbose)
-				{
-					appendStringInfo(buf, " %s_lsn=%X/%X end_lsn=%X/%X %s_time=%s xid=%u",
-									 commit_p ? "commit" : "rollback",
-									 LSN_FORMAT_ARGS(fin.finish_lsn),
-									 LSN_FORMAT_ARGS(fin.finish_end_lsn),
-									 commit_p ? "commit" : "rollback",
-									 timestamptz_to_str(fin.finish_time),
-									 fin.xid);
-					if (!commit_p)
-						appendStringInfo(buf, " prepare_end_lsn=%X/%X prepare_time=%s",
-										 LSN_FORMAT_ARGS(fin.prepare_end_lsn),
-										 timestamptz_to_str(fin.prepare_time));
-				}
-				else if (fin.finish_end_lsn <= fin.finish_lsn ||
-						 fin.finish_time == 0 ||
-						 !TransactionIdIsNormal(fin.xid) ||
-						 (!commit_p && (fin.prepare_end_lsn > fin.finish_lsn ||
-										fin.prepare_time == 0)))
-					appendStringInfoString(buf, " (inconsistent)");
-			}
+			render_finish_prepared(buf, st, in, type);
 			break;
 		case PA_MSG_STREAM_START:
-			require_streaming(st, "STREAM START");
-			require_not_in_stream(st, "STREAM START");
-			require_txn(st, "STREAM START", false);
-			pa_read_stream_start(in, &sstart);
-			if (((sstart.flags & PA_STREAM_FIRST_SEGMENT) != 0) ==
-				list_member_oid(st->open_streams, sstart.xid))
-				ereport(ERROR,
-						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("STREAM START of transaction %u %s",
-								sstart.xid,
-								(sstart.flags & PA_STREAM_FIRST_SEGMENT) ?
-								"flagged first, which was streamed before" :
-								"not flagged first, which was not streamed before")));
-			if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
-				st->open_streams = lappend_oid(st->open_streams, sstart.xid);
-			st->in_stream = true;
-			st->stream_xid = sstart.xid;
-			appendStringInfoString(buf, "STREAM START");
-			if (sstart.flags & PA_STREAM_FIRST_SEGMENT)
-				appendStringInfoString(buf, " first");
-			if (st->verbose)
-				appendStringInfo(buf, " xid=%u", sstart.xid);
+			render_stream_start(buf, st, in);
 			break;
 		case PA_MSG_STREAM_STOP:
-			require_streaming(st, "STREAM STOP");
-			if (!st->in_stream)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("STREAM STOP outside a stream block")));
-			st->in_stream = false;
-			appendStringInfoString(buf, "STREAM STOP");
+			render_stream_stop(buf, st, in);
 			break;
 		case PA_MSG_STREAM_COMMIT:
-			pa_read_stream_commit(in, &xid, &commit);
-			end_stream(st, "STREAM COMMIT", xid, true);
-			appendStringInfoString(buf, "STREAM COMMIT");
-			if (st->verbose)
-				appendStringInfo(buf, " xid=%u commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
-								 xid, LSN_FORMAT_ARGS(commit.commit_lsn),
-								 LSN_FORMAT_ARGS(commit.end_lsn),
-								 timestamptz_to_str(commit.commit_time));
-			else if (commit.commit_time == 0)
-				appendStringInfoString(buf, " (inconsistent)");
-			xid = InvalidTransactionId;
+			render_stream_commit(buf, st, in);
 			break;
 		case PA_MSG_STREAM_ABORT:
-			pa_read_stream_abort(in, &sabort);
-			end_stream(st, "STREAM ABORT", sabort.xid,
-					   sabort.subxid == sabort.xid);
-			appendStringInfoString(buf, "STREAM ABORT");
-			if (sabort.subxid != sabort.xid)
-				appendStringInfoString(buf, " subtransaction");
-			if (st->verbose)
-				appendStringInfo(buf, " xid=%u subxid=%u",
-								 sabort.xid, sabort.subxid);
+			render_stream_abort(buf, st, in);
 			break;
 		case PA_MSG_ORIGIN:
-			require_txn(st, "ORIGIN", true);
-			pa_read_origin(in, &origin, &origin_lsn);
-			appendStringInfo(buf, "ORIGIN %s origin_lsn=%X/%X",
-							 origin[0] ? origin : "(dropped)",
-							 LSN_FORMAT_ARGS(origin_lsn));
+			render_origin(buf, st, in);
 			break;
 		case PA_MSG_RELATION:
-			require_txn(st, "RELATION", true);
-			render_relation(buf, st, in);
+				require_txn(st, "RELATION", true);
+				render_relation(buf, st, in);
 			break;
 		case PA_MSG_INSERT:
-			require_txn(st, "INSERT", true);
-			rel = find_relation(st, pa_read_insert(in, &newtup), "INSERT");
-			appendStringInfo(buf, "INSERT %s.%s new", rel->nspname, rel->relname);
-			append_tuple(buf, st, rel, &newtup);
+			render_insert(buf, st, in);
 			break;
 		case PA_MSG_UPDATE:
-			require_txn(st, "UPDATE", true);
-			rel = find_relation(st, pa_read_update(in, &oldkind, &oldtup, &newtup),
-								"UPDATE");
-			appendStringInfo(buf, "UPDATE %s.%s", rel->nspname, rel->relname);
-			if (oldkind != 0)
-			{
-				appendStringInfo(buf, " %s", old_tuple_label(oldkind));
-				append_tuple(buf, st, rel, &oldtup);
-			}
-			appendStringInfoString(buf, " new");
-			append_tuple(buf, st, rel, &newtup);
+			render_update(buf, st, in);
 			break;
 		case PA_MSG_DELETE:
-			require_txn(st, "DELETE", true);
-			rel = find_relation(st, pa_read_delete(in, &oldkind, &oldtup),
-								"DELETE");
-			appendStringInfo(buf, "DELETE %s.%s %s", rel->nspname, rel->relname,
-							 old_tuple_label(oldkind));
-			append_tuple(buf, st, rel, &oldtup);
+			render_delete(buf, st, in);
 			break;
 		case PA_MSG_TRUNCATE:
-			require_txn(st, "TRUNCATE", true);
-			relids = pa_read_truncate(in, &nrelids, &flags);
-			appendStringInfoString(buf, "TRUNCATE");
-			for (int i = 0; i < nrelids; i++)
-			{
-				rel = find_relation(st, relids[i], "TRUNCATE");
-				appendStringInfo(buf, "%s %s.%s", i > 0 ? "," : "",
-								 rel->nspname, rel->relname);
-			}
-			if (flags & PA_TRUNCATE_CASCADE)
-				appendStringInfoString(buf, " cascade");
-			if (flags & PA_TRUNCATE_RESTART_SEQS)
-				appendStringInfoString(buf, " restart_identity");
+			render_truncate(buf, st, in);
 			break;
 		case PA_MSG_MESSAGE:
-			pa_read_message(in, &msg);
-			if (msg.transactional)
-				require_txn(st, "transactional MESSAGE", true);
-			appendStringInfo(buf, "MESSAGE %s prefix=%s content=",
-							 msg.transactional ? "transactional" : "non-transactional",
-							 msg.prefix);
-			append_value(buf, msg.content, (int) msg.size);
-			if (st->verbose)
-				appendStringInfo(buf, " lsn=%X/%X", LSN_FORMAT_ARGS(msg.lsn));
+			render_logical_message(buf, st, in);
 			break;
 		default:
 			pa_unknown_message(type);
