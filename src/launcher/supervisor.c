@@ -438,6 +438,44 @@ reconcile(List *subs)
 	pfree(seen);
 }
 
+/*
+ * Claim this database's supervisor slot; true once it is ours.  Another
+ * supervisor of this database holding one ends this one.  With every slot
+ * taken, a WARNING once (*warned), and a LOG when a slot is ours at last.
+ */
+static bool
+try_claim(const char *dbname, bool *warned)
+{
+	switch (claim_database())
+	{
+		case PA_CLAIMED:
+			/* the owners as dependencies (owner.c) */
+			pa_owner_sync_all();
+			if (*warned)
+				ereport(LOG,
+						(errmsg("parallel_apply: database \"%s\" has a supervisor slot now",
+								dbname)));
+			return true;
+		case PA_CLAIM_OTHER:
+			proc_exit(0);
+			break;
+		case PA_CLAIM_FULL:
+			if (!*warned)
+				ereport(WARNING,
+						(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+						 errmsg("parallel_apply: no free supervisor slot for database \"%s\": its subscriptions are not applied",
+								dbname),
+						 errdetail_plural("The %d slot is held by the supervisor of another database with the parallel_apply extension.",
+										  "All %d slots are held by supervisors of other databases with the parallel_apply extension.",
+										  pa_max_subscriptions,
+										  pa_max_subscriptions),
+						 errhint("Raise parallel_apply.max_subscriptions and restart the server, or drop the extension where it is not used; the database gets a slot as soon as one is free.")));
+			*warned = true;
+			break;
+	}
+	return false;
+}
+
 void
 pa_supervisor_main(Datum arg)
 {
@@ -496,36 +534,7 @@ pa_supervisor_main(Datum arg)
 		if (!claimed && !installed)
 			proc_exit(0);		/* nothing to supervise here */
 		if (!claimed)
-		{
-			switch (claim_database())
-			{
-				case PA_CLAIMED:
-					claimed = true;
-					/* the owners as dependencies (owner.c) */
-					pa_owner_sync_all();
-					if (warned)
-						ereport(LOG,
-								(errmsg("parallel_apply: database \"%s\" has a supervisor slot now",
-										dbname)));
-					break;
-				case PA_CLAIM_OTHER:
-					proc_exit(0);
-					break;
-				case PA_CLAIM_FULL:
-					if (!warned)
-						ereport(WARNING,
-								(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-								 errmsg("parallel_apply: no free supervisor slot for database \"%s\": its subscriptions are not applied",
-										dbname),
-								 errdetail_plural("The %d slot is held by the supervisor of another database with the parallel_apply extension.",
-												  "All %d slots are held by supervisors of other databases with the parallel_apply extension.",
-												  pa_max_subscriptions,
-												  pa_max_subscriptions),
-								 errhint("Raise parallel_apply.max_subscriptions and restart the server, or drop the extension where it is not used; the database gets a slot as soon as one is free.")));
-					warned = true;
-					break;
-			}
-		}
+			claimed = try_claim(dbname, &warned);
 
 		if (claimed)
 		{

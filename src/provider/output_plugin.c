@@ -198,6 +198,80 @@ flag_option(const char *name)
 	return -1;
 }
 
+/* proto_version, or a range of min_proto_version and max_proto_version */
+static void
+check_version_options(bool seen_version, bool seen_min, bool seen_max)
+{
+	if (seen_version && (seen_min || seen_max))
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("parallel_apply option \"proto_version\" cannot be combined with \"min_proto_version\" or \"max_proto_version\"")));
+	if (!seen_version && !seen_min && !seen_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"proto_version\" is missing"),
+				 errhint("Name the protocol version the client speaks, or a range with min_proto_version and max_proto_version.")));
+}
+
+/*
+ * The protocol version of this session: the highest that both the client
+ * (client_min to client_max, or the one it names) and this provider speak.
+ */
+static void
+negotiate_version(PaOutputData *data, bool seen_min, bool seen_max,
+				  bool seen_version, int client_min, int client_max)
+{
+	/* the highest version both sides speak */
+	data->proto_version = Min(client_max, PA_PROTO_VERSION_MAX);
+	if (seen_version &&
+		(client_min < PA_PROTO_VERSION_MIN || client_min > PA_PROTO_VERSION_MAX))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply protocol version %d is not supported",
+						client_min),
+				 errdetail("This provider speaks protocol versions %d to %d.",
+						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	if (client_min > client_max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"min_proto_version\" (%d) is greater than \"max_proto_version\" (%d)",
+						client_min, client_max)));
+	if (data->proto_version < client_min ||
+		data->proto_version < PA_PROTO_VERSION_MIN)
+	{
+		char	   *range = !seen_max ? psprintf("%d and later", client_min) :
+			!seen_min ? psprintf("up to %d", client_max) :
+			psprintf("%d to %d", client_min, client_max);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("no parallel_apply protocol version the client accepts is supported"),
+				 errdetail("The client accepts versions %s; this provider speaks %d to %d.",
+						   range, PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
+	}
+}
+
+/* The options that need a protocol version, or exclude each other. */
+static void
+check_features(PaOutputData *data)
+{
+	if (data->two_phase && data->proto_version < PA_PROTO_VERSION_TWO_PHASE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"two_phase\" needs protocol version %d or later, not %d",
+						PA_PROTO_VERSION_TWO_PHASE, data->proto_version)));
+	if (data->streaming && data->proto_version < PA_PROTO_VERSION_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallel_apply option \"streaming\" needs protocol version %d or later, not %d",
+						PA_PROTO_VERSION_STREAM, data->proto_version)));
+	if (data->streaming && data->two_phase)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("parallel_apply option \"streaming\" cannot be combined with \"two_phase\""),
+				 errdetail("Streamed prepared transactions are not supported.")));
+}
+
 static void
 parse_options(PaOutputData *data, List *options)
 {
@@ -261,64 +335,16 @@ parse_options(PaOutputData *data, List *options)
 					 errhint("Valid options are proto_version, min_proto_version, max_proto_version, publication_names, binary, forward_origins, messages, two_phase and streaming.")));
 	}
 
-	if (seen_version && (seen_min || seen_max))
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("parallel_apply option \"proto_version\" cannot be combined with \"min_proto_version\" or \"max_proto_version\"")));
-	if (!seen_version && !seen_min && !seen_max)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallel_apply option \"proto_version\" is missing"),
-				 errhint("Name the protocol version the client speaks, or a range with min_proto_version and max_proto_version.")));
+	check_version_options(seen_version, seen_min, seen_max);
 	if (!seen_pubs)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parallel_apply option \"publication_names\" is missing"),
 				 errhint("Name the publications to decode, as a comma-separated list.")));
 
-	/* the highest version both sides speak */
-	data->proto_version = Min(client_max, PA_PROTO_VERSION_MAX);
-	if (seen_version &&
-		(client_min < PA_PROTO_VERSION_MIN || client_min > PA_PROTO_VERSION_MAX))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel_apply protocol version %d is not supported",
-						client_min),
-				 errdetail("This provider speaks protocol versions %d to %d.",
-						   PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
-	if (client_min > client_max)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallel_apply option \"min_proto_version\" (%d) is greater than \"max_proto_version\" (%d)",
-						client_min, client_max)));
-	if (data->proto_version < client_min ||
-		data->proto_version < PA_PROTO_VERSION_MIN)
-	{
-		char	   *range = !seen_max ? psprintf("%d and later", client_min) :
-			!seen_min ? psprintf("up to %d", client_max) :
-			psprintf("%d to %d", client_min, client_max);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("no parallel_apply protocol version the client accepts is supported"),
-				 errdetail("The client accepts versions %s; this provider speaks %d to %d.",
-						   range, PA_PROTO_VERSION_MIN, PA_PROTO_VERSION_MAX)));
-	}
-	if (data->two_phase && data->proto_version < PA_PROTO_VERSION_TWO_PHASE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallel_apply option \"two_phase\" needs protocol version %d or later, not %d",
-						PA_PROTO_VERSION_TWO_PHASE, data->proto_version)));
-	if (data->streaming && data->proto_version < PA_PROTO_VERSION_STREAM)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallel_apply option \"streaming\" needs protocol version %d or later, not %d",
-						PA_PROTO_VERSION_STREAM, data->proto_version)));
-	if (data->streaming && data->two_phase)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("parallel_apply option \"streaming\" cannot be combined with \"two_phase\""),
-				 errdetail("Streamed prepared transactions are not supported.")));
+	negotiate_version(data, seen_min, seen_max, seen_version, client_min,
+					  client_max);
+	check_features(data);
 }
 
 /*

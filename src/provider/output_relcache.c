@@ -284,6 +284,92 @@ build_columns(PaOutputData *data, PaRelSyncEntry *entry, Relation pubrel)
 	entry->desc = CreateTupleDescCopy(desc);
 }
 
+/* An entry emptied of what the last build gave it, with a new context. */
+static void
+reset_entry(PaRelSyncEntry *entry)
+{
+	memset(&entry->pubactions, 0, sizeof(entry->pubactions));
+	entry->attrmap = NULL;
+	entry->desc = NULL;
+	entry->cols = NULL;
+	memset(entry->row_filter, 0, sizeof(entry->row_filter));
+	entry->filter_estate = NULL;
+	entry->filter_slot = NULL;
+	if (entry->entry_cxt != NULL)
+		MemoryContextDelete(entry->entry_cxt);
+	entry->entry_cxt = AllocSetContextCreate(RelSyncContext,
+											 "parallel_apply relation",
+											 ALLOCSET_SMALL_SIZES);
+}
+
+/*
+ * Does pub publish the relation (a partition when ancestors, top-most
+ * last, is not NIL)?  named: pub names it or its schema.  If it publishes
+ * the relation as an ancestor (publish_via_partition_root), *pub_relid
+ * and *level say which (the relation itself and 0 otherwise).
+ */
+static bool
+publication_publishes(Publication *pub, List *ancestors, bool named,
+					  Oid *pub_relid, int *level)
+{
+	bool		publish = named;
+
+	if (pub->alltables)
+	{
+		if (pub->pubviaroot && ancestors != NIL)
+		{
+			*pub_relid = llast_oid(ancestors);
+			*level = list_length(ancestors);
+		}
+		return true;
+	}
+	if (ancestors != NIL)
+	{
+		int			alevel;
+		Oid			ancestor;
+
+		ancestor = GetTopMostAncestorInPublication(pub->oid, ancestors,
+												   &alevel);
+		if (OidIsValid(ancestor))
+		{
+			publish = true;
+			if (pub->pubviaroot)
+			{
+				*pub_relid = ancestor;
+				*level = alevel;
+			}
+		}
+	}
+	return publish;
+}
+
+/*
+ * What a published relation is sent with: the map to the ancestor it is
+ * published as, its columns, and the row filters of as_pubs.
+ */
+static void
+build_published(PaOutputData *data, PaRelSyncEntry *entry, Relation rel,
+				List *as_pubs)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(entry->entry_cxt);
+	Relation	pubrel = rel;
+
+	if (entry->publish_as_relid != RelationGetRelid(rel))
+	{
+		pubrel = RelationIdGetRelation(entry->publish_as_relid);
+		if (!RelationIsValid(pubrel))
+			elog(ERROR, "could not open relation with OID %u",
+				 entry->publish_as_relid);
+		entry->attrmap = PA_BUILD_ATTRMAP_BY_NAME_IF_REQ(RelationGetDescr(rel),
+														 RelationGetDescr(pubrel));
+	}
+	build_columns(data, entry, pubrel);
+	pa_publication_filters_build(entry, as_pubs, pubrel);
+	if (pubrel != rel)
+		RelationClose(pubrel);
+	MemoryContextSwitchTo(oldcxt);
+}
+
 static void
 rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 {
@@ -311,18 +397,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	if (!PublicationsValid)
 		load_publications(data);
 
-	memset(&entry->pubactions, 0, sizeof(entry->pubactions));
-	entry->attrmap = NULL;
-	entry->desc = NULL;
-	entry->cols = NULL;
-	memset(entry->row_filter, 0, sizeof(entry->row_filter));
-	entry->filter_estate = NULL;
-	entry->filter_slot = NULL;
-	if (entry->entry_cxt != NULL)
-		MemoryContextDelete(entry->entry_cxt);
-	entry->entry_cxt = AllocSetContextCreate(RelSyncContext,
-											 "parallel_apply relation",
-											 ALLOCSET_SMALL_SIZES);
+	reset_entry(entry);
 
 	/*
 	 * The extension's own tables (the subscriber's catalog) are node-local
@@ -337,41 +412,12 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 		Publication *pub = lfirst(lc);
 		Oid			pub_relid = relid;
 		int			level = 0;
-		bool		publish = false;
+		bool		publish;
 
-		if (pub->alltables)
-		{
-			publish = true;
-			if (pub->pubviaroot && am_partition)
-			{
-				pub_relid = llast_oid(ancestors);
-				level = list_length(ancestors);
-			}
-		}
-		else
-		{
-			if (list_member_oid(pubids, pub->oid) ||
-				list_member_oid(schemapubids, pub->oid))
-				publish = true;
-
-			if (am_partition)
-			{
-				int			alevel;
-				Oid			ancestor;
-
-				ancestor = GetTopMostAncestorInPublication(pub->oid, ancestors,
-														   &alevel);
-				if (OidIsValid(ancestor))
-				{
-					publish = true;
-					if (pub->pubviaroot)
-					{
-						pub_relid = ancestor;
-						level = alevel;
-					}
-				}
-			}
-		}
+		publish = publication_publishes(pub, ancestors,
+										list_member_oid(pubids, pub->oid) ||
+										list_member_oid(schemapubids, pub->oid),
+										&pub_relid, &level);
 
 		/*
 		 * A partitioned table has no changes of its own unless the
@@ -404,25 +450,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 
 	if (entry->pubactions.pubinsert || entry->pubactions.pubupdate ||
 		entry->pubactions.pubdelete || entry->pubactions.pubtruncate)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(entry->entry_cxt);
-		Relation	pubrel = rel;
-
-		if (publish_as_relid != relid)
-		{
-			pubrel = RelationIdGetRelation(publish_as_relid);
-			if (!RelationIsValid(pubrel))
-				elog(ERROR, "could not open relation with OID %u",
-					 publish_as_relid);
-			entry->attrmap = PA_BUILD_ATTRMAP_BY_NAME_IF_REQ(RelationGetDescr(rel),
-															 RelationGetDescr(pubrel));
-		}
-		build_columns(data, entry, pubrel);
-		pa_publication_filters_build(entry, as_pubs, pubrel);
-		if (pubrel != rel)
-			RelationClose(pubrel);
-		MemoryContextSwitchTo(oldcxt);
-	}
+		build_published(data, entry, rel, as_pubs);
 
 	/* used as built by this change; rebuilt by the next if invalidated */
 	entry->valid = !building_invalidated;

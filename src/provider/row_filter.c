@@ -119,11 +119,78 @@ column_lists_differ(Relation pubrel)
  * the entry: its row_filter[] and the skip flags of its cols.  Called
  * while the entry is built, in its memory context, after its columns.
  */
+/*
+ * The row filter (*qual) and column list (*cols, NULL: every column) that
+ * pub gives pubrel by naming it; none when it publishes it through an
+ * ancestor, without the ancestor's.
+ */
+static void
+read_filter_and_columns(Publication *pub, Relation pubrel, Node **qual,
+						Bitmapset **cols)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	Datum		d;
+
+	tup = SearchSysCache2(PUBLICATIONRELMAP,
+						  ObjectIdGetDatum(RelationGetRelid(pubrel)),
+						  ObjectIdGetDatum(pub->oid));
+	if (!HeapTupleIsValid(tup))
+		return;
+	d = SysCacheGetAttr(PUBLICATIONRELMAP, tup,
+						Anum_pg_publication_rel_prqual, &isnull);
+	if (!isnull)
+		*qual = stringToNode(TextDatumGetCString(d));
+	d = SysCacheGetAttr(PUBLICATIONRELMAP, tup,
+						Anum_pg_publication_rel_prattrs, &isnull);
+	if (!isnull)
+	{
+		*cols = pub_collist_to_bitmapset(NULL, d, CurrentMemoryContext);
+		/* a list of every column is no list */
+		if (bms_num_members(*cols) == live_columns(RelationGetDescr(pubrel)))
+		{
+			bms_free(*cols);
+			*cols = NULL;
+		}
+	}
+	ReleaseSysCache(tup);
+}
+
+/*
+ * The entry's row filters, one expression per action (the quals of its
+ * publications OR'd), with an executor state of the entry's own, freed
+ * with its context.
+ */
+static void
+prepare_filters(PaRelSyncEntry *entry, Relation pubrel,
+				List *quals[PA_NUM_FILTER_ACTIONS])
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	entry->filter_estate = CreateExecutorState();
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(pubrel);
+	rte->relkind = pubrel->rd_rel->relkind;
+	rte->rellockmode = AccessShareLock;
+	pa_exec_init_range_table(entry->filter_estate, rte);
+	entry->filter_slot = MakeSingleTupleTableSlot(entry->desc,
+												  &TTSOpsVirtual);
+	for (int a = 0; a < PA_NUM_FILTER_ACTIONS; a++)
+	{
+		Expr	   *expr;
+
+		if (quals[a] == NIL)
+			continue;
+		expr = list_length(quals[a]) == 1 ? linitial(quals[a]) :
+			make_orclause(quals[a]);
+		entry->row_filter[a] = ExecPrepareExpr(expr, entry->filter_estate);
+	}
+}
+
 void
 pa_publication_filters_build(PaRelSyncEntry *entry, List *pubs,
 							 Relation pubrel)
 {
-	Oid			pubrelid = RelationGetRelid(pubrel);
 	Oid			nspid = RelationGetNamespace(pubrel);
 	TupleDesc	desc = RelationGetDescr(pubrel);
 	List	   *quals[PA_NUM_FILTER_ACTIONS] = {NIL, NIL, NIL};
@@ -145,38 +212,7 @@ pa_publication_filters_build(PaRelSyncEntry *entry, List *pubs,
 		acts[PA_FILTER_DELETE] = pub->pubactions.pubdelete;
 
 		if (!publishes_whole_tables(pub, nspid))
-		{
-			HeapTuple	tup;
-
-			/* none: published through an ancestor, without its filters */
-			tup = SearchSysCache2(PUBLICATIONRELMAP,
-								  ObjectIdGetDatum(pubrelid),
-								  ObjectIdGetDatum(pub->oid));
-			if (HeapTupleIsValid(tup))
-			{
-				bool		isnull;
-				Datum		d;
-
-				d = SysCacheGetAttr(PUBLICATIONRELMAP, tup,
-									Anum_pg_publication_rel_prqual, &isnull);
-				if (!isnull)
-					qual = stringToNode(TextDatumGetCString(d));
-				d = SysCacheGetAttr(PUBLICATIONRELMAP, tup,
-									Anum_pg_publication_rel_prattrs, &isnull);
-				if (!isnull)
-				{
-					cols = pub_collist_to_bitmapset(NULL, d,
-													CurrentMemoryContext);
-					/* a list of every column is no list */
-					if (bms_num_members(cols) == live_columns(desc))
-					{
-						bms_free(cols);
-						cols = NULL;
-					}
-				}
-				ReleaseSysCache(tup);
-			}
-		}
+			read_filter_and_columns(pub, pubrel, &qual, &cols);
 
 		for (int a = 0; a < PA_NUM_FILTER_ACTIONS; a++)
 		{
@@ -212,32 +248,8 @@ pa_publication_filters_build(PaRelSyncEntry *entry, List *pubs,
 	}
 	entry->filter_estate = NULL;
 	entry->filter_slot = NULL;
-	if (!any_filter)
-		return;
-
-	/* an executor state of the entry's own, freed with its context */
-	{
-		RangeTblEntry *rte = makeNode(RangeTblEntry);
-
-		entry->filter_estate = CreateExecutorState();
-		rte->rtekind = RTE_RELATION;
-		rte->relid = pubrelid;
-		rte->relkind = pubrel->rd_rel->relkind;
-		rte->rellockmode = AccessShareLock;
-		pa_exec_init_range_table(entry->filter_estate, rte);
-	}
-	entry->filter_slot = MakeSingleTupleTableSlot(entry->desc,
-												  &TTSOpsVirtual);
-	for (int a = 0; a < PA_NUM_FILTER_ACTIONS; a++)
-	{
-		Expr	   *expr;
-
-		if (quals[a] == NIL)
-			continue;
-		expr = list_length(quals[a]) == 1 ? linitial(quals[a]) :
-			make_orclause(quals[a]);
-		entry->row_filter[a] = ExecPrepareExpr(expr, entry->filter_estate);
-	}
+	if (any_filter)
+		prepare_filters(entry, pubrel, quals);
 }
 
 /* Does the row (in the entry's column order) pass the filter? */

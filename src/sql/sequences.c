@@ -160,40 +160,17 @@ resolve_named(ArrayType *arr)
  * returns each sequence set here, with the value it was given and whether
  * it counts as called.
  */
-Datum
-pa_sync_sequences(PG_FUNCTION_ARGS)
+/* The provider's sequences, as the query for sub and named lists them. */
+static List *
+read_provider_sequences(PaSubscription *sub, List *named)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name;
-	PaSubscription *sub;
-	List	   *named = NIL;
 	WalReceiverConn *conn;
 	WalRcvExecResult *res;
 	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	TupleTableSlot *slot;
-	List	   *missing_named;
 	List	   *seqs = NIL;		/* ProviderSeq */
-	List	   *unreadable = NIL;
-	ListCell   *lc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("subscription_name must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (!PG_ARGISNULL(1))
-		named = resolve_named(PG_GETARG_ARRAYTYPE_P(1));
-	missing_named = list_copy(named);
-
-	sub = pa_catalog_get_by_name(name);
-	if (sub == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	conn = pa_provider_connect(sub->dsn, name, name, false,
+	conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false,
 							   PA_SUB_MUST_USE_PASSWORD(sub));
 	res = pa_provider_exec(conn, provider_query(sub, named), 5, types,
 						   WALRCV_OK_TUPLES, "read the sequences");
@@ -212,40 +189,109 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 		d = slot_getattr(slot, 5, &isnull);
 		ps->readable = !isnull && strcmp(TextDatumGetCString(d), "true") == 0;
 		seqs = lappend(seqs, ps);
-		if (!ps->readable)
-			unreadable = lappend(unreadable,
-								 quote_qualified_identifier(ps->nsp, ps->rel));
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	walrcv_clear_result(res);
 	walrcv_disconnect(conn);
+	return seqs;
+}
 
-	/* any the role may not read: an error before anything is set */
-	if (unreadable != NIL)
+/* Any sequence the provider's role may not read: an error, nothing set. */
+static void
+refuse_unreadable(PaSubscription *sub, List *seqs)
+{
+	StringInfoData list;
+	int			n = 0;
+	ListCell   *lc;
+
+	initStringInfo(&list);
+	foreach(lc, seqs)
 	{
-		StringInfoData list;
+		ProviderSeq *ps = lfirst(lc);
 
-		initStringInfo(&list);
-		foreach(lc, unreadable)
-			appendStringInfo(&list, "%s%s", list.len > 0 ? ", " : "",
-							 (char *) lfirst(lc));
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg_plural("the provider's role of parallel_apply subscription \"%s\" may not read sequence %s",
-							   "the provider's role of parallel_apply subscription \"%s\" may not read sequences %s",
-							   list_length(unreadable), name, list.data),
-				 errdetail("No sequence was set: the provider shows no value for a sequence its role may not read, as for one never called, and setting it here to its start would give out values the provider gave out already."),
-				 errhint("On the provider, grant SELECT on the sequence to the role that the subscription's provider_dsn connects as, then call sync_sequences() again.")));
+		if (ps->readable)
+			continue;
+		appendStringInfo(&list, "%s%s", n++ > 0 ? ", " : "",
+						 quote_qualified_identifier(ps->nsp, ps->rel));
 	}
+	if (n == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg_plural("the provider's role of parallel_apply subscription \"%s\" may not read sequence %s",
+						   "the provider's role of parallel_apply subscription \"%s\" may not read sequences %s",
+						   n, sub->name, list.data),
+			 errdetail("No sequence was set: the provider shows no value for a sequence its role may not read, as for one never called, and setting it here to its start would give out values the provider gave out already."),
+			 errhint("On the provider, grant SELECT on the sequence to the role that the subscription's provider_dsn connects as, then call sync_sequences() again.")));
+}
+
+/*
+ * Set the local sequence of ps to the provider's value; false (and a
+ * WARNING) when there is none here.  *v, *called: what it was set to.
+ */
+static bool
+set_local_sequence(PaSubscription *sub, ProviderSeq *ps, int64 *v,
+				   bool *called)
+{
+	Oid			seqid;
+
+	*called = ps->last_value != NULL;
+	seqid = get_relname_relid(ps->rel, get_namespace_oid(ps->nsp, true));
+	if (!OidIsValid(seqid) || get_rel_relkind(seqid) != RELKIND_SEQUENCE)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("sequence %s of the provider of parallel_apply subscription \"%s\" does not exist here; skipped",
+						quote_qualified_identifier(ps->nsp, ps->rel),
+						sub->name)));
+		return false;
+	}
+	*v = pg_strtoint64(*called ? ps->last_value : ps->start_value);
+	if (*called)
+		(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqid),
+								   Int64GetDatum(*v));
+	else
+		(void) DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seqid),
+								   Int64GetDatum(*v), BoolGetDatum(false));
+	return true;
+}
+
+Datum
+pa_sync_sequences(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name;
+	PaSubscription *sub;
+	List	   *named = NIL;
+	List	   *missing_named;
+	List	   *seqs;
+	ListCell   *lc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (!PG_ARGISNULL(1))
+		named = resolve_named(PG_GETARG_ARRAYTYPE_P(1));
+	missing_named = list_copy(named);
+
+	sub = pa_catalog_get_by_name(name);
+	if (sub == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" does not exist", name)));
+
+	InitMaterializedSRF(fcinfo, 0);
+	seqs = read_provider_sequences(sub, named);
+	refuse_unreadable(sub, seqs);
 
 	foreach(lc, seqs)
 	{
 		ProviderSeq *ps = lfirst(lc);
-		bool		called = ps->last_value != NULL;
-		char	   *qualified = quote_qualified_identifier(ps->nsp, ps->rel);
 		char	   *dotted = psprintf("%s.%s", ps->nsp, ps->rel);
-		Oid			seqid;
 		int64		v;
+		bool		called;
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 		ListCell   *nc;
@@ -257,24 +303,10 @@ pa_sync_sequences(PG_FUNCTION_ARGS)
 			if (strcmp(lfirst(nc), dotted) == 0)
 				missing_named = foreach_delete_current(missing_named, nc);
 		}
-
-		seqid = get_relname_relid(ps->rel, get_namespace_oid(ps->nsp, true));
-		if (!OidIsValid(seqid) || get_rel_relkind(seqid) != RELKIND_SEQUENCE)
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("sequence %s of the provider of parallel_apply subscription \"%s\" does not exist here; skipped",
-							qualified, name)));
+		if (!set_local_sequence(sub, ps, &v, &called))
 			continue;
-		}
-		v = pg_strtoint64(called ? ps->last_value : ps->start_value);
-		if (called)
-			(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqid),
-									   Int64GetDatum(v));
-		else
-			(void) DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seqid),
-									   Int64GetDatum(v), BoolGetDatum(false));
-		values[0] = CStringGetTextDatum(qualified);
+		values[0] = CStringGetTextDatum(quote_qualified_identifier(ps->nsp,
+																   ps->rel));
 		values[1] = Int64GetDatum(v);
 		values[2] = BoolGetDatum(called);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -737,27 +737,90 @@ check_existing_slot(WalReceiverConn *conn, const char *slot_name)
 				 errdetail("Its plugin is \"%s\".", plugin)));
 }
 
-Datum
-pa_create_subscription(PG_FUNCTION_ARGS)
+/* What create_subscription() is asked for, its defaults filled in. */
+typedef struct NewSubscription
 {
 	char	   *name;
 	char	   *dsn;
 	ArrayType  *pubarr;
 	List	   *pubs;
-	bool		sync_data = PG_ARGISNULL(3) ? true : PG_GETARG_BOOL(3);
-	char	   *group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
-	bool		enabled = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
-	char	   *sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
-	char	   *origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
-	bool		run_as_owner = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
-	bool		disable_on_error = !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
-	bool		two_phase = !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
-	bool		failover = !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
-	bool		password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
-	bool		create_slot = PG_ARGISNULL(15) || PG_GETARG_BOOL(15);
-	char	   *slot_name = PG_ARGISNULL(16) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(16)));
+	bool		sync_data;
+	bool		num_writers_given;
+	int			num_writers;
+	char	   *group;
+	bool		enabled;
+	char	   *sync_commit;
+	char	   *origin;
+	bool		run_as_owner;
+	bool		disable_on_error;
+	bool		two_phase;
+	bool		failover;
+	bool		password_required;
 	Oid			owner;
-	WalReceiverConn *conn;
+	bool		create_slot;
+	char	   *slot_name;		/* NULL: named after the subscription */
+} NewSubscription;
+
+static void
+read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("subscription_name, provider_dsn and publications must not be null")));
+	ns->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ns->dsn = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	ns->pubarr = PG_GETARG_ARRAYTYPE_P(2);
+	ns->sync_data = PG_ARGISNULL(3) || PG_GETARG_BOOL(3);
+	ns->num_writers_given = !PG_ARGISNULL(4);
+	ns->num_writers = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+	ns->group = PG_ARGISNULL(5) ? "default" : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	ns->enabled = PG_ARGISNULL(6) || PG_GETARG_BOOL(6);
+	ns->sync_commit = PG_ARGISNULL(7) ? "off" : text_to_cstring(PG_GETARG_TEXT_PP(7));
+	ns->origin = PG_ARGISNULL(8) ? "any" : text_to_cstring(PG_GETARG_TEXT_PP(8));
+	ns->run_as_owner = !PG_ARGISNULL(9) && PG_GETARG_BOOL(9);
+	ns->disable_on_error = !PG_ARGISNULL(10) && PG_GETARG_BOOL(10);
+	ns->two_phase = !PG_ARGISNULL(11) && PG_GETARG_BOOL(11);
+	ns->failover = !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+	ns->password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
+	ns->create_slot = PG_ARGISNULL(15) || PG_GETARG_BOOL(15);
+	ns->slot_name = PG_ARGISNULL(16) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(16)));
+
+	check_name(ns->name);
+	/* the caller is a superuser: password_required := false is allowed */
+	ns->owner = PG_ARGISNULL(14) ? GetUserId() :
+		lock_owner(NameStr(*PG_GETARG_NAME(14)));
+	ns->pubs = publication_list(ns->pubarr);
+}
+
+/* The checks of a new subscription that need no provider. */
+static void
+check_new_subscription(NewSubscription *ns)
+{
+	if (ns->num_writers_given)
+		check_num_writers(ns->num_writers);
+	check_synchronous_commit(ns->sync_commit);
+	if (strcmp(ns->origin, "any") != 0 && strcmp(ns->origin, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for origin: \"%s\"", ns->origin),
+				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
+	if (ns->two_phase)
+		check_two_phase_here();
+	check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
+	pa_check_shared();
+	if (get_sub(ns->name, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("parallel_apply subscription \"%s\" already exists", ns->name)));
+	check_origin_capacity(InvalidOid, NULL, false, ns->num_writers,
+						  psprintf("parallel_apply subscription \"%s\"", ns->name));
+}
+
+/* The subscription's row in parallel_apply.subscription; its id. */
+static Oid
+insert_subscription(NewSubscription *ns)
+{
 	Oid			types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
 		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID,
 	BOOLOID, BOOLOID, BOOLOID};
@@ -766,77 +829,32 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	Oid			subid;
 	bool		isnull;
 
-	require_superuser("create");
-	/* like CREATE SUBSCRIPTION: what it starts on the provider is not undone */
-	PreventInTransactionBlock(true, "create_subscription()");
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("subscription_name, provider_dsn and publications must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	dsn = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	pubarr = PG_GETARG_ARRAYTYPE_P(2);
-
-	check_name(name);
-	/* the caller is a superuser: password_required := false is allowed */
-	owner = PG_ARGISNULL(14) ? GetUserId() :
-		lock_owner(NameStr(*PG_GETARG_NAME(14)));
-	pubs = publication_list(pubarr);
-	if (!PG_ARGISNULL(4))
-		check_num_writers(PG_GETARG_INT32(4));
-	check_synchronous_commit(sync_commit);
-	if (strcmp(origin, "any") != 0 && strcmp(origin, "none") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for origin: \"%s\"", origin),
-				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
-	if (two_phase)
-		check_two_phase_here();
-	check_slot_name(slot_name, create_slot, two_phase);
-	pa_check_shared();
-	if (get_sub(name, true) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
-	check_origin_capacity(InvalidOid, NULL, false,
-						  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-						  psprintf("parallel_apply subscription \"%s\"", name));
-
-	/* the provider: reachable, configured, with the publications */
-	conn = pa_provider_connect(dsn, name, NULL, false,
-							   pa_must_use_password(owner, password_required));
-	check_provider(conn, pubs, failover, true);
-	if (two_phase)
-		check_two_phase_provider(conn);
-	if (!create_slot)
-		check_existing_slot(conn, slot_name);
-
 	pa_catalog_query("SELECT pg_catalog.nextval('parallel_apply.subscription_id_seq')::oid",
 					 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
 	subid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 
-	values[0] = CStringGetTextDatum(name);
-	values[1] = CStringGetTextDatum(group);
-	values[2] = CStringGetTextDatum(dsn);
-	values[3] = PointerGetDatum(pubarr);
-	if (slot_name == NULL)
-		slot_name = slot_name_for(name, subid);
-	values[4] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
-	values[5] = BoolGetDatum(enabled);
-	values[6] = BoolGetDatum(sync_data);
-	values[7] = PG_ARGISNULL(4) ? (Datum) 0 : Int32GetDatum(PG_GETARG_INT32(4));
-	nulls[7] = PG_ARGISNULL(4) ? 'n' : ' ';
-	values[8] = CStringGetTextDatum(sync_commit);
-	values[9] = CStringGetTextDatum(origin);
-	values[10] = ObjectIdGetDatum(owner);
-	values[11] = BoolGetDatum(run_as_owner);
+	if (ns->slot_name == NULL)
+		ns->slot_name = slot_name_for(ns->name, subid);
+	values[0] = CStringGetTextDatum(ns->name);
+	values[1] = CStringGetTextDatum(ns->group);
+	values[2] = CStringGetTextDatum(ns->dsn);
+	values[3] = PointerGetDatum(ns->pubarr);
+	values[4] = DirectFunctionCall1(namein, CStringGetDatum(ns->slot_name));
+	values[5] = BoolGetDatum(ns->enabled);
+	values[6] = BoolGetDatum(ns->sync_data);
+	values[7] = Int32GetDatum(ns->num_writers);
+	nulls[7] = ns->num_writers_given ? ' ' : 'n';
+	values[8] = CStringGetTextDatum(ns->sync_commit);
+	values[9] = CStringGetTextDatum(ns->origin);
+	values[10] = ObjectIdGetDatum(ns->owner);
+	values[11] = BoolGetDatum(ns->run_as_owner);
 	values[12] = ObjectIdGetDatum(subid);
-	values[13] = BoolGetDatum(disable_on_error);
-	values[14] = BoolGetDatum(two_phase);
-	values[15] = BoolGetDatum(failover);
-	values[16] = BoolGetDatum(password_required);
+	values[13] = BoolGetDatum(ns->disable_on_error);
+	values[14] = BoolGetDatum(ns->two_phase);
+	values[15] = BoolGetDatum(ns->failover);
+	values[16] = BoolGetDatum(ns->password_required);
 
 	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
 						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
@@ -846,7 +864,34 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
 						   "  $14, $15, $16, $17)",
 						   17, types, values, nulls, SPI_OK_INSERT);
-	pa_owner_sync(owner);
+	return subid;
+}
+
+Datum
+pa_create_subscription(PG_FUNCTION_ARGS)
+{
+	NewSubscription ns;
+	WalReceiverConn *conn;
+	Oid			subid;
+
+	require_superuser("create");
+	/* like CREATE SUBSCRIPTION: what it starts on the provider is not undone */
+	PreventInTransactionBlock(true, "create_subscription()");
+	read_create_args(fcinfo, &ns);
+	check_new_subscription(&ns);
+
+	/* the provider: reachable, configured, with the publications */
+	conn = pa_provider_connect(ns.dsn, ns.name, NULL, false,
+							   pa_must_use_password(ns.owner,
+													ns.password_required));
+	check_provider(conn, ns.pubs, ns.failover, true);
+	if (ns.two_phase)
+		check_two_phase_provider(conn);
+	if (!ns.create_slot)
+		check_existing_slot(conn, ns.slot_name);
+
+	subid = insert_subscription(&ns);
+	pa_owner_sync(ns.owner);
 
 	/*
 	 * Without the copy, the subscription applies what the provider commits
@@ -855,8 +900,8 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	 * the snapshot the copy reads at.)  Like CREATE SUBSCRIPTION's, a slot
 	 * made here stays if this transaction then fails.
 	 */
-	if (!sync_data && create_slot)
-		pa_sync_create_slot(conn, slot_name, failover);
+	if (!ns.sync_data && ns.create_slot)
+		pa_sync_create_slot(conn, ns.slot_name, ns.failover);
 	walrcv_disconnect(conn);
 
 	nudge_supervisor();
