@@ -99,8 +99,8 @@ typedef struct PaLeaderTxn
 	PaDep	   *deps;			/* its waits on other writers
 								 * (pa_max_writers of them at most) */
 	int			ndeps;			/* used in deps */
-	int			next_relation;	/* broadcasting new_relations: where */
-	int			next_writer;
+	int			next_relation;	/* broadcasting new_relations: which one */
+	int			next_writer;	/* and to which writer next */
 } PaLeaderTxn;
 
 
@@ -197,16 +197,16 @@ typedef struct PaLeader
 	XLogRecPtr	provider_end;	/* the provider's end of WAL, from its
 								 * keepalives */
 	XLogRecPtr	sent_write;		/* the positions in the last status */
-	XLogRecPtr	sent_flush;		/* update sent to the provider */
-	XLogRecPtr	sent_apply;
+	XLogRecPtr	sent_flush;		/* update sent to the provider: */
+	XLogRecPtr	sent_apply;		/* written, flushed, applied */
 	TimestampTz last_send;		/* when it was sent */
 	TimestampTz msg_send_time;	/* the provider's, of its last message */
 	TimestampTz msg_receipt_time;	/* and when it was received */
 	WalReceiverConn *position_conn; /* asks the provider its WAL position */
 	bool		position_failed;	/* could not connect: said once */
 	TimestampTz position_asked; /* when it was asked last */
-	XLogRecPtr	position;		/* its answer, and when: */
-	TimestampTz position_time;
+	XLogRecPtr	position;		/* its answer */
+	TimestampTz position_time;	/* and when it came */
 } PaLeader;
 
 /*

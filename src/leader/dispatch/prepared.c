@@ -36,7 +36,8 @@
  * flagged again by the leaders that follow.
  *
  * The two-phase messages are accepted only in a session whose STARTUP
- * has TWO_PHASE.
+ * has TWO_PHASE.  Memory: the keys kept for prepared transactions' ends,
+ * at most TXN_KEYS_MAX each, until those ends are dispatched.
  *
  * src/leader/dispatch/prepared.c
  *
