@@ -39,10 +39,17 @@ OBJS += \
 OBJS += \
 	src/launcher/launcher.o \
 	src/launcher/supervisor.o
-# leader: receiver, dispatcher, pool of writers, progress, table sync
+# leader: receiver, dispatcher (dispatch/), pool of writers, progress,
+# table sync
 OBJS += \
 	src/leader/receiver.o \
-	src/leader/dispatcher.o \
+	src/leader/dispatch/dispatch.o \
+	src/leader/dispatch/keys.o \
+	src/leader/dispatch/placement.o \
+	src/leader/dispatch/inuse.o \
+	src/leader/dispatch/relations.o \
+	src/leader/dispatch/prepared.o \
+	src/leader/dispatch/streamed.o \
 	src/leader/adapt.o \
 	src/leader/pool.o \
 	src/leader/progress.o \
@@ -74,7 +81,7 @@ REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
 TAP_TESTS = 1
 
 # One include path: every include names its folder ("leader/pool.h").
-PA_SRC_DIRS = src src/common src/protocol src/provider src/launcher src/leader src/writer src/sql src/debug
+PA_SRC_DIRS = src src/common src/protocol src/provider src/launcher src/leader src/leader/dispatch src/writer src/sql src/debug
 PG_CPPFLAGS = -I$(srcdir)/src -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration

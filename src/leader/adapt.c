@@ -5,16 +5,14 @@
  *		gives work to.
  *
  * More writers are not always faster.  Each one more splits chains of
- * dependent transactions (dispatcher.c, "Separable chains") and adds
- * commit-order waits and smaller commit groups; it pays only when it gets
- * a CPU (or storage) of its own to work with.  On this project's 2-CPU
- * machine a second writer on TPC-B costs 14-20%; on many cores it is what
- * makes the pipeline scale (bench/notes/dispatch.md).  So, with
+ * dependent transactions (dispatch/placement.c, "Separable chains") and
+ * adds commit-order waits and smaller commit groups; it pays only when it
+ * gets a CPU (or storage) of its own to work with, and where it does not,
+ * a second writer costs more than it gains.  So, with
  * parallel_apply.adaptive_writers on (the default), the leader starts with
  * one writer in use and changes the number, its target, from what it
  * measures; the dispatcher follows the target (writers 0..n-1 in use, the
- * rest parked: dispatcher.c, "Adaptive writers").  Off, the target is the
- * whole pool.
+ * rest parked: dispatch/inuse.c).  Off, the target is the whole pool.
  *
  * What is measured, per window of ADAPT_WINDOW_MS, from the dispatching
  * path (a clock read every 16 transactions; a window with an idle gap or
@@ -37,9 +35,9 @@
  * back at once.  A probe that fails doubles the wait before the next one
  * that way, from ADAPT_PROBE_MIN_MS up to ADAPT_PROBE_MAX_MS.
  *
- * Why the free CPU.  A probe costs: on TPC-B the hand-over of chains
- * alone took 40% off the rate for the probe, and a catch-up of a few
- * seconds pays that in full.  A writer more can only add throughput if
+ * Why the free CPU.  A probe costs: the hand-over of chains alone takes
+ * a good part of the rate for the probe, and a catch-up of a few seconds
+ * pays that in full.  A writer more can only add throughput if
  * there is a CPU for it; when the machine was busy all but a fraction of
  * one CPU over the last window (the leader, the writers, the provider's
  * walsender on the same host, or anything else), the probe is known to

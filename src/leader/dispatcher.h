@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * dispatcher.h
- *		The leader's dispatcher: transactions to writers.
+ *		The leader's dispatcher: transactions to writers.  Its interface to
+ *		the rest of the leader (receiver.c, sync.c, replay.c); the
+ *		dispatcher itself is in src/leader/dispatch/, whose pieces share
+ *		dispatch/dispatch_internal.h.
  *
  * src/leader/dispatcher.h
  *
@@ -47,15 +50,20 @@ typedef struct PaDispatchWait
 	int			writer;
 } PaDispatchWait;
 
+/* dispatch/dispatch.c */
 extern void pa_dispatch_init(void);
 extern void pa_dispatch_new_session(void);
 extern bool pa_dispatch_frame(StringInfo in, PaDispatchWait *wait);
 extern bool pa_dispatch_continue(PaDispatchWait *wait);
 extern bool pa_dispatch_idle(void);
 extern bool pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait);
+extern void pa_dispatch_housekeeping(void);
+
+/* dispatch/relations.c */
 extern void pa_dispatch_writer_started(int writer);
+
+/* dispatch/inuse.c */
 extern int	pa_dispatch_start_writers(int n);
 extern void pa_dispatch_pool_resized(void);
-extern void pa_dispatch_housekeeping(void);
 
 #endif							/* PA_DISPATCHER_H */

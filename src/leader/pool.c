@@ -15,7 +15,7 @@
  * With them (adapt.c) a writer is started only when the dispatcher first
  * wants it: writer 0 at the start, the next one when the adaptive rule
  * first takes it into use, or a parked one when a streamed transaction
- * needs a writer of its own (dispatcher.c).  A subscription that never
+ * needs a writer of its own (dispatch/streamed.c).  A subscription that never
  * needs more than one writer, the common case on a machine without a free
  * CPU, then never pays for starting the others (a backend start each, and
  * learning the relations) when it starts or restarts.  Once started, a
@@ -24,10 +24,10 @@
  *
  * The pool can grow and shrink while it runs (alter_subscription_config,
  * alter_group_config, the reloadable GUC).  A writer started is sent every
- * RELATION the others know before anything else (dispatcher.c); shrinking
- * stops handing work to the highest-numbered writers, waits until they
- * have committed all they were given, then detaches their queues, which
- * makes them exit.
+ * RELATION the others know before anything else (dispatch/relations.c);
+ * shrinking stops handing work to the highest-numbered writers, waits
+ * until they have committed all they were given, then detaches their
+ * queues, which makes them exit.
  *
  * The pool never waits for the leader's dispatcher: pa_pool_try_sendv()
  * says when a queue is full, and the leader's loop waits for room
@@ -263,7 +263,8 @@ pa_pool_size(void)
 
 /*
  * Start writer w of the pool if it does not run: PA_STARTED when it was
- * started now (the caller makes it learn the relations, dispatcher.c),
+ * started now (the caller makes it learn the relations,
+ * dispatch/relations.c),
  * PA_RUNNING when it ran already, PA_NOT_STARTED when no background
  * worker slot was free (logged), or it is not in the pool.
  */

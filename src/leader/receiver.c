@@ -86,8 +86,8 @@
  *	  kept by the leader (one writer, or none free), is a whole
  *	  transaction once its STREAM_COMMIT is read: the cases above.
  *
- *	- One applied as it arrives by a writer of its own (dispatcher.c,
- *	  "Streamed transactions") is the exception to the first case: that
+ *	- One applied as it arrives by a writer of its own
+ *	  (dispatch/streamed.c) is the exception to the first case: that
  *	  writer holds locks (rows, relations) while it waits for the leader,
  *	  for its next block, and every transaction dispatched meanwhile
  *	  commits before it.  Those do not depend on it (its keys join the key
@@ -377,7 +377,8 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 }
 
 /*
- * Writers 0..n-1; the new ones learn the relations first (dispatcher.c).
+ * Writers 0..n-1; the new ones learn the relations first
+ * (dispatch/relations.c).
  * With adaptive writers only writer 0 is started here, the others when
  * the dispatcher first takes them into use.
  */
@@ -678,6 +679,52 @@ start_streaming(XLogRecPtr start)
 	walrcv_clear_result(res);
 }
 
+/* The slot shows this leader; what the last one left there is reset. */
+static void
+claim_slot(PaSubSlot *slot, PaSubscription *sub)
+{
+	SpinLockAcquire(&slot->mutex);
+	slot->leader_pid = MyProcPid;
+	slot->leader_latch = MyLatch;
+	slot->state = sub->sync_state == PA_SYNC_READY ?
+		PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
+	slot->target_writers = sub->num_writers;
+	slot->last_commit_remote_end = InvalidXLogRecPtr;
+	slot->last_commit_local_end = InvalidXLogRecPtr;
+	slot->retry_seq = 0;
+	slot->retry_writer = -1;
+	slot->binary_type_limit = 0;	/* until the provider's STARTUP */
+	SpinLockRelease(&slot->mutex);
+	pg_atomic_write_u64(&slot->committed_seq, 0);
+	pg_atomic_write_u64(&slot->wake_leader_at, 0);
+	pg_atomic_write_u64(&slot->flushed_seq, 0);
+}
+
+/*
+ * Once the writers of an earlier leader are gone: the origins and the
+ * restart point (progress.c), then the pool of writers and the
+ * dispatcher.  The position to stream from.
+ */
+static XLogRecPtr
+start_pipeline(PaSubscription *sub, PaSubSlot *slot)
+{
+	XLogRecPtr	start;
+
+	pa_progress_await_writers(slot);
+	/* origins made, a recorded position (pg_upgrade) moved into them */
+	(void) pa_progress_resume(sub, pa_effective_writers(slot));
+	StartTransactionCommand();
+	pa_progress_fold_origins(sub->subid);
+	start = pa_progress_start_lsn(sub->subid);
+	pa_progress_acquire_origin(sub->subid);
+	CommitTransactionCommand();
+
+	pa_pool_init();
+	pa_dispatch_init();
+	resize_pool(pa_effective_writers(slot));
+	return start;
+}
+
 void
 pa_leader_main(Datum arg)
 {
@@ -728,37 +775,12 @@ pa_leader_main(Datum arg)
 		pa_relmap_subid = sub->subid;
 		L->durable = strcmp(sub->synchronous_commit, "off") != 0;
 
-		SpinLockAcquire(&slot->mutex);
-		slot->leader_pid = MyProcPid;
-		slot->leader_latch = MyLatch;
-		slot->state = sub->sync_state == PA_SYNC_READY ?
-			PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
-		slot->target_writers = sub->num_writers;
-		slot->last_commit_remote_end = InvalidXLogRecPtr;
-		slot->last_commit_local_end = InvalidXLogRecPtr;
-		slot->retry_seq = 0;
-		slot->retry_writer = -1;
-		slot->binary_type_limit = 0;	/* until the provider's STARTUP */
-		SpinLockRelease(&slot->mutex);
-		pg_atomic_write_u64(&slot->committed_seq, 0);
-		pg_atomic_write_u64(&slot->wake_leader_at, 0);
-		pg_atomic_write_u64(&slot->flushed_seq, 0);
+		claim_slot(slot, sub);
 
 		L->conn = pa_provider_connect(sub->dsn, sub->name, sub->name, false,
 									  PA_SUB_MUST_USE_PASSWORD(sub));
 
-		pa_progress_await_writers(slot);
-		/* origins made, a recorded position (pg_upgrade) moved into them */
-		(void) pa_progress_resume(sub, pa_effective_writers(slot));
-		StartTransactionCommand();
-		pa_progress_fold_origins(sub->subid);
-		start = pa_progress_start_lsn(sub->subid);
-		pa_progress_acquire_origin(sub->subid);
-		CommitTransactionCommand();
-
-		pa_pool_init();
-		pa_dispatch_init();
-		resize_pool(pa_effective_writers(slot));
+		start = start_pipeline(sub, slot);
 
 		if (sub->sync_state != PA_SYNC_READY)
 		{
