@@ -214,7 +214,9 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 /*
  * A function that does not return: 18 replaced pg_attribute_noreturn(),
  * written after the declarator, with pg_noreturn (C11 _Noreturn), written
- * before the return type.  Put PA_NORETURN before the return type.
+ * before the return type.  Put PA_NORETURN first, before "static" or
+ * "extern": a C23 attribute ([[noreturn]], 19 with a C23 compiler) must
+ * begin the declaration.
  */
 #if PG_VERSION_NUM >= 180000
 #define PA_NORETURN pg_noreturn

@@ -178,12 +178,12 @@ for version in $PG_VERSIONS; do
 			status=0
 			run_here || status=1
 			;;
-		17 | 18)
+		17 | 18 | 19)
 			status=0
 			run_in_root "$version" || status=1
 			;;
 		*)
-			echo "PG_VERSIONS: no way to test PostgreSQL $version (15, 17, 18)" >&2
+			echo "PG_VERSIONS: no way to test PostgreSQL $version (15, 17, 18, 19)" >&2
 			status=1
 			;;
 	esac

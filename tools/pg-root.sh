@@ -2,14 +2,17 @@
 # Make a Debian root (debootstrap, minbase) holding PostgreSQL VERSION from
 # Debian's own packages, to build and test parallel_apply against a major
 # version that this machine's Debian 12 does not ship: 17 comes from Debian
-# 13 (trixie), 18 from Debian testing (forky).  In the root: the server, its
-# headers (PGXS), the TAP modules' needs (IPC::Run), make and gcc, pglogical
-# for the benchmark, and the unprivileged OS user that runs the servers.
+# 13 (trixie), 18 from Debian testing (forky), 19 from Debian unstable (sid)
+# with its experimental suite, where Debian has it first.  In the root: the
+# server, its headers (PGXS), the TAP modules' needs (IPC::Run), make and
+# gcc, pglogical for the benchmark (where Debian packages it for that
+# version: not yet for 19), and the unprivileged OS user that runs the
+# servers.
 #
 #   tools/pg-root.sh VERSION [DIR]           make or complete the root
 #   tools/pg-root.sh --umount VERSION [DIR]  unmount the /proc mounted in it
 #
-# DIR defaults to /opt/roots/SUITE (trixie, forky).  Run as root, on Debian
+# DIR defaults to /opt/roots/SUITE (trixie, forky, sid).  Run as root, on Debian
 # (debootstrap is installed if missing).  Idempotent: each step is skipped
 # when done already (a root left half-made by an interrupted debootstrap is
 # made again), and each step that runs is printed.  /proc is mounted in the
@@ -35,7 +38,8 @@ case $version in
 	17) suite=trixie; script= ;;
 	# Debian 12's debootstrap has no forky script; testing is made like sid
 	18) suite=forky; script=/usr/share/debootstrap/scripts/sid ;;
-	*) echo "tools/pg-root.sh: no Debian root known for PostgreSQL $version (17, 18)" >&2; exit 2 ;;
+	19) suite=sid; script=/usr/share/debootstrap/scripts/sid ;;
+	*) echo "tools/pg-root.sh: no Debian root known for PostgreSQL $version (17, 18, 19)" >&2; exit 2 ;;
 esac
 root=${2:-/opt/roots/$suite}
 
@@ -103,7 +107,20 @@ if [ ! -f "$conf" ]; then
 	echo 'create_main_cluster = false' >"$conf"
 fi
 
-packages="postgresql-$version postgresql-server-dev-$version postgresql-$version-pglogical
+# 19 is in sid's experimental suite (19~rc1 before the release reached
+# unstable): its packages come from there, the rest from sid
+experimental=
+if [ "$version" = 19 ]; then
+	experimental="postgresql-$version postgresql-server-dev-$version postgresql-client-$version"
+	list=$root/etc/apt/sources.list.d/experimental.list
+	if [ ! -f "$list" ]; then
+		say "adding the experimental suite"
+		echo "deb $MIRROR experimental main" >"$list"
+	fi
+fi
+pglogical=postgresql-$version-pglogical
+[ "$version" = 19 ] && pglogical=
+packages="postgresql-$version postgresql-server-dev-$version $pglogical
 	libipc-run-perl make gcc ${PG_ROOT_PACKAGES:-}"
 missing=""
 for p in $packages; do
@@ -116,12 +133,28 @@ if [ -n "$missing" ]; then
 	# a snapshot mirror's testing suite may be past its Valid-Until
 	in_root apt-get -o Acquire::Check-Valid-Until=false update -qq
 	log=$root.install.log
-	in_root apt-get -o Dpkg::Use-Pty=0 install -y -qq --no-install-recommends \
-		$missing >"$log" 2>&1 || {
-		tail -n 30 "$log" >&2
-		echo "tools/pg-root.sh: apt-get install failed (log: $log)" >&2
-		exit 1
-	}
+	: >"$log"
+	# first what comes from the root's own suite, then (19) the server's
+	# packages from experimental, with the libraries they need from there
+	# too (libpq), which -t prefers where it has them
+	ours="" theirs=""
+	for p in $missing; do
+		case " $experimental " in
+			*" $p "*) theirs="$theirs $p" ;;
+			*) ours="$ours $p" ;;
+		esac
+	done
+	for set in "$ours" "$theirs"; do
+		[ -n "$set" ] || continue
+		target=
+		[ "$set" = "$theirs" ] && target="-t experimental"
+		in_root apt-get -o Dpkg::Use-Pty=0 install -y -qq --no-install-recommends \
+			$target $set >>"$log" 2>&1 || {
+			tail -n 30 "$log" >&2
+			echo "tools/pg-root.sh: apt-get install failed (log: $log)" >&2
+			exit 1
+		}
+	done
 	rm -f "$log"
 fi
 

@@ -4,7 +4,8 @@
 #
 #   pa_root_for VERSION          the root of VERSION under PG_ROOTS (default
 #                                /opt/roots), as tools/pg-root.sh makes it:
-#                                trixie for 17, forky for 18; empty otherwise
+#                                trixie for 17, forky for 18, sid for 19;
+#                                empty otherwise
 #   pa_copy_tree SRC DEST        the source tree SRC copied to DEST (made
 #                                afresh): no .git, no build outputs, no test
 #                                results
@@ -13,6 +14,7 @@ pa_root_for() {
 	case $1 in
 		17) echo "${PG_ROOTS:-/opt/roots}/trixie" ;;
 		18) echo "${PG_ROOTS:-/opt/roots}/forky" ;;
+		19) echo "${PG_ROOTS:-/opt/roots}/sid" ;;
 	esac
 }
 

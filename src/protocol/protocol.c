@@ -510,7 +510,7 @@ pa_write_stream_abort(StringInfo out, const PaStreamAbortData *sa)
 			 errdetail(__VA_ARGS__)))
 
 /* A STARTUP that is not the first message of its session. */
-static PA_NORETURN void
+PA_NORETURN static void
 refuse_second_startup(void)
 {
 	ereport(ERROR,

@@ -277,7 +277,7 @@ extern void pa_write_stream_abort(StringInfo out,
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
 /* The error for a message type the reader does not know. */
-extern PA_NORETURN void pa_unknown_message(char type);
+PA_NORETURN extern void pa_unknown_message(char type);
 
 extern void pa_read_startup(StringInfo in, PaStartupData *startup);
 extern void pa_read_begin(StringInfo in, PaBeginData *begin);
@@ -308,7 +308,7 @@ typedef void (*PaMessageFn) (StringInfo msg, void *arg);
 extern void pa_read_frame(StringInfo in, int proto_version, PaMessageFn each,
 						  void *arg);
 extern void pa_check_proto_version(int proto_version, int min, int max);
-extern PA_NORETURN void pa_refuse_binary_datum(Oid typid, bool type_safe,
+PA_NORETURN extern void pa_refuse_binary_datum(Oid typid, bool type_safe,
 												Oid binary_type_limit);
 
 /*

@@ -125,7 +125,7 @@ extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
  * ---------------------------------------------------------------------
  */
 
-static PA_NORETURN void
+PA_NORETURN static void
 bad_option_value(DefElem *elem)
 {
 	ereport(ERROR,

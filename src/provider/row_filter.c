@@ -102,7 +102,7 @@ live_columns(TupleDesc desc)
 	return n;
 }
 
-static PA_NORETURN void
+PA_NORETURN static void
 column_lists_differ(Relation pubrel)
 {
 	ereport(ERROR,

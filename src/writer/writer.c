@@ -1319,7 +1319,7 @@ clear_skip_lsn(void)
  * The transaction being applied failed with an error that is not a
  * transient conflict: record it as the failing one and rethrow.
  */
-static PA_NORETURN void failed_txn(void);
+PA_NORETURN static void failed_txn(void);
 
 static void
 failed_txn(void)
