@@ -179,6 +179,33 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * 19 renamed the replication origin's id type (RepOriginId to
+ * ReplOriginId, InvalidRepOriginId to InvalidReplOriginId) and made
+ * ReorderBufferTXN's xact_time union anonymous (txn->commit_time).  The
+ * code keeps the old names; PA_TXN_TIME(txn, field) reads the union.
+ */
+#if PG_VERSION_NUM >= 190000
+#define RepOriginId ReplOriginId
+#define InvalidRepOriginId InvalidReplOriginId
+#define PA_TXN_TIME(txn, field) ((txn)->field)
+#else
+#define PA_TXN_TIME(txn, field) ((txn)->xact_time.field)
+#endif
+
+/*
+ * 19's FOR ALL TABLES EXCEPT (...): GetRelationPublications() became
+ * GetRelationIncludedPublications(), and GetRelationExcludedPublications()
+ * names the publications that leave a table out.  Before 19 nothing does.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_RELATION_PUBLICATIONS(relid) GetRelationIncludedPublications(relid)
+#define PA_RELATION_EXCLUDED_PUBLICATIONS(relid) GetRelationExcludedPublications(relid)
+#else
+#define PA_RELATION_PUBLICATIONS(relid) GetRelationPublications(relid)
+#define PA_RELATION_EXCLUDED_PUBLICATIONS(relid) NIL
+#endif
+
+/*
  * Named wait events for extensions (WaitEventExtensionNew) arrive in 17;
  * before, every wait of an extension shows as "Extension"
  * (common/waitevents.c).

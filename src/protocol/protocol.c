@@ -323,7 +323,7 @@ write_tuple(StringInfo out, TupleDesc desc, const PaColumnOutput *cols,
 
 		/* A TOAST pointer in a decoded tuple: the value was not changed. */
 		if (TupleDescAttr(desc, i)->attlen == -1 &&
-			VARATT_IS_EXTERNAL_ONDISK(values[i]))
+			VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[i])))
 		{
 			pq_sendbyte(out, PA_DATUM_UNCHANGED);
 			continue;

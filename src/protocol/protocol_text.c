@@ -46,6 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
+#include "utils/tuplestore.h"
 
 #include "protocol/protocol.h"
 

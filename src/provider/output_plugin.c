@@ -607,7 +607,7 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		PaBeginPrepareData bp;
 
 		bp.prepare_lsn = txn->final_lsn;
-		bp.prepare_time = txn->xact_time.prepare_time;
+		bp.prepare_time = PA_TXN_TIME(txn, prepare_time);
 		bp.xid = txn->xid;
 		bp.gid = txn->gid;
 		pa_write_begin_prepare(msg_start(ctx, false), &bp);
@@ -615,7 +615,7 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	else
 	{
 		b.final_lsn = txn->final_lsn;
-		b.commit_time = txn->xact_time.commit_time;
+		b.commit_time = PA_TXN_TIME(txn, commit_time);
 		b.xid = txn->xid;
 		pa_write_begin(msg_start(ctx, false), &b);
 	}
@@ -654,7 +654,7 @@ pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	c.flags = 0;
 	c.commit_lsn = commit_lsn;
 	c.end_lsn = txn->end_lsn;
-	c.commit_time = txn->xact_time.commit_time;
+	c.commit_time = PA_TXN_TIME(txn, commit_time);
 	pa_write_commit(msg_start(ctx, true), &c);
 	msg_end(ctx, true, true);
 	data->begin_sent = false;
@@ -941,7 +941,7 @@ pa_prepare(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	p.flags = data->at_commit ? PA_PREPARE_AT_COMMIT : 0;
 	p.prepare_lsn = prepare_lsn;
 	p.end_lsn = txn->end_lsn;
-	p.prepare_time = txn->xact_time.prepare_time;
+	p.prepare_time = PA_TXN_TIME(txn, prepare_time);
 	pa_write_prepare(msg_start(ctx, true), &p);
 	msg_end(ctx, true, true);
 	data->begin_sent = false;
@@ -974,7 +974,7 @@ finish_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	f.flags = 0;
 	f.finish_lsn = txn->final_lsn;
 	f.finish_end_lsn = txn->end_lsn;
-	f.finish_time = txn->xact_time.commit_time;
+	f.finish_time = PA_TXN_TIME(txn, commit_time);
 	f.prepare_end_lsn = prepare_end_lsn;
 	f.prepare_time = prepare_time;
 	f.xid = txn->xid;
@@ -1103,7 +1103,7 @@ pa_stream_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	c.flags = 0;
 	c.commit_lsn = commit_lsn;
 	c.end_lsn = txn->end_lsn;
-	c.commit_time = txn->xact_time.commit_time;
+	c.commit_time = PA_TXN_TIME(txn, commit_time);
 	OutputPluginPrepareWrite(ctx, true);
 	pa_write_stream_commit(ctx->out, txn->xid, &c);
 	OutputPluginWrite(ctx, true);

@@ -377,6 +377,7 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	bool		am_partition = rel->rd_rel->relispartition;
 	char		relkind = rel->rd_rel->relkind;
 	List	   *pubids;
+	List	   *excluded;	/* FOR ALL TABLES EXCEPT (19) */
 	List	   *schemapubids;
 	List	   *ancestors;
 	Oid			publish_as_relid = relid;
@@ -390,9 +391,14 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 	building_partition = am_partition;
 	building_invalidated = false;
 
-	pubids = GetRelationPublications(relid);
+	pubids = PA_RELATION_PUBLICATIONS(relid);
 	schemapubids = GetSchemaPublications(RelationGetNamespace(rel));
 	ancestors = am_partition ? get_partition_ancestors(relid) : NIL;
+	/* left out of FOR ALL TABLES: the table, or a table it is part of */
+	excluded = PA_RELATION_EXCLUDED_PUBLICATIONS(relid);
+	foreach(lc, ancestors)
+		excluded = list_concat(excluded,
+							   PA_RELATION_EXCLUDED_PUBLICATIONS(lfirst_oid(lc)));
 
 	if (!PublicationsValid)
 		load_publications(data);
@@ -414,6 +420,8 @@ rebuild_entry(PaOutputData *data, PaRelSyncEntry *entry, Relation rel)
 		int			level = 0;
 		bool		publish;
 
+		if (pub->alltables && list_member_oid(excluded, pub->oid))
+			continue;
 		publish = publication_publishes(pub, ancestors,
 										list_member_oid(pubids, pub->oid) ||
 										list_member_oid(schemapubids, pub->oid),

@@ -290,8 +290,8 @@ new_row_from_old(TupleDesc desc, Datum *oldvals, bool *oldnulls,
 	{
 		if (TupleDescAttr(desc, i)->attlen != -1 ||
 			newnulls[i] || oldnulls[i] ||
-			!VARATT_IS_EXTERNAL_ONDISK(newvals[i]) ||
-			VARATT_IS_EXTERNAL_ONDISK(oldvals[i]))
+			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(newvals[i])) ||
+			VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(oldvals[i])))
 			continue;
 		if (result == NULL)
 		{
