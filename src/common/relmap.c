@@ -110,13 +110,8 @@
 #include "common/relmap.h"
 #include "parallel_apply.h"
 
-char	   *pa_relmap_subscription_name = NULL;
-Oid			pa_relmap_subid = InvalidOid;
-bool		pa_relmap_table_sync = false;
-XLogRecPtr	pa_relmap_commit_lsn = InvalidXLogRecPtr;
-TransactionId pa_relmap_prepared_xid = InvalidTransactionId;
-Oid			pa_relmap_binary_type_limit = 0;
-int			pa_relmap_remote_encoding = -1;
+/* pa_relmap_set_context()'s */
+static PaRelMapContext Context = {NULL, InvalidOid, false};
 
 static MemoryContext RelMapContext = NULL;
 static HTAB *RelMap = NULL;
@@ -127,12 +122,18 @@ static bool callbacks_registered = false;
 static Oid	building_relid = InvalidOid;
 static bool building_invalidated = false;
 
+void
+pa_relmap_set_context(const PaRelMapContext *ctx)
+{
+	Context = *ctx;
+}
+
 const char *
 pa_relmap_subname(void)
 {
-	if (pa_relmap_subscription_name == NULL)
+	if (Context.subscription_name == NULL)
 		return "(unnamed)";
-	return pa_relmap_subscription_name;
+	return Context.subscription_name;
 }
 
 /* ---------------------------------------------------------------------
@@ -800,9 +801,9 @@ sync_lsn_of(Oid relid, PaRelMapEntry *entry, MemoryContext cxt)
 
 	entry->sync_lsn = InvalidXLogRecPtr;
 	entry->sync_has_snapshot = false;
-	if (!OidIsValid(pa_relmap_subid) || !pa_relmap_table_sync)
+	if (!OidIsValid(Context.subid) || !Context.table_sync)
 		return;
-	values[0] = ObjectIdGetDatum(pa_relmap_subid);
+	values[0] = ObjectIdGetDatum(Context.subid);
 	values[1] = ObjectIdGetDatum(relid);
 	/* the caller may have no snapshot (a relation opened for keys) */
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -839,13 +840,13 @@ ended_in_sync_snapshot(PaRelMapEntry *entry, TransactionId xid)
 }
 
 bool
-pa_relmap_skip(PaRelMapEntry *entry)
+pa_relmap_skip(PaRelMapEntry *entry, const PaRelMapApply *apply)
 {
 	if (entry->ours)
 		return true;
 	/* a table not recorded is not the subscription's (yet) */
 	if (XLogRecPtrIsInvalid(entry->sync_lsn))
-		return pa_relmap_table_sync;
+		return Context.table_sync;
 
 	/*
 	 * A prepared transaction comes at its PREPARE, and is in the copy when
@@ -854,10 +855,10 @@ pa_relmap_skip(PaRelMapEntry *entry)
 	 * it may have been committed before the snapshot, or after; its xid
 	 * is then near the snapshot's, so the 32-bit comparisons hold.
 	 */
-	if (TransactionIdIsValid(pa_relmap_prepared_xid) &&
-		entry->sync_has_snapshot && pa_relmap_commit_lsn < entry->sync_lsn)
-		return ended_in_sync_snapshot(entry, pa_relmap_prepared_xid);
-	return pa_relmap_commit_lsn < entry->sync_lsn;
+	if (TransactionIdIsValid(apply->prepared_xid) &&
+		entry->sync_has_snapshot && apply->commit_lsn < entry->sync_lsn)
+		return ended_in_sync_snapshot(entry, apply->prepared_xid);
+	return apply->commit_lsn < entry->sync_lsn;
 }
 
 /*
@@ -999,7 +1000,8 @@ pa_relmap_close(PaRelMapEntry *entry, LOCKMODE lockmode)
  */
 
 Datum
-pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
+pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value,
+				const PaRelMapApply *apply)
 {
 	PaColumnInput *col = &entry->cols[attno];
 	const char *attname = entry->remoterel.attnames[col->remote_col];
@@ -1014,10 +1016,10 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 		char	   *str = value->data;
 
 		/* the provider's encoding to ours; an error names the column */
-		if (pa_relmap_remote_encoding >= 0 &&
-			pa_relmap_remote_encoding != GetDatabaseEncoding())
+		if (apply->remote_encoding >= 0 &&
+			apply->remote_encoding != GetDatabaseEncoding())
 			str = pg_any_to_server(value->data, value->len,
-								   pa_relmap_remote_encoding);
+								   apply->remote_encoding);
 		return InputFunctionCall(&col->input, str, col->typioparam,
 								 col->typmod);
 	}
@@ -1025,7 +1027,7 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 	if (kind != PA_DATUM_BINARY)
 		elog(ERROR, "unexpected datum kind '%c'", kind);
 	pa_check_binary_datum(col->remote_typid, col->remote_binary_safe,
-						  pa_relmap_binary_type_limit);
+						  apply->binary_type_limit);
 
 	/* the receive function moves the cursor: leave the caller's alone */
 	buf = *value;

@@ -87,6 +87,7 @@
 
 #include "common/catalog.h"
 #include "common/conn.h"
+#include "common/origins.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "compat.h"

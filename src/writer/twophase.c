@@ -170,18 +170,18 @@ pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("prepared transaction \"%s\" of parallel_apply subscription \"%s\" does not exist",
-						gid, pa_relmap_subscription_name),
+						gid, pa_relmap_subname()),
 				 errdetail("The provider committed prepared transaction \"%s\" (remote transaction %u, COMMIT PREPARED at %X/%X), which this subscription prepared here; it was finished here by other means since.",
 						   fin.gid, fin.xid, LSN_FORMAT_ARGS(fin.finish_lsn)),
 				 errhint("Apply the transaction's changes here by hand and skip its COMMIT PREPARED with skip_transaction(%s, '%X/%X'), or recreate the subscription.",
-						 quote_literal_cstr(pa_relmap_subscription_name),
+						 quote_literal_cstr(pa_relmap_subname()),
 						 LSN_FORMAT_ARGS(fin.finish_lsn))));
 	}
 	if (!found)
 	{
 		ereport(DEBUG1,
 				(errmsg("parallel_apply subscription \"%s\": %s of remote transaction %u: nothing was prepared here",
-						pa_relmap_subscription_name,
+						pa_relmap_subname(),
 						commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED",
 						fin.xid)));
 		return false;
