@@ -196,7 +196,7 @@ apply_begin(ApplyState *state, const PaApplyContext *ctx, PaRelMapEntry *rel,
 	/*
 	 * A state of the change's own allocates in its query context, freed
 	 * at the end; a kept one leaves the change's allocations to the
-	 * caller's context (reset after each change, writer.c).
+	 * caller's context (reset after each change, changes.c).
 	 */
 	state->exec = pa_exec_begin(rel, operation, ctx->probe_unique);
 	state->estate = state->exec->estate;
@@ -946,7 +946,8 @@ pa_apply_update(const PaApplyContext *ctx, PaRelMapEntry *rel, char oldkind,
 		newslot = local_slot(&state, NULL);
 		modify_tuple(&state, newslot,
 					 target_to_root(&state, &target, localslot), newtup);
-		pa_conflict_check_origin(ctx, state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_check_origin(ctx, state.estate,
+								 target.rri->ri_RelationDesc,
 								 PA_CONFLICT_UPDATE_ORIGIN_DIFFERS, localslot,
 								 root_to_target(&state, &target, newslot),
 								 searchslot, state.search_index);
@@ -1004,7 +1005,8 @@ pa_apply_delete(const PaApplyContext *ctx, PaRelMapEntry *rel, char oldkind,
 							state.search_index);
 	else
 	{
-		pa_conflict_check_origin(ctx, state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_check_origin(ctx, state.estate,
+								 target.rri->ri_RelationDesc,
 								 PA_CONFLICT_DELETE_ORIGIN_DIFFERS, localslot,
 								 NULL, searchslot, state.search_index);
 		delete_row(&state, target.rri, localslot);
@@ -1012,6 +1014,77 @@ pa_apply_delete(const PaApplyContext *ctx, PaRelMapEntry *rel, char oldkind,
 
 	apply_end(&state);
 	return found;
+}
+
+/* The user the truncation of rel runs as. */
+static Oid
+truncate_user(const PaApplyContext *ctx, Relation rel)
+{
+	return OidIsValid(ctx->as_role) ? ctx->as_role : rel->rd_rel->relowner;
+}
+
+/*
+ * The partitions of partitioned table rel (relid) not in *relids yet,
+ * locked: to *rels, *relids and *partitions (opened here, to close).
+ */
+static void
+truncate_add_partitions(Oid relid, List **rels, List **relids,
+						List **partitions)
+{
+	List	   *children = find_all_inheritors(relid, AccessExclusiveLock,
+											   NULL);
+	ListCell   *child;
+
+	foreach(child, children)
+	{
+		Oid			childid = lfirst_oid(child);
+		Relation	childrel;
+
+		if (list_member_oid(*relids, childid))
+			continue;
+
+		/* find_all_inheritors locked it */
+		childrel = table_open(childid, NoLock);
+		if (RELATION_IS_OTHER_TEMP(childrel))
+		{
+			table_close(childrel, AccessExclusiveLock);
+			continue;
+		}
+		*rels = lappend(*rels, childrel);
+		*partitions = lappend(*partitions, childrel);
+		*relids = lappend_oid(*relids, childid);
+	}
+}
+
+/* Truncate those of rels that user truncates, as user. */
+static void
+truncate_as_user(const PaApplyContext *ctx, Oid user, List *rels,
+				 uint8 flags)
+{
+	List	   *grels = NIL;
+	List	   *grelids = NIL;
+	List	   *grelids_logged = NIL;
+	ListCell   *r;
+	PaUserSwitch save;
+
+	pa_switch_to_table_user(user, ctx->as_role, &save);
+	foreach(r, rels)
+	{
+		Relation	rel = lfirst(r);
+
+		if (truncate_user(ctx, rel) != user)
+			continue;
+		pa_check_table_privileges(rel, ACL_TRUNCATE);
+		grels = lappend(grels, rel);
+		grelids = lappend_oid(grelids, RelationGetRelid(rel));
+		if (RelationIsLogicallyLogged(rel))
+			grelids_logged = lappend_oid(grelids_logged,
+										 RelationGetRelid(rel));
+	}
+	/* the foreign keys between all of them are checked by the caller */
+	PA_EXECUTE_TRUNCATE_GUTS(grels, grelids, grelids_logged, DROP_CASCADE,
+							 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
+	pa_restore_user(&save);
 }
 
 /*
@@ -1071,75 +1144,17 @@ pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
 		relids = lappend_oid(relids, relid);
 
 		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		{
-			List	   *children = find_all_inheritors(relid,
-													   AccessExclusiveLock,
-													   NULL);
-			ListCell   *child;
-
-			foreach(child, children)
-			{
-				Oid			childid = lfirst_oid(child);
-				Relation	childrel;
-
-				if (list_member_oid(relids, childid))
-					continue;
-
-				/* find_all_inheritors locked it */
-				childrel = table_open(childid, NoLock);
-				if (RELATION_IS_OTHER_TEMP(childrel))
-				{
-					table_close(childrel, AccessExclusiveLock);
-					continue;
-				}
-				rels = lappend(rels, childrel);
-				partitions = lappend(partitions, childrel);
-				relids = lappend_oid(relids, childid);
-			}
-		}
+			truncate_add_partitions(relid, &rels, &relids, &partitions);
 	}
 
 	heap_truncate_check_FKs(rels, false);
 
 	/* the users, in the order of their first table */
 	foreach(lc, rels)
-	{
-		Relation	rel = lfirst(lc);
-		Oid			user = OidIsValid(ctx->as_role) ?
-			ctx->as_role : rel->rd_rel->relowner;
-
-		users = list_append_unique_oid(users, user);
-	}
-
+		users = list_append_unique_oid(users,
+									   truncate_user(ctx, lfirst(lc)));
 	foreach(lc, users)
-	{
-		Oid			user = lfirst_oid(lc);
-		List	   *grels = NIL;
-		List	   *grelids = NIL;
-		List	   *grelids_logged = NIL;
-		ListCell   *r;
-		PaUserSwitch save;
-
-		pa_switch_to_table_user(user, ctx->as_role, &save);
-		foreach(r, rels)
-		{
-			Relation	rel = lfirst(r);
-
-			if ((OidIsValid(ctx->as_role) ? ctx->as_role :
-				 rel->rd_rel->relowner) != user)
-				continue;
-			pa_check_table_privileges(rel, ACL_TRUNCATE);
-			grels = lappend(grels, rel);
-			grelids = lappend_oid(grelids, RelationGetRelid(rel));
-			if (RelationIsLogicallyLogged(rel))
-				grelids_logged = lappend_oid(grelids_logged,
-											 RelationGetRelid(rel));
-		}
-		/* the foreign keys between all of them are checked above */
-		PA_EXECUTE_TRUNCATE_GUTS(grels, grelids, grelids_logged, DROP_CASCADE,
-								 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
-		pa_restore_user(&save);
-	}
+		truncate_as_user(ctx, lfirst_oid(lc), rels, flags);
 
 	/* the locks are kept until the end of the transaction */
 	foreach(lc, entries)
