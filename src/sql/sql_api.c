@@ -91,8 +91,6 @@
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "compat.h"
-#include "leader/pool.h"
-#include "leader/progress.h"
 #include "leader/sync.h"
 #include "sql/monitor.h"
 #include "writer/twophase.h"
