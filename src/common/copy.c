@@ -61,7 +61,7 @@ pa_copy_begin_snapshot(WalReceiverConn *conn, const char *snapshot)
 	char	   *sql;
 
 	pa_provider_exec(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
-				  0, NULL, WALRCV_OK_COMMAND, "start a transaction");
+					 0, NULL, WALRCV_OK_COMMAND, "start a transaction");
 	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
 	pa_provider_exec(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
 }
@@ -374,21 +374,16 @@ pa_copy_record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn,
 
 void
 pa_copy_table(Oid subid, PaSubscription *sub, const char *nspname,
-		   const char *relname, char relkind, const char *snapshot,
-		   XLogRecPtr snap_lsn, const char *dsn)
+			  const char *relname, char relkind, const char *snapshot,
+			  XLogRecPtr snap_lsn, const char *dsn)
 {
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (sub == NULL)
-	{
-		sub = pa_catalog_get(subid);
-
-		if (sub == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("parallel_apply subscription %u was dropped during its initial copy",
-							subid)));
-	}
+	if (sub == NULL && (sub = pa_catalog_get(subid)) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("parallel_apply subscription %u was dropped during its initial copy",
+						subid)));
 	pa_copy_table_here(sub, nspname, relname, relkind, snapshot, snap_lsn,
 					   dsn);
 	PopActiveSnapshot();
@@ -397,8 +392,8 @@ pa_copy_table(Oid subid, PaSubscription *sub, const char *nspname,
 
 void
 pa_copy_table_here(PaSubscription *sub, const char *nspname,
-				const char *relname, char relkind, const char *snapshot,
-				XLogRecPtr snap_lsn, const char *dsn)
+				   const char *relname, char relkind, const char *snapshot,
+				   XLogRecPtr snap_lsn, const char *dsn)
 {
 	char	   *qualified = quote_qualified_identifier(nspname, relname);
 	List	   *cols;
