@@ -36,7 +36,7 @@
  *	  converted to this database's first (binary is then never sent);
  *	- the defaults of local columns the provider does not send, not yet
  *	  planned (apply.c plans them as the table's user), for INSERT;
- *	- the table's record in subscription_rel (sync.c): the position its
+ *	- the table's record in subscription_rel (common/copy.c): the position its
  *	  copy read, before which its changes are in the copy and skipped
  *	  (pa_relmap_skip), and the copy's snapshot, which decides instead for
  *	  a prepared transaction (two_phase) prepared before that position;

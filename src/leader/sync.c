@@ -558,7 +558,7 @@ pa_sync_relation(const char *nspname, const char *relname,
 		PG_TRY();
 		{
 			pa_copy_table(stream_sub->subid, stream_sub, nspname,
-					   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+						  relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
 		}
 		PG_CATCH();
 		{
@@ -624,8 +624,8 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 
 		if (copy_data)
 			pa_copy_table_here(sub, t->nspname,
-							t->relname, t->relkind,
-							snapshot, snap_lsn, sub->dsn);
+							   t->relname, t->relkind,
+							   snapshot, snap_lsn, sub->dsn);
 		else
 			record_synced(sub, t->nspname, t->relname, snap_lsn);
 		added++;

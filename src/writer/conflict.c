@@ -16,7 +16,7 @@
  *	  xmin is read from the commit timestamps (one lookup per UPDATE and
  *	  DELETE, none when the setting is off; then these are not detected).
  *	  From PostgreSQL 16 the writers share the subscription's origin
- *	  (progress.c), and "this subscription's" is that one; rows last
+ *	  (common/origins.c), and "this subscription's" is that one; rows last
  *	  changed under a build with an origin per writer carry origins since
  *	  dropped, so their next update or delete counts as another origin's.
  *	  On 15 each writer commits with an origin of its own,
@@ -27,7 +27,7 @@
  *	  and is not a conflict.  The initial copy commits with the writers'
  *	  origin; rows copied when a table joins the publications or by
  *	  refresh_subscription() are written by the receiver or the caller's
- *	  session with DoNotReplicateId (sync.c), which counts as this
+ *	  session with DoNotReplicateId (common/copy.c), which counts as this
  *	  subscription's too.
  *	- insert_exists, update_exists, multiple_unique_conflicts: the row to
  *	  insert, or the new row of an update, has the key of a local row in a
@@ -236,7 +236,7 @@ row_origin(TupleTableSlot *localslot, TransactionId *xmin,
 	return TransactionIdGetCommitTsData(*xmin, ts, origin);
 }
 
-/* Is origin this subscription's (progress.c)? */
+/* Is origin this subscription's (common/origins.c)? */
 static bool
 origin_is_ours(const PaApplyContext *ctx, RepOriginId origin)
 {
@@ -249,7 +249,7 @@ origin_is_ours(const PaApplyContext *ctx, RepOriginId origin)
 
 	if (origin == InvalidRepOriginId)
 		return false;			/* a local change */
-	/* DoNotReplicateId: rows this subscription copied (sync.c) */
+	/* DoNotReplicateId: rows this subscription copied (common/copy.c) */
 	if (origin == replorigin_session_origin || origin == DoNotReplicateId ||
 		bms_is_member(origin, ours))
 		return true;

@@ -36,17 +36,18 @@ is_exists_type(PaConflictType type)
 
 /*
  * A conflict met by the change being applied (conflict.c): see
- * "Conflicts" in the header comment.
+ * "Conflicts" in writer.c's header comment.
  */
 void
 pa_writer_conflict(PaConflictType type, Relation rel, const char *detail)
 {
 	MemoryContext oldcxt;
-	PaWriterConflict   *c;
+	PaWriterConflict *c;
 
 	/* a row not there yet: an earlier transaction in flight may add it */
 	if ((type == PA_CONFLICT_UPDATE_MISSING ||
-		 type == PA_CONFLICT_DELETE_MISSING) && !pa_writer_earliest_at_change())
+		 type == PA_CONFLICT_DELETE_MISSING) &&
+		!pa_writer_earliest_at_change())
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("row to %s in \"%s.%s\" not found while earlier transactions are in flight",

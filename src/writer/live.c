@@ -282,7 +282,7 @@ live_commit(void)
 {
 	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *me = MyWriter->me;
-	PaGroupTxn   *g = &MyWriter->group[0];
+	PaGroupTxn *g = &MyWriter->group[0];
 	MemoryContext oldcxt = CurrentMemoryContext;
 	bool		ok = true;
 

@@ -29,7 +29,7 @@
 void
 pa_lookahead_init(shm_mq_handle *mqh)
 {
-	PaLookahead  *q = &MyWriter->queue;
+	PaLookahead *q = &MyWriter->queue;
 
 	q->mqh = mqh;
 	q->cxt = AllocSetContextCreate(TopMemoryContext,
@@ -40,8 +40,8 @@ pa_lookahead_init(shm_mq_handle *mqh)
 static void
 push_copy(const void *data, Size len)
 {
-	PaLookahead  *q = &MyWriter->queue;
-	PaAheadMsg   *m = &q->ring[(q->head + q->count) % PA_MAX_INFLIGHT];
+	PaLookahead *q = &MyWriter->queue;
+	PaAheadMsg *m = &q->ring[(q->head + q->count) % PA_MAX_INFLIGHT];
 
 	Assert(q->count < PA_MAX_INFLIGHT);
 	m->data = MemoryContextAlloc(q->cxt, Max(len, 1));
@@ -60,7 +60,7 @@ push_copy(const void *data, Size len)
 shm_mq_result
 pa_lookahead_peek(Size *len, void **data, bool nowait)
 {
-	PaLookahead  *q = &MyWriter->queue;
+	PaLookahead *q = &MyWriter->queue;
 	shm_mq_result res;
 
 	if (q->count > 0)
@@ -80,7 +80,7 @@ pa_lookahead_peek(Size *len, void **data, bool nowait)
 void
 pa_lookahead_pop(void)
 {
-	PaLookahead  *q = &MyWriter->queue;
+	PaLookahead *q = &MyWriter->queue;
 
 	if (q->peeked_from_queue)
 	{
@@ -102,7 +102,7 @@ pa_lookahead_pop(void)
 void
 pa_lookahead_keep(void)
 {
-	PaLookahead  *q = &MyWriter->queue;
+	PaLookahead *q = &MyWriter->queue;
 
 	if (!q->peeked_from_queue)
 		return;
@@ -119,7 +119,7 @@ pa_lookahead_keep(void)
 static PaAheadMsg *
 next_unscanned(void)
 {
-	PaLookahead  *q = &MyWriter->queue;
+	PaLookahead *q = &MyWriter->queue;
 
 	if (q->scan_blocked)
 		return NULL;
@@ -145,8 +145,8 @@ next_unscanned(void)
 bool
 pa_lookahead_read_ahead(void)
 {
-	PaLookahead  *q = &MyWriter->queue;
-	PaAheadMsg   *m;
+	PaLookahead *q = &MyWriter->queue;
+	PaAheadMsg *m;
 
 	if (!pa_readahead_wanted(&MyWriter->ahead))
 		return false;

@@ -45,7 +45,8 @@ pa_writer_committed_seq(void)
  * Runs inside a transaction.
  */
 void
-pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state, uint64 *counter)
+pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
+					   uint64 *counter)
 {
 	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
@@ -130,7 +131,7 @@ pa_writer_wait_for_retry_barrier(uint64 seq)
 
 /*
  * Make seq the barrier and interrupt every writer applying a later one
- * (SIGUSR2: a retry request, not a cancel; see the header comment).
+ * (SIGUSR2: a retry request, not a cancel; see "Signals" in writer.c).
  */
 void
 pa_writer_request_retry(uint64 seq)
@@ -183,7 +184,7 @@ pa_writer_is_retriable(int sqlerrcode, bool earliest)
 		case ERRCODE_LOCK_NOT_AVAILABLE:
 			return true;
 		case ERRCODE_QUERY_CANCELED:
-			/* an administrator's cancel is not an error: see try_apply() */
+			/* an administrator's cancel is not an error: see try_failed() */
 			return MyWriter->retry_requested;
 		case ERRCODE_UNIQUE_VIOLATION:
 		case ERRCODE_EXCLUSION_VIOLATION:

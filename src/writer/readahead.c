@@ -10,7 +10,7 @@
  * apply is mostly reading those pages one at a time, and waiting writers
  * are idle storage bandwidth.  So a writer that would otherwise block
  * reads ahead instead: it takes the next transaction from its queue (into
- * its lookahead, writer.c, which hands it here), and for each of its
+ * its lookahead, lookahead.c, which hands it here), and for each of its
  * changes looks up the row the change will search for, through the same
  * index the apply will use (the replica identity index, else the primary
  * key; for an INSERT that index, with the new values).  The index and heap

@@ -55,8 +55,8 @@ is_finish_prepared(char twophase)
 
 /*
  * The local end of what was just committed, for the leader's flush
- * feedback (progress.c): none for PREPARE, COMMIT and ROLLBACK PREPARED,
- * which PostgreSQL flushes at once (twophase.c).
+ * feedback (leader/progress.c): none for PREPARE, COMMIT and ROLLBACK
+ * PREPARED, which PostgreSQL flushes at once (twophase.c).
  */
 static XLogRecPtr
 local_commit_end(char twophase)
@@ -68,7 +68,7 @@ void
 pa_writer_after_commit(int first, int n, XLogRecPtr local_end)
 {
 	PaSubSlot  *slot = MyWriter->slot;
-	PaGroupTxn   *last = &MyWriter->group[first + n - 1];
+	PaGroupTxn *last = &MyWriter->group[first + n - 1];
 	ListCell   *lc;
 
 	/* counted before anyone can see the commit */
@@ -188,7 +188,7 @@ pa_writer_set_current(int i)
 static void
 read_txn(const char *data, Size len)
 {
-	PaGroupTxn   *g = &MyWriter->group[MyWriter->group_n];
+	PaGroupTxn *g = &MyWriter->group[MyWriter->group_n];
 	PaQTxn		txn;
 
 	pa_q_read_txn(data, len, &txn);
@@ -197,7 +197,8 @@ read_txn(const char *data, Size len)
 								 sizeof(PaDep) * Max(g->hdr.ndeps, 1));
 	for (int i = 0; i < g->hdr.ndeps; i++)
 		g->deps[i] = pa_q_dep(&txn, i);
-	g->len = txn.msgs_len;		/* the messages: pa_writer_apply_buffer reads them */
+	g->len = txn.msgs_len;		/* the messages: pa_writer_apply_buffer reads
+								 * them */
 	g->msgs = MemoryContextAlloc(MyWriter->txn_cxt, Max(g->len, 1));
 	memcpy(g->msgs, txn.msgs, g->len);
 	MyWriter->group_n++;
@@ -565,7 +566,8 @@ pa_writer_apply_txns(bool streamed)
 	if (try_apply(0, 0, !streamed && twophase == PA_Q_2PC_NONE, streamed))
 	{
 		after_prepare(twophase);
-		pa_writer_after_commit(0, MyWriter->group_n, local_commit_end(twophase));
+		pa_writer_after_commit(0, MyWriter->group_n,
+							   local_commit_end(twophase));
 		return;
 	}
 	pa_writer_request_retry(MyWriter->group[0].hdr.seq);

@@ -52,8 +52,8 @@
  * transaction is applied again, after every earlier one.  A cancel while
  * no transaction is being applied has nothing to cancel and is dropped.
  * pg_terminate_backend() ends the writer, and with it the pipeline, which
- * the supervisor restarts (pool.c); what the writer had not committed is
- * applied again from the origin's position.
+ * the supervisor restarts (leader/pool.c); what the writer had not
+ * committed is applied again from the origin's position.
  *
  * Grouping.  When the transaction that follows in the provider's commit
  * order is already waiting in this writer's queue (it depends on nothing
@@ -96,18 +96,19 @@
  * written to the writer's temporary file as it arrives, with the
  * subtransactions rolled back noted.  At PA_Q_STREAM_END the writer takes
  * the transaction's commit-order lock, waits for its turn and commits, as
- * try_apply() does.  It has no seq before, is never the earliest, and is
- * not asked to retry by others: a missing row is a retriable error.  Any
- * error while applying a chunk or waiting for the turn (a deadlock, a
- * retry request, a conflict the keys did not see) rolls the whole local
- * transaction back, and the rest of it only goes to the file; at its end
- * it is then applied from the file (apply_spill), as a barrier, after
- * every earlier transaction, with the usual retries.  The same happens
- * when, waiting for its next chunk, the writer sees another writer of the
- * subscription (or its leader) in a lock wait (not a commit-order one)
- * twice in a row, deadlock_timeout apart (peek_message_live): it may wait for a
- * lock of the streamed transaction while the leader waits for it, a
- * cycle no deadlock detector sees (receiver.c, "Deadlock freedom").  A
+ * try_apply() (txn.c) does.  It has no seq before, is never the
+ * earliest, and is not asked to retry by others: a missing row is a
+ * retriable error.  Any error while applying a chunk or waiting for the
+ * turn (a deadlock, a retry request, a conflict the keys did not see)
+ * rolls the whole local transaction back, and the rest of it only goes to
+ * the file; at its end it is then applied from the file
+ * (pa_writer_apply_spill), as a barrier, after every earlier transaction,
+ * with the usual retries.  The same happens when, waiting for its next
+ * chunk, the writer sees another writer of the subscription (or its
+ * leader) in a lock wait (not a commit-order one) twice in a row,
+ * deadlock_timeout apart (pa_writer_live_peek): it may wait for a lock of
+ * the streamed transaction while the leader waits for it, a cycle no
+ * deadlock detector sees (receiver.c, "Deadlock freedom").  A
  * STREAM_ABORT of the whole transaction rolls it back and ends it.  A
  * crash loses the local transaction: the provider streams it again.
  *
@@ -260,8 +261,9 @@ pa_writer_set_state(PaWriterState state)
 }
 
 /*
- * The pid is cleared under the shared lock (pa_shmem_lock()): a writer signalling this one
- * holds it from reading the pid until its kill() (pa_writer_request_retry).
+ * The pid is cleared under the shared lock (pa_shmem_lock()): a writer
+ * signalling this one holds it from reading the pid until its kill()
+ * (pa_writer_request_retry).
  */
 static void
 writer_on_exit(int code, Datum arg)
@@ -341,12 +343,6 @@ handle_queue_message(const char *data, Size len)
 
 	switch (kind)
 	{
-		case PA_Q_LIVE_BEGIN:
-			pa_writer_live_begin(data, len);
-			break;
-		case PA_Q_LIVE_CHUNK:
-			pa_writer_live_chunk(data, len);
-			break;
 		case PA_Q_TXN:
 			pa_writer_start_group(data, len);
 			pa_lookahead_pop();
@@ -361,6 +357,12 @@ handle_queue_message(const char *data, Size len)
 			break;
 		case PA_Q_RELATION:
 			handle_relation(data, len);
+			break;
+		case PA_Q_LIVE_BEGIN:
+			pa_writer_live_begin(data, len);
+			break;
+		case PA_Q_LIVE_CHUNK:
+			pa_writer_live_chunk(data, len);
 			break;
 		case PA_Q_STREAM_BEGIN:
 			/* a group of one, its messages in the spill file */
@@ -594,7 +596,7 @@ pa_writer_main(Datum arg)
 		sub = load_subscription();
 		apply_settings(sub);
 		pa_progress_writer_setup(MyWriter->slot, MyWriter->subid,
-								MyWriter->index);
+								 MyWriter->index);
 		pa_lookahead_init(pa_pool_attach((dsm_handle) extra[1],
 										 MyWriter->index, &seg));
 		pa_readahead_init(&MyWriter->ahead, &MyWriter->apply);
