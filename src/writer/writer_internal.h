@@ -136,8 +136,8 @@ typedef struct PaWriter
 	int			earliest_failures;	/* retriable errors met as the
 									 * earliest, see MAX_EARLIEST_RETRIES */
 
-	/* the transaction being applied: one of the group */
-	PaGroupTxn *cur;
+	/* the transaction being applied */
+	PaGroupTxn *cur;			/* one of group[], see pa_writer_set_current() */
 	uint64		committed_before_change;	/* committed_seq read before
 											 * the change being applied */
 	BufFile    *spill;			/* a streamed transaction's messages */
