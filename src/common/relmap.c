@@ -610,6 +610,122 @@ key_column_hashable(PaRelMapEntry *entry, Form_pg_attribute att, int r,
 }
 
 /*
+ * Add the key of local index indexoid (of the table whose descriptor is
+ * desc) to entry's keys when it is a unique index the stream can compute:
+ * every column sent, compared as the bytes sent.  A unique index that is
+ * not, partial or on expressions, or an exclusion constraint, makes the
+ * keys incomplete.  True when the key added is the provider's replica
+ * identity.
+ */
+static bool
+add_index_key(PaRelMapEntry *entry, Bitmapset **keysets, TupleDesc desc,
+			  Oid indexoid)
+{
+	HeapTuple	tup;
+	Form_pg_index idx;
+	Datum		datum;
+	bool		isnull;
+	oidvector  *indclass;
+	oidvector  *indcoll;
+	int		   *cols;
+	bool		usable = true;
+	bool		ri_enforced = false;
+
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	idx = (Form_pg_index) GETSTRUCT(tup);
+
+	/* an index not yet maintained enforces nothing */
+	if (!idx->indislive || !idx->indisready)
+	{
+		ReleaseSysCache(tup);
+		return false;
+	}
+	if (!idx->indisunique)
+	{
+		if (idx->indisexclusion)
+			entry->keys_complete = false;
+		ReleaseSysCache(tup);
+		return false;
+	}
+	if (!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+	{
+		entry->keys_complete = false;
+		ReleaseSysCache(tup);
+		return false;
+	}
+
+	datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
+							&isnull);
+	Assert(!isnull);
+	indclass = (oidvector *) DatumGetPointer(datum);
+	datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation,
+							&isnull);
+	Assert(!isnull);
+	indcoll = (oidvector *) DatumGetPointer(datum);
+
+	cols = palloc(Max(idx->indnkeyatts, 1) * sizeof(int));
+	for (int i = 0; i < idx->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = idx->indkey.values[i];
+
+		if (attnum <= 0 || attnum > entry->nlocalatts ||
+			entry->cols[attnum - 1].remote_col < 0 ||
+			!key_column_hashable(entry, TupleDescAttr(desc, attnum - 1),
+								 entry->cols[attnum - 1].remote_col,
+								 indclass->values[i], indcoll->values[i]))
+		{
+			usable = false;
+			break;
+		}
+		cols[i] = entry->cols[attnum - 1].remote_col;
+	}
+	if (usable)
+	{
+		Bitmapset  *set = NULL;
+
+		for (int i = 0; i < idx->indnkeyatts; i++)
+			set = bms_add_member(set, cols[i]);
+		if (bms_equal(set, entry->remoterel.attkeys))
+			ri_enforced = true;
+		add_key(entry, keysets, indexoid, idx->indnkeyatts, cols,
+				idx->indnullsnotdistinct);
+	}
+	else
+	{
+		entry->keys_complete = false;
+		pfree(cols);
+	}
+	ReleaseSysCache(tup);
+	return ri_enforced;
+}
+
+/* Do row triggers of rel fire here (entry->fires_triggers), deferrable ones? */
+static void
+find_row_triggers(PaRelMapEntry *entry, Relation rel)
+{
+	entry->fires_triggers = false;
+	entry->fires_deferrable = false;
+	if (rel->trigdesc != NULL)
+	{
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (TRIGGER_FOR_ROW(t->tgtype) &&
+				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
+				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
+			{
+				entry->fires_triggers = true;
+				entry->fires_deferrable |= t->tgdeferrable;
+			}
+		}
+	}
+}
+
+/*
  * The provider's replica identity, then each local unique index whose key
  * columns the stream carries.  Any other uniqueness the local table
  * enforces (an expression or partial unique index, one on a column the
@@ -645,105 +761,13 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 
 	foreach(lc, indexes)
 	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup;
-		Form_pg_index idx;
-		Datum		datum;
-		bool		isnull;
-		oidvector  *indclass;
-		oidvector  *indcoll;
-		int		   *cols;
-		bool		usable = true;
-
-		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for index %u", indexoid);
-		idx = (Form_pg_index) GETSTRUCT(tup);
-
-		/* an index not yet maintained enforces nothing */
-		if (!idx->indislive || !idx->indisready)
-		{
-			ReleaseSysCache(tup);
-			continue;
-		}
-		if (!idx->indisunique)
-		{
-			if (idx->indisexclusion)
-				entry->keys_complete = false;
-			ReleaseSysCache(tup);
-			continue;
-		}
-		if (!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
-			!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-		{
-			entry->keys_complete = false;
-			ReleaseSysCache(tup);
-			continue;
-		}
-
-		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
-								&isnull);
-		Assert(!isnull);
-		indclass = (oidvector *) DatumGetPointer(datum);
-		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation,
-								&isnull);
-		Assert(!isnull);
-		indcoll = (oidvector *) DatumGetPointer(datum);
-
-		cols = palloc(Max(idx->indnkeyatts, 1) * sizeof(int));
-		for (int i = 0; i < idx->indnkeyatts; i++)
-		{
-			AttrNumber	attnum = idx->indkey.values[i];
-
-			if (attnum <= 0 || attnum > entry->nlocalatts ||
-				entry->cols[attnum - 1].remote_col < 0 ||
-				!key_column_hashable(entry, TupleDescAttr(desc, attnum - 1),
-									 entry->cols[attnum - 1].remote_col,
-									 indclass->values[i], indcoll->values[i]))
-			{
-				usable = false;
-				break;
-			}
-			cols[i] = entry->cols[attnum - 1].remote_col;
-		}
-		if (usable)
-		{
-			Bitmapset  *set = NULL;
-
-			for (int i = 0; i < idx->indnkeyatts; i++)
-				set = bms_add_member(set, cols[i]);
-			if (bms_equal(set, entry->remoterel.attkeys))
-				ri_enforced = true;
-			add_key(entry, keysets, indexoid, idx->indnkeyatts, cols,
-					idx->indnullsnotdistinct);
-		}
-		else
-		{
-			entry->keys_complete = false;
-			pfree(cols);
-		}
-		ReleaseSysCache(tup);
+		if (add_index_key(entry, keysets, desc, lfirst_oid(lc)))
+			ri_enforced = true;
 	}
 
 	list_free(indexes);
 
-	entry->fires_triggers = false;
-	entry->fires_deferrable = false;
-	if (rel->trigdesc != NULL)
-	{
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
-
-			if (TRIGGER_FOR_ROW(t->tgtype) &&
-				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
-				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
-			{
-				entry->fires_triggers = true;
-				entry->fires_deferrable |= t->tgdeferrable;
-			}
-		}
-	}
+	find_row_triggers(entry, rel);
 	/* see coalesce.c */
 	entry->coalescable = entry->keys_complete && entry->nkeys == 1 &&
 		ri_enforced && rel->rd_rel->relkind == RELKIND_RELATION &&
