@@ -24,7 +24,8 @@ OBJS += \
 	src/protocol/protocol_text.o
 # common: what every process of the subscriber shares (shared memory, the
 # queue codec, the catalog, the provider connection, the relation map,
-# the user switch, the ownership hook)
+# the user switch, the ownership hook, the replication origins, the
+# writers' queue segment, the copy of a table)
 OBJS += \
 	src/common/shmem.o \
 	src/common/catalog.o \
@@ -34,7 +35,10 @@ OBJS += \
 	src/common/relmap.o \
 	src/common/usercontext.o \
 	src/common/stoplog.o \
-	src/common/waitevents.o
+	src/common/waitevents.o \
+	src/common/origins.o \
+	src/common/poolshm.o \
+	src/common/copy.o
 # launcher: the launcher and each database's supervisor
 OBJS += \
 	src/launcher/launcher.o \
@@ -57,6 +61,13 @@ OBJS += \
 # writer: the writers
 OBJS += \
 	src/writer/writer.o \
+	src/writer/lookahead.o \
+	src/writer/order.o \
+	src/writer/changes.o \
+	src/writer/conflicts.o \
+	src/writer/txn.o \
+	src/writer/live.o \
+	src/writer/copy.o \
 	src/writer/readahead.o \
 	src/writer/coalesce.o \
 	src/writer/twophase.o \

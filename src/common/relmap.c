@@ -36,7 +36,7 @@
  *	  converted to this database's first (binary is then never sent);
  *	- the defaults of local columns the provider does not send, not yet
  *	  planned (apply.c plans them as the table's user), for INSERT;
- *	- the table's record in subscription_rel (sync.c): the position its
+ *	- the table's record in subscription_rel (common/copy.c): the position its
  *	  copy read, before which its changes are in the copy and skipped
  *	  (pa_relmap_skip), and the copy's snapshot, which decides instead for
  *	  a prepared transaction (two_phase) prepared before that position;
@@ -110,13 +110,8 @@
 #include "common/relmap.h"
 #include "parallel_apply.h"
 
-char	   *pa_relmap_subscription_name = NULL;
-Oid			pa_relmap_subid = InvalidOid;
-bool		pa_relmap_table_sync = false;
-XLogRecPtr	pa_relmap_commit_lsn = InvalidXLogRecPtr;
-TransactionId pa_relmap_prepared_xid = InvalidTransactionId;
-Oid			pa_relmap_binary_type_limit = 0;
-int			pa_relmap_remote_encoding = -1;
+/* pa_relmap_set_context()'s */
+static PaRelMapContext Context = {NULL, InvalidOid, false};
 
 static MemoryContext RelMapContext = NULL;
 static HTAB *RelMap = NULL;
@@ -127,12 +122,18 @@ static bool callbacks_registered = false;
 static Oid	building_relid = InvalidOid;
 static bool building_invalidated = false;
 
+void
+pa_relmap_set_context(const PaRelMapContext *ctx)
+{
+	Context = *ctx;
+}
+
 const char *
 pa_relmap_subname(void)
 {
-	if (pa_relmap_subscription_name == NULL)
+	if (Context.subscription_name == NULL)
 		return "(unnamed)";
-	return pa_relmap_subscription_name;
+	return Context.subscription_name;
 }
 
 /* ---------------------------------------------------------------------
@@ -609,6 +610,122 @@ key_column_hashable(PaRelMapEntry *entry, Form_pg_attribute att, int r,
 }
 
 /*
+ * Add the key of local index indexoid (of the table whose descriptor is
+ * desc) to entry's keys when it is a unique index the stream can compute:
+ * every column sent, compared as the bytes sent.  A unique index that is
+ * not, partial or on expressions, or an exclusion constraint, makes the
+ * keys incomplete.  True when the key added is the provider's replica
+ * identity.
+ */
+static bool
+add_index_key(PaRelMapEntry *entry, Bitmapset **keysets, TupleDesc desc,
+			  Oid indexoid)
+{
+	HeapTuple	tup;
+	Form_pg_index idx;
+	Datum		datum;
+	bool		isnull;
+	oidvector  *indclass;
+	oidvector  *indcoll;
+	int		   *cols;
+	bool		usable = true;
+	bool		ri_enforced = false;
+
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	idx = (Form_pg_index) GETSTRUCT(tup);
+
+	/* an index not yet maintained enforces nothing */
+	if (!idx->indislive || !idx->indisready)
+	{
+		ReleaseSysCache(tup);
+		return false;
+	}
+	if (!idx->indisunique)
+	{
+		if (idx->indisexclusion)
+			entry->keys_complete = false;
+		ReleaseSysCache(tup);
+		return false;
+	}
+	if (!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+	{
+		entry->keys_complete = false;
+		ReleaseSysCache(tup);
+		return false;
+	}
+
+	datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
+							&isnull);
+	Assert(!isnull);
+	indclass = (oidvector *) DatumGetPointer(datum);
+	datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation,
+							&isnull);
+	Assert(!isnull);
+	indcoll = (oidvector *) DatumGetPointer(datum);
+
+	cols = palloc(Max(idx->indnkeyatts, 1) * sizeof(int));
+	for (int i = 0; i < idx->indnkeyatts; i++)
+	{
+		AttrNumber	attnum = idx->indkey.values[i];
+
+		if (attnum <= 0 || attnum > entry->nlocalatts ||
+			entry->cols[attnum - 1].remote_col < 0 ||
+			!key_column_hashable(entry, TupleDescAttr(desc, attnum - 1),
+								 entry->cols[attnum - 1].remote_col,
+								 indclass->values[i], indcoll->values[i]))
+		{
+			usable = false;
+			break;
+		}
+		cols[i] = entry->cols[attnum - 1].remote_col;
+	}
+	if (usable)
+	{
+		Bitmapset  *set = NULL;
+
+		for (int i = 0; i < idx->indnkeyatts; i++)
+			set = bms_add_member(set, cols[i]);
+		if (bms_equal(set, entry->remoterel.attkeys))
+			ri_enforced = true;
+		add_key(entry, keysets, indexoid, idx->indnkeyatts, cols,
+				idx->indnullsnotdistinct);
+	}
+	else
+	{
+		entry->keys_complete = false;
+		pfree(cols);
+	}
+	ReleaseSysCache(tup);
+	return ri_enforced;
+}
+
+/* Do row triggers of rel fire here (entry->fires_triggers), deferrable ones? */
+static void
+find_row_triggers(PaRelMapEntry *entry, Relation rel)
+{
+	entry->fires_triggers = false;
+	entry->fires_deferrable = false;
+	if (rel->trigdesc != NULL)
+	{
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (TRIGGER_FOR_ROW(t->tgtype) &&
+				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
+				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
+			{
+				entry->fires_triggers = true;
+				entry->fires_deferrable |= t->tgdeferrable;
+			}
+		}
+	}
+}
+
+/*
  * The provider's replica identity, then each local unique index whose key
  * columns the stream carries.  Any other uniqueness the local table
  * enforces (an expression or partial unique index, one on a column the
@@ -644,105 +761,13 @@ build_keys(PaRelMapEntry *entry, Relation rel)
 
 	foreach(lc, indexes)
 	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup;
-		Form_pg_index idx;
-		Datum		datum;
-		bool		isnull;
-		oidvector  *indclass;
-		oidvector  *indcoll;
-		int		   *cols;
-		bool		usable = true;
-
-		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for index %u", indexoid);
-		idx = (Form_pg_index) GETSTRUCT(tup);
-
-		/* an index not yet maintained enforces nothing */
-		if (!idx->indislive || !idx->indisready)
-		{
-			ReleaseSysCache(tup);
-			continue;
-		}
-		if (!idx->indisunique)
-		{
-			if (idx->indisexclusion)
-				entry->keys_complete = false;
-			ReleaseSysCache(tup);
-			continue;
-		}
-		if (!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
-			!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-		{
-			entry->keys_complete = false;
-			ReleaseSysCache(tup);
-			continue;
-		}
-
-		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass,
-								&isnull);
-		Assert(!isnull);
-		indclass = (oidvector *) DatumGetPointer(datum);
-		datum = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indcollation,
-								&isnull);
-		Assert(!isnull);
-		indcoll = (oidvector *) DatumGetPointer(datum);
-
-		cols = palloc(Max(idx->indnkeyatts, 1) * sizeof(int));
-		for (int i = 0; i < idx->indnkeyatts; i++)
-		{
-			AttrNumber	attnum = idx->indkey.values[i];
-
-			if (attnum <= 0 || attnum > entry->nlocalatts ||
-				entry->cols[attnum - 1].remote_col < 0 ||
-				!key_column_hashable(entry, TupleDescAttr(desc, attnum - 1),
-									 entry->cols[attnum - 1].remote_col,
-									 indclass->values[i], indcoll->values[i]))
-			{
-				usable = false;
-				break;
-			}
-			cols[i] = entry->cols[attnum - 1].remote_col;
-		}
-		if (usable)
-		{
-			Bitmapset  *set = NULL;
-
-			for (int i = 0; i < idx->indnkeyatts; i++)
-				set = bms_add_member(set, cols[i]);
-			if (bms_equal(set, entry->remoterel.attkeys))
-				ri_enforced = true;
-			add_key(entry, keysets, indexoid, idx->indnkeyatts, cols,
-					idx->indnullsnotdistinct);
-		}
-		else
-		{
-			entry->keys_complete = false;
-			pfree(cols);
-		}
-		ReleaseSysCache(tup);
+		if (add_index_key(entry, keysets, desc, lfirst_oid(lc)))
+			ri_enforced = true;
 	}
 
 	list_free(indexes);
 
-	entry->fires_triggers = false;
-	entry->fires_deferrable = false;
-	if (rel->trigdesc != NULL)
-	{
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
-
-			if (TRIGGER_FOR_ROW(t->tgtype) &&
-				(t->tgenabled == TRIGGER_FIRES_ALWAYS ||
-				 t->tgenabled == TRIGGER_FIRES_ON_REPLICA))
-			{
-				entry->fires_triggers = true;
-				entry->fires_deferrable |= t->tgdeferrable;
-			}
-		}
-	}
+	find_row_triggers(entry, rel);
 	/* see coalesce.c */
 	entry->coalescable = entry->keys_complete && entry->nkeys == 1 &&
 		ri_enforced && rel->rd_rel->relkind == RELKIND_RELATION &&
@@ -800,9 +825,9 @@ sync_lsn_of(Oid relid, PaRelMapEntry *entry, MemoryContext cxt)
 
 	entry->sync_lsn = InvalidXLogRecPtr;
 	entry->sync_has_snapshot = false;
-	if (!OidIsValid(pa_relmap_subid) || !pa_relmap_table_sync)
+	if (!OidIsValid(Context.subid) || !Context.table_sync)
 		return;
-	values[0] = ObjectIdGetDatum(pa_relmap_subid);
+	values[0] = ObjectIdGetDatum(Context.subid);
 	values[1] = ObjectIdGetDatum(relid);
 	/* the caller may have no snapshot (a relation opened for keys) */
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -839,13 +864,13 @@ ended_in_sync_snapshot(PaRelMapEntry *entry, TransactionId xid)
 }
 
 bool
-pa_relmap_skip(PaRelMapEntry *entry)
+pa_relmap_skip(PaRelMapEntry *entry, const PaRelMapApply *apply)
 {
 	if (entry->ours)
 		return true;
 	/* a table not recorded is not the subscription's (yet) */
 	if (XLogRecPtrIsInvalid(entry->sync_lsn))
-		return pa_relmap_table_sync;
+		return Context.table_sync;
 
 	/*
 	 * A prepared transaction comes at its PREPARE, and is in the copy when
@@ -854,10 +879,10 @@ pa_relmap_skip(PaRelMapEntry *entry)
 	 * it may have been committed before the snapshot, or after; its xid
 	 * is then near the snapshot's, so the 32-bit comparisons hold.
 	 */
-	if (TransactionIdIsValid(pa_relmap_prepared_xid) &&
-		entry->sync_has_snapshot && pa_relmap_commit_lsn < entry->sync_lsn)
-		return ended_in_sync_snapshot(entry, pa_relmap_prepared_xid);
-	return pa_relmap_commit_lsn < entry->sync_lsn;
+	if (TransactionIdIsValid(apply->prepared_xid) &&
+		entry->sync_has_snapshot && apply->commit_lsn < entry->sync_lsn)
+		return ended_in_sync_snapshot(entry, apply->prepared_xid);
+	return apply->commit_lsn < entry->sync_lsn;
 }
 
 /*
@@ -999,7 +1024,8 @@ pa_relmap_close(PaRelMapEntry *entry, LOCKMODE lockmode)
  */
 
 Datum
-pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
+pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value,
+				const PaRelMapApply *apply)
 {
 	PaColumnInput *col = &entry->cols[attno];
 	const char *attname = entry->remoterel.attnames[col->remote_col];
@@ -1014,10 +1040,10 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 		char	   *str = value->data;
 
 		/* the provider's encoding to ours; an error names the column */
-		if (pa_relmap_remote_encoding >= 0 &&
-			pa_relmap_remote_encoding != GetDatabaseEncoding())
+		if (apply->remote_encoding >= 0 &&
+			apply->remote_encoding != GetDatabaseEncoding())
 			str = pg_any_to_server(value->data, value->len,
-								   pa_relmap_remote_encoding);
+								   apply->remote_encoding);
 		return InputFunctionCall(&col->input, str, col->typioparam,
 								 col->typmod);
 	}
@@ -1025,7 +1051,7 @@ pa_relmap_input(PaRelMapEntry *entry, int attno, char kind, StringInfo value)
 	if (kind != PA_DATUM_BINARY)
 		elog(ERROR, "unexpected datum kind '%c'", kind);
 	pa_check_binary_datum(col->remote_typid, col->remote_binary_safe,
-						  pa_relmap_binary_type_limit);
+						  apply->binary_type_limit);
 
 	/* the receive function moves the cursor: leave the caller's alone */
 	buf = *value;

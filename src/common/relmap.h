@@ -126,37 +126,50 @@ typedef struct PaRelMapEntry
 	MemoryContext cxt;			/* holds everything above */
 } PaRelMapEntry;
 
-/* The name used in error messages ("subscription \"x\""); set once. */
-extern char *pa_relmap_subscription_name;
+/*
+ * What relmap.c knows of the process's subscription, set once through
+ * pa_relmap_set_context() by the process that maps relations (a leader, a
+ * writer, the backend that copies a table); it is copied.
+ */
+typedef struct PaRelMapContext
+{
+	const char *subscription_name;	/* for error messages ("subscription
+									 * \"x\""), NULL: not set */
+	Oid			subid;			/* for its tables' sync positions
+								 * (subscription_rel), InvalidOid: none */
+	bool		table_sync;		/* the subscription records its tables */
+} PaRelMapContext;
 
-/* The subscription, for its tables' sync positions (subscription_rel). */
-extern Oid	pa_relmap_subid;
-extern bool pa_relmap_table_sync;	/* the subscription records its tables */
+extern void pa_relmap_set_context(const PaRelMapContext *ctx);
 
 /*
- * The commit LSN of the transaction being applied.  pa_relmap_skip(): a
- * change is not applied to one of the extension's own tables, nor to a
- * table whose copy read it already (committed before sync_lsn), nor, when
- * the subscription records its tables, to a table it has no record of.
+ * What a writer passes for the change it applies (pa_relmap_skip,
+ * pa_relmap_input).
  */
-extern XLogRecPtr pa_relmap_commit_lsn;
-/* its xid when it is a prepared transaction (two_phase), else invalid */
-extern TransactionId pa_relmap_prepared_xid;
-extern bool pa_relmap_skip(PaRelMapEntry *entry);
+typedef struct PaRelMapApply
+{
+	XLogRecPtr	commit_lsn;		/* the transaction's commit LSN */
+	TransactionId prepared_xid; /* its xid when it is a prepared transaction
+								 * (two_phase), else invalid */
+	Oid			binary_type_limit;	/* the binary_type_limit of the
+									 * session's STARTUP: a binary datum of
+									 * a type at or above it is refused (0,
+									 * nothing binary, until set) */
+	int			remote_encoding;	/* the encoding of the session's
+									 * STARTUP: text datums are converted
+									 * from it to the database's (-1, the
+									 * database's own, until set) */
+} PaRelMapApply;
 
 /*
- * The binary_type_limit of the session's STARTUP: pa_relmap_input refuses
- * a binary datum of a type at or above it (0, nothing binary, until set).
+ * Is a change of the transaction in apply not to be applied to entry?
+ * Not to one of the extension's own tables, nor to a table whose copy read
+ * it already (committed before sync_lsn), nor, when the subscription
+ * records its tables, to a table it has no record of.
  */
-extern Oid	pa_relmap_binary_type_limit;
+extern bool pa_relmap_skip(PaRelMapEntry *entry, const PaRelMapApply *apply);
 
-/*
- * The encoding of the session's STARTUP: pa_relmap_input converts text
- * datums from it to the database's (-1, the database's own, until set).
- */
-extern int	pa_relmap_remote_encoding;
-
-/* pa_relmap_subscription_name, or a placeholder while it is not set. */
+/* The context's subscription_name, or a placeholder while it is not set. */
 extern const char *pa_relmap_subname(void);
 
 /* A RELATION arrived: remember it, invalidate what was derived from it. */
@@ -193,10 +206,10 @@ extern void pa_relmap_close(PaRelMapEntry *entry, LOCKMODE lockmode);
  * local attribute attno (0-based; its remote_col must be >= 0), allocated in
  * the current memory context.  The entry must be open.  A binary datum of a
  * remote type the provider never sends binary (pa_check_binary_datum, with
- * pa_relmap_binary_type_limit) is a protocol violation.
+ * apply->binary_type_limit) is a protocol violation.
  */
 extern Datum pa_relmap_input(PaRelMapEntry *entry, int attno, char kind,
-							 StringInfo value);
+							 StringInfo value, const PaRelMapApply *apply);
 
 /* The replica identity index of a local table, else its primary key. */
 extern Oid	pa_relmap_key_index(Relation rel);

@@ -54,27 +54,21 @@
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
+#include "common/poolshm.h"
 #include "common/waitevents.h"
 #include "launcher/launcher.h"
 #include "leader/leader.h"
 #include "leader/pool.h"
 
-#define PA_POOL_MAGIC	0x50415031
 #define READ_RATE_WINDOW	256
 #define READ_RATE_TXNS		2
 
 
-/* Origins are cluster-wide, subscription ids per database: name both. */
-char *
-pa_writer_origin_name(Oid subid, int writer)
-{
-	return psprintf("pa_%u_%u_%d", MyDatabaseId, subid, writer);
-}
-
 static shm_mq *
 queue_of(int writer)
 {
-	return shm_toc_lookup(MyPaLeader->pool_toc, writer + 1, false);
+	return shm_toc_lookup(MyPaLeader->pool_toc, PA_POOL_QUEUE_KEY(writer),
+						  false);
 }
 
 /*
@@ -119,7 +113,7 @@ pa_pool_init(void)
 										  dsm_segment_address(MyPaLeader->pool_seg),
 										  size);
 	for (int i = 0; i < pa_max_writers; i++)
-		shm_toc_insert(MyPaLeader->pool_toc, i + 1,
+		shm_toc_insert(MyPaLeader->pool_toc, PA_POOL_QUEUE_KEY(i),
 					   shm_toc_allocate(MyPaLeader->pool_toc, PA_QUEUE_SIZE));
 	MyPaLeader->nactive = 0;
 
@@ -489,30 +483,4 @@ pa_pool_stopped(void)
 			return false;
 	}
 	return true;
-}
-
-shm_mq_handle *
-pa_pool_attach(dsm_handle handle, int writer, dsm_segment **seg)
-{
-	shm_toc    *toc;
-	shm_mq	   *mq;
-
-	*seg = dsm_attach(handle);
-	if (*seg == NULL)
-	{
-		/*
-		 * The receiver that made the queues is gone, and has said why: that
-		 * error, not this consequence of it, is the subscription's last.
-		 */
-		ereport(LOG,
-				(errmsg("parallel_apply writer %d exits: its receiver is gone",
-						writer)));
-		proc_exit(0);
-	}
-	toc = shm_toc_attach(PA_POOL_MAGIC, dsm_segment_address(*seg));
-	if (toc == NULL)
-		elog(ERROR, "bad magic number in parallel_apply queue segment");
-	mq = shm_toc_lookup(toc, writer + 1, false);
-	shm_mq_set_receiver(mq, MyProc);
-	return shm_mq_attach(mq, *seg, NULL);
 }

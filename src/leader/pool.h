@@ -17,11 +17,9 @@
 #include "storage/shm_mq.h"
 
 #include "common/pipeline.h"
+#include "common/poolshm.h"
 
-/* Per-writer queue in the pool's DSM segment. */
-#define PA_QUEUE_SIZE	(4 * 1024 * 1024)
-
-/* The messages in a queue: queue.h. */
+/* The queues' segment: common/poolshm.h; the messages in a queue: queue.h. */
 
 /* Leader side.  It remembers the seqs of the last PA_SENT_RING
  * transactions given to each writer: no writer may have more in flight. */
@@ -48,12 +46,5 @@ extern bool pa_pool_writers_read(void);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);
 extern bool pa_pool_stopped(void);
-
-/* Writer side: attach to its queue. */
-extern shm_mq_handle *pa_pool_attach(dsm_handle handle, int writer,
-											dsm_segment **seg);
-
-/* Origin of writer n: pa_<database oid>_<subid>_<n>. */
-extern char *pa_writer_origin_name(Oid subid, int writer);
 
 #endif							/* PA_POOL_H */

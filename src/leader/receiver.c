@@ -767,12 +767,14 @@ pa_leader_main(Datum arg)
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
 		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
-		pa_relmap_subscription_name = sub->name;
 		/*
-		 * Not pa_relmap_table_sync: only writers skip changes, so the
-		 * leader's relation map need not read the tables' positions.
+		 * Not table_sync: only writers skip changes, so the leader's
+		 * relation map need not read the tables' positions.
 		 */
-		pa_relmap_subid = sub->subid;
+		pa_relmap_set_context(&(PaRelMapContext) {
+			.subscription_name = sub->name,
+			.subid = sub->subid,
+		});
 		L->durable = strcmp(sub->synchronous_commit, "off") != 0;
 
 		claim_slot(slot, sub);
@@ -784,7 +786,7 @@ pa_leader_main(Datum arg)
 
 		if (sub->sync_state != PA_SYNC_READY)
 		{
-			pa_sync_run(L->conn, sub, slot);
+			pa_sync_run(L->conn, sub, slot, pa_dispatch_start_writers);
 			start = InvalidXLogRecPtr;	/* the slot's consistent point */
 			set_state(PA_SUB_CATCHING_UP);
 		}

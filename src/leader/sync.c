@@ -8,11 +8,12 @@
  * (CREATE_REPLICATION_SLOT ... EXPORT_SNAPSHOT) and keeps that replication
  * connection idle, which keeps the snapshot alive.  It lists the published
  * tables under that snapshot and gives one table at a time to each writer
- * (PA_Q_COPY).  A writer opens its own connection to the provider, imports
- * the snapshot (SET TRANSACTION SNAPSHOT), and streams COPY ... TO STDOUT
- * into the local table with COPY FROM's machinery, in one local
- * transaction per table that also records the table as copied, with the
- * slot's consistent point, in parallel_apply.subscription_rel.  Nothing
+ * (PA_Q_COPY).  A writer (writer/copy.c) opens its own connection to the
+ * provider, imports the snapshot (SET TRANSACTION SNAPSHOT), and streams
+ * COPY ... TO STDOUT into the local table with COPY FROM's machinery
+ * (common/copy.c), in one local transaction per table that also records
+ * the table as copied, with the slot's consistent point, in
+ * parallel_apply.subscription_rel.  Nothing
  * is truncated: rows only the subscriber has stay, and a row the provider
  * has too is a duplicate key error, for the user to resolve, as with
  * PostgreSQL's own table synchronization.  When every table is copied the
@@ -87,12 +88,12 @@
 
 #include "common/catalog.h"
 #include "common/conn.h"
+#include "common/copy.h"
 #include "common/queue.h"
 #include "common/relmap.h"
 #include "common/usercontext.h"
 #include "common/waitevents.h"
 #include "compat.h"
-#include "leader/dispatcher.h"
 #include "leader/pool.h"
 #include "leader/sync.h"
 
@@ -103,24 +104,8 @@ typedef struct CopyTask
 	char		relkind;
 } CopyTask;
 
-static WalReceiverConn *copy_conn;
-
 static void record_synced(PaSubscription *sub, const char *nspname,
 						  const char *relname, XLogRecPtr snap_lsn);
-static void record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn,
-						 const char *snap);
-static StringInfoData copybuf;
-
-static void
-begin_snapshot(WalReceiverConn *conn, const char *snapshot)
-{
-	char	   *sql;
-
-	pa_provider_exec(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
-				  0, NULL, WALRCV_OK_COMMAND, "start a transaction");
-	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
-	pa_provider_exec(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
-}
 
 static List *
 list_tables(PaSubscription *sub, const char *snapshot)
@@ -134,7 +119,7 @@ list_tables(PaSubscription *sub, const char *snapshot)
 	List	   *tasks = NIL;
 
 	if (snapshot != NULL)
-		begin_snapshot(conn, snapshot);
+		pa_copy_begin_snapshot(conn, snapshot);
 	else
 		pa_provider_exec(conn, "BEGIN READ ONLY", 0, NULL, WALRCV_OK_COMMAND,
 					  "start a transaction");
@@ -257,7 +242,7 @@ unrecorded(List *listed, Oid subid)
 
 static void
 copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
-			XLogRecPtr snap_lsn)
+			XLogRecPtr snap_lsn, PaStartWriters start_writers)
 {
 	List	   *listed = list_tables(sub, snapshot);
 	List	   *tasks = unrecorded(listed, sub->subid);
@@ -269,8 +254,7 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 	 * With adaptive writers only writer 0 may run so far: start as many as
 	 * there are tables, up to the pool, with what worker slots there are.
 	 */
-	nwriters = pa_dispatch_start_writers(Max(1, Min(pa_pool_size(),
-													list_length(tasks))));
+	nwriters = start_writers(Max(1, Min(pa_pool_size(), list_length(tasks))));
 	Assert(nwriters >= 1);
 	assigned = palloc0(sizeof(uint32) * nwriters);
 
@@ -404,7 +388,8 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 }
 
 void
-pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
+pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot,
+			PaStartWriters start_writers)
 {
 	WalReceiverConn *snapconn = NULL;
 	char	   *lsn;
@@ -452,7 +437,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 			 * it (pa_sync_relation), or its absence is reported then.
 			 */
 			if (OidIsValid(relid))
-				record_relid(sub->subid, relid, stream_start, NULL);
+				pa_copy_record_relid(sub->subid, relid, stream_start, NULL);
 		}
 		PopActiveSnapshot();
 	}
@@ -471,7 +456,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 					(errmsg("the provider exported no snapshot for the slot of subscription \"%s\"",
 							sub->name)));
 		PushActiveSnapshot(GetTransactionSnapshot());
-		copy_tables(sub, slot, snapshot, snap_lsn);
+		copy_tables(sub, slot, snapshot, snap_lsn, start_writers);
 		PopActiveSnapshot();
 		if (snapconn != NULL)
 			walrcv_disconnect(snapconn);
@@ -482,287 +467,6 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	sub->sync_state = PA_SYNC_READY;
-}
-
-/* ---------------------------------------------------------------------
- * Writer side
- * ---------------------------------------------------------------------
- */
-
-/* COPY FROM's data source: the provider's COPY TO STDOUT. */
-static int
-copy_read_data(void *outbuf, int minread, int maxread)
-{
-	int			bytesread = 0;
-
-	while (maxread > 0 && bytesread < minread)
-	{
-		int			avail = copybuf.len - copybuf.cursor;
-
-		if (avail > 0)
-		{
-			avail = Min(avail, maxread);
-			memcpy((char *) outbuf + bytesread, copybuf.data + copybuf.cursor, avail);
-			copybuf.cursor += avail;
-			maxread -= avail;
-			bytesread += avail;
-			continue;
-		}
-		for (;;)
-		{
-			pgsocket	fd = PGINVALID_SOCKET;
-			char	   *buf = NULL;
-			int			len;
-
-			CHECK_FOR_INTERRUPTS();
-			len = walrcv_receive(copy_conn, &buf, &fd);
-			if (len < 0)
-				return bytesread;	/* end of the copy */
-			if (len > 0)
-			{
-				resetStringInfo(&copybuf);
-				appendBinaryStringInfo(&copybuf, buf, len);
-				break;
-			}
-			(void) WaitLatchOrSocket(MyLatch,
-									 WL_SOCKET_READABLE | WL_LATCH_SET |
-									 WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 fd, 1000L, pa_wait_event(PA_WE_COPY_READ));
-			ResetLatch(MyLatch);
-		}
-	}
-	return bytesread;
-}
-
-/*
- * How the subscription's publications publish the provider's table: the
- * row filters to copy with (*quals, text; NIL: every row) and a
- * publication whose column list (pg_publication_tables.attnames: every
- * column when it has none) to copy (*listpub).  Publications that give it
- * different column lists are an error, as in the output plugin.
- */
-static void
-remote_publication_filters(const char *nspname, const char *relname,
-						   List *publications, List **quals, char **listpub)
-{
-	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
-	StringInfoData sql;
-	WalRcvExecResult *res;
-	TupleTableSlot *tslot;
-	bool		unfiltered = false;
-	bool		first = true;
-	char	   *collist = NULL;
-
-	*quals = NIL;
-	*listpub = NULL;
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT t.pubname::text, t.rowfilter, t.attnames::text"
-					 " FROM pg_catalog.pg_publication_tables t"
-					 " WHERE t.schemaname = %s AND t.tablename = %s AND t.pubname IN (",
-					 quote_literal_cstr(nspname), quote_literal_cstr(relname));
-	appendStringInfo(&sql, "%s) ORDER BY 1", pa_literal_list(publications));
-	res = pa_provider_exec(copy_conn, sql.data, 3, types, WALRCV_OK_TUPLES,
-						   "read the row filters and column lists of a published table");
-
-	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-	{
-		bool		isnull;
-		Datum		d;
-		char	   *cols = NULL;
-
-		d = slot_getattr(tslot, 2, &isnull);
-		if (isnull)
-			unfiltered = true;
-		else
-		{
-			char	   *qual = TextDatumGetCString(d);
-			ListCell   *q;
-			bool		seen = false;
-
-			foreach(q, *quals)
-				seen |= strcmp(lfirst(q), qual) == 0;
-			if (!seen)
-				*quals = lappend(*quals, qual);
-		}
-
-		d = slot_getattr(tslot, 3, &isnull);
-		if (!isnull)
-			cols = TextDatumGetCString(d);
-		if (first)
-		{
-			if (cols != NULL)
-				*listpub = TextDatumGetCString(slot_getattr(tslot, 1, &isnull));
-			collist = cols;
-			first = false;
-		}
-		else if ((collist == NULL) != (cols == NULL) ||
-				 (cols != NULL && strcmp(collist, cols) != 0))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot use different column lists for table \"%s.%s\" in different publications",
-							nspname, relname),
-					 errhint("Give the table the same column list in every publication of the subscription, or none in all.")));
-		ExecClearTuple(tslot);
-	}
-	ExecDropSingleTupleTableSlot(tslot);
-	walrcv_clear_result(res);
-	if (unfiltered)
-		*quals = NIL;
-}
-
-/*
- * The columns to copy, in the provider's order: those of the column list
- * publication listpub gives the table (nspname.relname), or all.
- */
-static List *
-remote_columns(const char *nspname, const char *relname, const char *listpub)
-{
-	char	   *qualified = quote_qualified_identifier(nspname, relname);
-	Oid			types[1] = {TEXTOID};
-	char	   *sql;
-	WalRcvExecResult *res;
-	TupleTableSlot *tslot;
-	List	   *cols = NIL;
-	bool		isnull;
-
-	sql = psprintf("SELECT a.attname FROM pg_catalog.pg_attribute a"
-				   " WHERE a.attrelid = %s::pg_catalog.regclass AND a.attnum > 0"
-				   " AND NOT a.attisdropped AND a.attgenerated = ''"
-				   "%s ORDER BY a.attnum",
-				   quote_literal_cstr(qualified),
-				   listpub == NULL ? "" :
-				   psprintf(" AND a.attname = ANY (SELECT pg_catalog.unnest(t.attnames)"
-							" FROM pg_catalog.pg_publication_tables t"
-							" WHERE t.pubname = %s AND t.schemaname = %s AND t.tablename = %s)",
-							quote_literal_cstr(listpub), quote_literal_cstr(nspname),
-							quote_literal_cstr(relname)));
-	res = pa_provider_exec(copy_conn, sql, 1, types, WALRCV_OK_TUPLES,
-						"read the columns of a published table");
-	tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
-	{
-		cols = lappend(cols, makeString(TextDatumGetCString(slot_getattr(tslot, 1, &isnull))));
-		ExecClearTuple(tslot);
-	}
-	ExecDropSingleTupleTableSlot(tslot);
-	walrcv_clear_result(res);
-	return cols;
-}
-
-/*
- * Copy the provider's rows of a table into the local one (relid, locked),
- * adding to what is there, as the changes to it are applied: as the user
- * usercontext.c switches to for it (the subscription's owner with
- * run_as_owner, else the table's owner), who must have INSERT
- * on it with no row-level security in force; with
- * session_replication_role = replica, so that only the triggers that
- * fire on a subscriber fire; and with its rows WAL-logged under a
- * replication origin, so that a provider of this node that sends only
- * changes with no origin (origin := 'none', a bidirectional pair) never
- * sends them back.  A writer has its origin set up for its whole life;
- * the leader and a backend running refresh_subscription() have none, and
- * mark the copy's rows with DoNotReplicateId (decoding sees them as
- * coming from elsewhere; no origin's progress moves).  The provider's
- * COPY runs under the imported snapshot; it copies the columns cols, and
- * only the rows that match one of quals (row filters, NIL: every row).
- */
-typedef struct CopyContext
-{
-	const char *qualified;
-	const char *subname;
-} CopyContext;
-
-static void
-copy_error_callback(void *arg)
-{
-	CopyContext *c = arg;
-
-	errcontext("copying table %s for parallel_apply subscription \"%s\"",
-			   c->qualified, c->subname);
-}
-
-static void
-copy_into(PaSubscription *sub, Oid relid, char relkind,
-		  const char *qualified, List *cols, List *quals)
-{
-	StringInfoData sql;
-	ListCell   *lc;
-	Relation	rel;
-	ParseState *pstate;
-	CopyFromState cstate;
-	WalRcvExecResult *res;
-	PaUserSwitch save;
-	RepOriginId saved_origin = replorigin_session_origin;
-	CopyContext context = {qualified, sub->name};
-	ErrorContextCallback errcallback;
-
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "COPY (SELECT ");
-	foreach(lc, cols)
-		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
-						 quote_identifier(strVal(lfirst(lc))));
-	appendStringInfo(&sql, " FROM %s%s",
-					 relkind == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
-					 qualified);
-	foreach(lc, quals)
-		appendStringInfo(&sql, "%s(%s)", foreach_current_index(lc) > 0 ? " OR " : " WHERE ",
-						 (char *) lfirst(lc));
-	appendStringInfoString(&sql, ") TO STDOUT");
-	res = pa_provider_exec(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
-						"start copying a table");
-	walrcv_clear_result(res);
-
-	errcallback.callback = copy_error_callback;
-	errcallback.arg = &context;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-
-	rel = table_open(relid, RowExclusiveLock);
-	pa_switch_to_table_user(rel->rd_rel->relowner,
-							sub->run_as_owner ? sub->owner : InvalidOid, &save);
-	/* rolled back with the switch's GUC nest level */
-	(void) set_config_option("session_replication_role", "replica",
-							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-	pa_check_table_privileges(rel, ACL_INSERT);
-	pstate = make_parsestate(NULL);
-	(void) addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
-										 NULL, false, false);
-	initStringInfo(&copybuf);
-	if (replorigin_session_origin == InvalidRepOriginId)
-		replorigin_session_origin = DoNotReplicateId;
-	PG_TRY();
-	{
-		/* libpqwalreceiver asked the provider for this database's encoding */
-		cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, copy_read_data,
-							   cols,
-							   list_make1(makeDefElem("encoding",
-													  (Node *) makeString(pstrdup(GetDatabaseEncodingName())),
-													  -1)));
-		(void) CopyFrom(cstate);
-		EndCopyFrom(cstate);
-	}
-	PG_FINALLY();
-	{
-		replorigin_session_origin = saved_origin;
-	}
-	PG_END_TRY();
-	pa_restore_user(&save);
-	table_close(rel, NoLock);
-	error_context_stack = errcallback.previous;
-}
-
-/* The provider's relkind of a table, under the copy's snapshot. */
-static char
-remote_relkind(const char *qualified)
-{
-	char	   *kind = pa_provider_value(copy_conn,
-										 psprintf("SELECT relkind::text FROM pg_catalog.pg_class WHERE oid = %s::pg_catalog.regclass",
-												  quote_literal_cstr(qualified)));
-
-	return kind != NULL ? kind[0] : RELKIND_RELATION;
 }
 
 /* Has the subscription a record of the table? */
@@ -797,153 +501,9 @@ record_synced(PaSubscription *sub, const char *nspname, const char *relname,
 	Oid			relid = local_relid(nspname, relname);
 
 	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" does not exist",
-						nspname, relname, sub->name),
-				 errhint("Create the table on the subscriber with the provider's columns.")));
-	record_relid(sub->subid, relid, snap_lsn, NULL);
-}
-
-/*
- * snap: the provider's snapshot the copy read (pg_current_snapshot()),
- * NULL when nothing was copied.  A prepared transaction that was in
- * progress in it is not in the copy, whatever its PREPARE's LSN: relmap.c.
- */
-static void
-record_relid(Oid subid, Oid relid, XLogRecPtr snap_lsn, const char *snap)
-{
-	Oid			types[4] = {OIDOID, OIDOID, LSNOID, TEXTOID};
-	Datum		values[4];
-	char		nulls[4] = "   n";
-
-	values[0] = ObjectIdGetDatum(subid);
-	values[1] = ObjectIdGetDatum(relid);
-	values[2] = LSNGetDatum(snap_lsn);
-	values[3] = snap ? CStringGetTextDatum(snap) : (Datum) 0;
-	if (snap)
-		nulls[3] = ' ';
-	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription_rel VALUES ($1, $2, $3, $4)",
-						   4, types, values, nulls, SPI_OK_INSERT);
-}
-
-/*
- * Copy one table at the snapshot, in a local transaction of its own that
- * also records it as copied at snap_lsn.  relkind '\0': look it up.  As
- * the subscription's publications publish it, as its user (sub NULL:
- * read them from subid's record).
- */
-static void copy_table_here(PaSubscription *sub,
-							const char *nspname, const char *relname,
-							char relkind, const char *snapshot,
-							XLogRecPtr snap_lsn, const char *dsn);
-
-static void
-copy_table(Oid subid, PaSubscription *sub, const char *nspname,
-		   const char *relname, char relkind, const char *snapshot,
-		   XLogRecPtr snap_lsn, const char *dsn)
-{
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (sub == NULL)
-	{
-		sub = pa_catalog_get(subid);
-
-		if (sub == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("parallel_apply subscription %u was dropped during its initial copy",
-							subid)));
-	}
-	copy_table_here(sub, nspname, relname, relkind, snapshot, snap_lsn, dsn);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
-
-/* copy_table, in the current transaction (with a snapshot pushed) */
-static void
-copy_table_here(PaSubscription *sub, const char *nspname,
-				const char *relname, char relkind, const char *snapshot,
-				XLogRecPtr snap_lsn, const char *dsn)
-{
-	char	   *qualified = quote_qualified_identifier(nspname, relname);
-	List	   *cols;
-	List	   *quals;
-	char	   *listpub;
-	Oid			relid;
-	char	   *copy_snap;
-
-	/* as its owner may connect (password_required, conn.c) */
-	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL,
-									false, PA_SUB_MUST_USE_PASSWORD(sub));
-	begin_snapshot(copy_conn, snapshot);
-	copy_snap = pa_provider_value(copy_conn,
-								  "SELECT pg_catalog.pg_current_snapshot()::text");
-	remote_publication_filters(nspname, relname, sub->publications, &quals,
-							   &listpub);
-	cols = remote_columns(nspname, relname, listpub);
-	if (relkind == '\0')
-		relkind = remote_relkind(qualified);
-
-	relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
-							 AccessExclusiveLock, true);
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("target table \"%s.%s\" of parallel_apply subscription \"%s\" does not exist",
-						nspname, relname, sub->name),
-				 errhint("Create the table on the subscriber with the provider's columns, then the copy starts again.")));
-
-	if (pa_relation_is_ours(relid))
-	{
-		/* a provider that sent it anyway: this node's state, keep it */
-		ereport(WARNING,
-				(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
-						nspname, relname)));
-	}
-	else
-	{
-		copy_into(sub, relid, relkind, qualified, cols, quals);
-		record_relid(sub->subid, relid, snap_lsn, copy_snap);
-		/* writers that know the table read its record again */
-		CacheInvalidateRelcacheByRelid(relid);
-		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
-					  "end a transaction");
-		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
-	}
-	walrcv_disconnect(copy_conn);
-	copy_conn = NULL;
-}
-
-void
-pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me, const char *data,
-				   Size len)
-{
-	PaCopyTask	task;
-
-	pa_q_read_copy(data, len, &task);
-
-	PG_TRY();
-	{
-		copy_table(pa_relmap_subid, NULL, task.nspname, task.relname,
-				   task.relkind, task.snapshot, task.snap_lsn, task.dsn);
-	}
-	PG_CATCH();
-	{
-		pa_error_to_slot(slot, me, "initial copy", NULL);
-		pa_count_error(slot, true);
-		SpinLockAcquire(&slot->mutex);
-		me->copy_failed = true;
-		SpinLockRelease(&slot->mutex);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-
-	SpinLockAcquire(&slot->mutex);
-	me->copies_done++;
-	SpinLockRelease(&slot->mutex);
-	if (slot->leader_latch)
-		SetLatch(slot->leader_latch);
+		pa_copy_no_target(nspname, relname, sub->name,
+						  "Create the table on the subscriber with the provider's columns.");
+	pa_copy_record_relid(sub->subid, relid, snap_lsn, NULL);
 }
 
 /* ---------------------------------------------------------------------
@@ -997,8 +557,8 @@ pa_sync_relation(const char *nspname, const char *relname,
 		MemoryContextSwitchTo(oldcxt);
 		PG_TRY();
 		{
-			copy_table(stream_sub->subid, stream_sub, nspname,
-					   relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
+			pa_copy_table(stream_sub->subid, stream_sub, nspname,
+						  relname, '\0', snapshot, snap_lsn, stream_sub->dsn);
 		}
 		PG_CATCH();
 		{
@@ -1063,9 +623,9 @@ pa_sync_refresh(PaSubscription *sub, bool copy_data)
 		CopyTask   *t = lfirst(lc);
 
 		if (copy_data)
-			copy_table_here(sub, t->nspname,
-							t->relname, t->relkind,
-							snapshot, snap_lsn, sub->dsn);
+			pa_copy_table_here(sub, t->nspname,
+							   t->relname, t->relkind,
+							   snapshot, snap_lsn, sub->dsn);
 		else
 			record_synced(sub, t->nspname, t->relname, snap_lsn);
 		added++;

@@ -23,9 +23,18 @@
 extern void pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
 								bool failover);
 
-/* Leader: create the slot (unless made), copy the tables (if asked), mark ready. */
+/*
+ * Start writers 0 to n - 1 of the pool; returns how many run
+ * (dispatcher.c's pa_dispatch_start_writers).
+ */
+typedef int (*PaStartWriters) (int n);
+
+/*
+ * Leader: create the slot (unless made), copy the tables (if asked) with
+ * the writers start_writers starts, mark ready.
+ */
 extern void pa_sync_run(WalReceiverConn *conn, PaSubscription *sub,
-						PaSubSlot *slot);
+						PaSubSlot *slot, PaStartWriters start_writers);
 
 /*
  * Leader, streaming sub: a RELATION for a table the subscription has no
@@ -45,9 +54,5 @@ extern void pa_sync_relation(const char *nspname, const char *relname,
  * no record, forget those no longer published; returns how many added.
  */
 extern int	pa_sync_refresh(PaSubscription *sub, bool copy_data);
-
-/* Writer: copy one table, as a PA_Q_COPY message asks. */
-extern void pa_sync_copy_table(PaSubSlot *slot, PaWriterSlot *me,
-							   const char *data, Size len);
 
 #endif							/* PA_SYNC_H */

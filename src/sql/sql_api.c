@@ -87,11 +87,10 @@
 
 #include "common/catalog.h"
 #include "common/conn.h"
+#include "common/origins.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "compat.h"
-#include "leader/pool.h"
-#include "leader/progress.h"
 #include "leader/sync.h"
 #include "sql/monitor.h"
 #include "writer/twophase.h"

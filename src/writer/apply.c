@@ -121,6 +121,7 @@
 /* The executor state of one change. */
 typedef struct ApplyState
 {
+	const PaApplyContext *ctx;	/* the writer's (apply_context.h) */
 	PaRelMapEntry *rel;
 	CmdType		operation;
 	const char *action;			/* "INSERT", ... for the error context */
@@ -167,10 +168,11 @@ apply_error_callback(void *arg)
  */
 
 static void
-apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
-			const char *action)
+apply_begin(ApplyState *state, const PaApplyContext *ctx, PaRelMapEntry *rel,
+			CmdType operation, const char *action)
 {
 	memset(state, 0, sizeof(ApplyState));
+	state->ctx = ctx;
 	state->rel = rel;
 	state->operation = operation;
 	state->action = action;
@@ -189,14 +191,14 @@ apply_begin(ApplyState *state, PaRelMapEntry *rel, CmdType operation,
 	 * runs as its user (usercontext.c).
 	 */
 	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
-							pa_apply_as_role, &state->user);
+							ctx->as_role, &state->user);
 
 	/*
 	 * A state of the change's own allocates in its query context, freed
 	 * at the end; a kept one leaves the change's allocations to the
-	 * caller's context (reset after each change, writer.c).
+	 * caller's context (reset after each change, changes.c).
 	 */
-	state->exec = pa_exec_begin(rel, operation);
+	state->exec = pa_exec_begin(rel, operation, ctx->probe_unique);
 	state->estate = state->exec->estate;
 	state->rootinfo = state->exec->rootinfo;
 	state->oldcxt = CurrentMemoryContext;
@@ -261,9 +263,6 @@ check_change_privileges(ApplyState *state, Relation rel, AclMode mode)
 		exec->checked |= mode;
 }
 
-/* the user a change is applied as: apply.h */
-Oid			pa_apply_as_role = InvalidOid;
-
 /* ---------------------------------------------------------------------
  * Slots
  * ---------------------------------------------------------------------
@@ -327,7 +326,8 @@ store_datum(ApplyState *state, TupleTableSlot *slot, int attno,
 	}
 	state->column = attno;
 	slot->tts_values[attno] = pa_relmap_input(state->rel, attno, kind,
-											  &tup->colvalues[r]);
+											  &tup->colvalues[r],
+											  &state->ctx->relmap);
 	slot->tts_isnull[attno] = false;
 	state->column = -1;
 }
@@ -789,13 +789,13 @@ insert_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *slot)
 {
 	check_change_privileges(state, rri->ri_RelationDesc, ACL_INSERT);
 	open_indexes(state, rri);
-	if (pa_conflict_probe_unique)
+	if (state->ctx->probe_unique)
 	{
 		ItemPointerData none;
 
 		ItemPointerSetInvalid(&none);
 		/* update_exists: the row an UPDATE moves to another partition */
-		pa_conflict_check_exists(state->estate, rri, slot, &none,
+		pa_conflict_check_exists(state->ctx, state->estate, rri, slot, &none,
 								 state->operation == CMD_UPDATE ?
 								 PA_CONFLICT_UPDATE_EXISTS :
 								 PA_CONFLICT_INSERT_EXISTS);
@@ -811,8 +811,8 @@ update_row(ApplyState *state, ResultRelInfo *rri, TupleTableSlot *localslot,
 
 	check_change_privileges(state, rri->ri_RelationDesc, ACL_UPDATE);
 	open_indexes(state, rri);
-	if (pa_conflict_probe_unique)
-		pa_conflict_check_exists(state->estate, rri, newslot,
+	if (state->ctx->probe_unique)
+		pa_conflict_check_exists(state->ctx, state->estate, rri, newslot,
 								 &localslot->tts_tid,
 								 PA_CONFLICT_UPDATE_EXISTS);
 	PA_EVAL_PLAN_QUAL_INIT(&epqstate, state->estate);
@@ -870,16 +870,17 @@ find_local_row(ApplyState *state, ApplyTarget *target, PaTupleData *tup,
 }
 
 void
-pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
+pa_apply_insert(const PaApplyContext *ctx, PaRelMapEntry *rel,
+				PaTupleData *newtup)
 {
 	ApplyState	state;
 	ApplyTarget target;
 	TupleTableSlot *slot;
 
-	if (pa_relmap_skip(rel))
+	if (pa_relmap_skip(rel, &ctx->relmap))
 		return;
 	check_insert_tuple(rel, newtup);
-	apply_begin(&state, rel, CMD_INSERT, "INSERT");
+	apply_begin(&state, ctx, rel, CMD_INSERT, "INSERT");
 
 	slot = local_slot(&state, newtup);
 	fill_defaults(&state, slot);
@@ -891,8 +892,8 @@ pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup)
 }
 
 bool
-pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
-				PaTupleData *newtup)
+pa_apply_update(const PaApplyContext *ctx, PaRelMapEntry *rel, char oldkind,
+				PaTupleData *oldtup, PaTupleData *newtup)
 {
 	ApplyState	state;
 	ApplyTarget target;
@@ -904,7 +905,7 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	Bitmapset  *updated = NULL;
 	bool		found;
 
-	if (pa_relmap_skip(rel))
+	if (pa_relmap_skip(rel, &ctx->relmap))
 		return true;			/* skipped, not missing */
 
 	if (oldkind != 0 && oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
@@ -914,7 +915,7 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 		check_tuple(rel, oldtup, false);
 	check_tuple(rel, newtup, true);
 
-	apply_begin(&state, rel, CMD_UPDATE, "UPDATE");
+	apply_begin(&state, ctx, rel, CMD_UPDATE, "UPDATE");
 	desc = RelationGetDescr(rel->localrel);
 
 	/*
@@ -935,7 +936,7 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 	found = find_local_row(&state, &target, src, oldkind, &localslot,
 						   &searchslot);
 	if (!found)
-		pa_conflict_missing(state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_missing(ctx, state.estate, target.rri->ri_RelationDesc,
 							PA_CONFLICT_UPDATE_MISSING,
 							root_to_target(&state, &target,
 										   local_slot(&state, newtup)),
@@ -945,7 +946,8 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 		newslot = local_slot(&state, NULL);
 		modify_tuple(&state, newslot,
 					 target_to_root(&state, &target, localslot), newtup);
-		pa_conflict_check_origin(state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_check_origin(ctx, state.estate,
+								 target.rri->ri_RelationDesc,
 								 PA_CONFLICT_UPDATE_ORIGIN_DIFFERS, localslot,
 								 root_to_target(&state, &target, newslot),
 								 searchslot, state.search_index);
@@ -978,7 +980,8 @@ pa_apply_update(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup,
 }
 
 bool
-pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
+pa_apply_delete(const PaApplyContext *ctx, PaRelMapEntry *rel, char oldkind,
+				PaTupleData *oldtup)
 {
 	ApplyState	state;
 	ApplyTarget target;
@@ -986,23 +989,24 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 	TupleTableSlot *searchslot;
 	bool		found;
 
-	if (pa_relmap_skip(rel))
+	if (pa_relmap_skip(rel, &ctx->relmap))
 		return true;			/* skipped, not missing */
 	if (oldkind != PA_TUPLE_KEY && oldkind != PA_TUPLE_OLD)
 		elog(ERROR, "unexpected old tuple kind '%c'", oldkind);
 	check_tuple(rel, oldtup, false);
 
-	apply_begin(&state, rel, CMD_DELETE, "DELETE");
+	apply_begin(&state, ctx, rel, CMD_DELETE, "DELETE");
 
 	found = find_local_row(&state, &target, oldtup, oldkind, &localslot,
 						   &searchslot);
 	if (!found)
-		pa_conflict_missing(state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_missing(ctx, state.estate, target.rri->ri_RelationDesc,
 							PA_CONFLICT_DELETE_MISSING, NULL, searchslot,
 							state.search_index);
 	else
 	{
-		pa_conflict_check_origin(state.estate, target.rri->ri_RelationDesc,
+		pa_conflict_check_origin(ctx, state.estate,
+								 target.rri->ri_RelationDesc,
 								 PA_CONFLICT_DELETE_ORIGIN_DIFFERS, localslot,
 								 NULL, searchslot, state.search_index);
 		delete_row(&state, target.rri, localslot);
@@ -1010,6 +1014,77 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
 
 	apply_end(&state);
 	return found;
+}
+
+/* The user the truncation of rel runs as. */
+static Oid
+truncate_user(const PaApplyContext *ctx, Relation rel)
+{
+	return OidIsValid(ctx->as_role) ? ctx->as_role : rel->rd_rel->relowner;
+}
+
+/*
+ * The partitions of partitioned table rel (relid) not in *relids yet,
+ * locked: to *rels, *relids and *partitions (opened here, to close).
+ */
+static void
+truncate_add_partitions(Oid relid, List **rels, List **relids,
+						List **partitions)
+{
+	List	   *children = find_all_inheritors(relid, AccessExclusiveLock,
+											   NULL);
+	ListCell   *child;
+
+	foreach(child, children)
+	{
+		Oid			childid = lfirst_oid(child);
+		Relation	childrel;
+
+		if (list_member_oid(*relids, childid))
+			continue;
+
+		/* find_all_inheritors locked it */
+		childrel = table_open(childid, NoLock);
+		if (RELATION_IS_OTHER_TEMP(childrel))
+		{
+			table_close(childrel, AccessExclusiveLock);
+			continue;
+		}
+		*rels = lappend(*rels, childrel);
+		*partitions = lappend(*partitions, childrel);
+		*relids = lappend_oid(*relids, childid);
+	}
+}
+
+/* Truncate those of rels that user truncates, as user. */
+static void
+truncate_as_user(const PaApplyContext *ctx, Oid user, List *rels,
+				 uint8 flags)
+{
+	List	   *grels = NIL;
+	List	   *grelids = NIL;
+	List	   *grelids_logged = NIL;
+	ListCell   *r;
+	PaUserSwitch save;
+
+	pa_switch_to_table_user(user, ctx->as_role, &save);
+	foreach(r, rels)
+	{
+		Relation	rel = lfirst(r);
+
+		if (truncate_user(ctx, rel) != user)
+			continue;
+		pa_check_table_privileges(rel, ACL_TRUNCATE);
+		grels = lappend(grels, rel);
+		grelids = lappend_oid(grelids, RelationGetRelid(rel));
+		if (RelationIsLogicallyLogged(rel))
+			grelids_logged = lappend_oid(grelids_logged,
+										 RelationGetRelid(rel));
+	}
+	/* the foreign keys between all of them are checked by the caller */
+	PA_EXECUTE_TRUNCATE_GUTS(grels, grelids, grelids_logged, DROP_CASCADE,
+							 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
+	pa_restore_user(&save);
 }
 
 /*
@@ -1028,7 +1103,8 @@ pa_apply_delete(PaRelMapEntry *rel, char oldkind, PaTupleData *oldtup)
  * user, in the order the provider listed them, each group as its user.
  */
 void
-pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
+pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
+				  const Oid *remote_relids, uint8 flags)
 {
 	List	   *entries = NIL;
 	List	   *partitions = NIL;
@@ -1055,7 +1131,7 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 
 		entry = pa_relmap_open(remote_relids[i], AccessExclusiveLock);
 		entries = lappend(entries, entry);
-		if (pa_relmap_skip(entry))
+		if (pa_relmap_skip(entry, &ctx->relmap))
 			continue;
 		rel = entry->localrel;
 		relid = RelationGetRelid(rel);
@@ -1068,75 +1144,17 @@ pa_apply_truncate(int nrelids, const Oid *remote_relids, uint8 flags)
 		relids = lappend_oid(relids, relid);
 
 		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		{
-			List	   *children = find_all_inheritors(relid,
-													   AccessExclusiveLock,
-													   NULL);
-			ListCell   *child;
-
-			foreach(child, children)
-			{
-				Oid			childid = lfirst_oid(child);
-				Relation	childrel;
-
-				if (list_member_oid(relids, childid))
-					continue;
-
-				/* find_all_inheritors locked it */
-				childrel = table_open(childid, NoLock);
-				if (RELATION_IS_OTHER_TEMP(childrel))
-				{
-					table_close(childrel, AccessExclusiveLock);
-					continue;
-				}
-				rels = lappend(rels, childrel);
-				partitions = lappend(partitions, childrel);
-				relids = lappend_oid(relids, childid);
-			}
-		}
+			truncate_add_partitions(relid, &rels, &relids, &partitions);
 	}
 
 	heap_truncate_check_FKs(rels, false);
 
 	/* the users, in the order of their first table */
 	foreach(lc, rels)
-	{
-		Relation	rel = lfirst(lc);
-		Oid			user = OidIsValid(pa_apply_as_role) ?
-			pa_apply_as_role : rel->rd_rel->relowner;
-
-		users = list_append_unique_oid(users, user);
-	}
-
+		users = list_append_unique_oid(users,
+									   truncate_user(ctx, lfirst(lc)));
 	foreach(lc, users)
-	{
-		Oid			user = lfirst_oid(lc);
-		List	   *grels = NIL;
-		List	   *grelids = NIL;
-		List	   *grelids_logged = NIL;
-		ListCell   *r;
-		PaUserSwitch save;
-
-		pa_switch_to_table_user(user, pa_apply_as_role, &save);
-		foreach(r, rels)
-		{
-			Relation	rel = lfirst(r);
-
-			if ((OidIsValid(pa_apply_as_role) ? pa_apply_as_role :
-				 rel->rd_rel->relowner) != user)
-				continue;
-			pa_check_table_privileges(rel, ACL_TRUNCATE);
-			grels = lappend(grels, rel);
-			grelids = lappend_oid(grelids, RelationGetRelid(rel));
-			if (RelationIsLogicallyLogged(rel))
-				grelids_logged = lappend_oid(grelids_logged,
-											 RelationGetRelid(rel));
-		}
-		/* the foreign keys between all of them are checked above */
-		PA_EXECUTE_TRUNCATE_GUTS(grels, grelids, grelids_logged, DROP_CASCADE,
-								 (flags & PA_TRUNCATE_RESTART_SEQS) != 0);
-		pa_restore_user(&save);
-	}
+		truncate_as_user(ctx, lfirst_oid(lc), rels, flags);
 
 	/* the locks are kept until the end of the transaction */
 	foreach(lc, entries)

@@ -23,17 +23,17 @@
 
 #include "common/relmap.h"
 #include "common/usercontext.h"
+#include "writer/apply_context.h"
 
 /*
- * The user changes are applied as: InvalidOid (the default), each table's
- * owner, as PostgreSQL 16+ applies; a role: that role (run_as_owner: the
- * subscription's owner).  Set by the writer from its subscription; the
- * switch itself is usercontext.c's.
+ * Each function is given the writer's context (apply_context.h): the user
+ * changes are applied as, whether unique indexes are probed, the
+ * transaction for relmap.c, where conflicts go.
  */
-extern PGDLLIMPORT Oid pa_apply_as_role;
 
 /* INSERT a row (routed into a partition when the target is partitioned). */
-extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);
+extern void pa_apply_insert(const PaApplyContext *ctx, PaRelMapEntry *rel,
+							PaTupleData *newtup);
 
 /*
  * UPDATE the row identified by oldtup (oldkind PA_TUPLE_KEY or
@@ -42,22 +42,23 @@ extern void pa_apply_insert(PaRelMapEntry *rel, PaTupleData *newtup);
  * when no such row exists: nothing is changed then, and the conflict
  * (update_missing) has been reported to the writer (conflict.h).
  */
-extern bool pa_apply_update(PaRelMapEntry *rel, char oldkind,
-							PaTupleData *oldtup, PaTupleData *newtup);
+extern bool pa_apply_update(const PaApplyContext *ctx, PaRelMapEntry *rel,
+							char oldkind, PaTupleData *oldtup,
+							PaTupleData *newtup);
 
 /*
  * DELETE the row identified by oldtup; false when no such row exists (a
  * conflict, delete_missing, reported as for an UPDATE).
  */
-extern bool pa_apply_delete(PaRelMapEntry *rel, char oldkind,
-							PaTupleData *oldtup);
+extern bool pa_apply_delete(const PaApplyContext *ctx, PaRelMapEntry *rel,
+							char oldkind, PaTupleData *oldtup);
 
 /*
  * TRUNCATE the local tables of these remote relations (and the partitions
  * of partitioned ones), without cascading.  Opens them itself with
  * AccessExclusiveLock, so the caller must not have them open.
  */
-extern void pa_apply_truncate(int nrelids, const Oid *remote_relids,
-							  uint8 flags);
+extern void pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
+							  const Oid *remote_relids, uint8 flags);
 
 #endif							/* PA_APPLY_H */

@@ -5,7 +5,7 @@
  *		local transaction are applied once, with the last one's values.
  *
  * A writer commits a group of consecutive remote transactions as one local
- * transaction (writer.c); no one sees the states in between, so of several
+ * transaction (txn.c); no one sees the states in between, so of several
  * updates of one row in a group only the last needs to be applied, and
  * each one skipped saves an index search, a walk of the row's HOT chain
  * and a new row version.  So an UPDATE that qualifies is not applied at
@@ -35,7 +35,7 @@
  * Keys are compared by their bytes: two spellings of one value are two
  * rows here, which only costs the saving, never correctness.  A kept
  * update whose row is missing is handled when it is applied, as any
- * update is (writer.c), and reported with the remote transaction being
+ * update is (changes.c), and reported with the remote transaction being
  * applied at that moment, which may be a later one of the group.
  *
  * What changes for an observer on the subscriber: nothing in committed

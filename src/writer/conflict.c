@@ -3,7 +3,7 @@
  * conflict.c
  *		Subscriber side: detect and describe the conflicts PostgreSQL 18
  *		counts in pg_stat_subscription_stats, for the writer to count and
- *		log (writer.c, pa_writer_conflict).
+ *		log (conflicts.c, through the context's report function).
  *
  * The types, and where apply.c meets them:
  *
@@ -16,7 +16,7 @@
  *	  xmin is read from the commit timestamps (one lookup per UPDATE and
  *	  DELETE, none when the setting is off; then these are not detected).
  *	  From PostgreSQL 16 the writers share the subscription's origin
- *	  (progress.c), and "this subscription's" is that one; rows last
+ *	  (common/origins.c), and "this subscription's" is that one; rows last
  *	  changed under a build with an origin per writer carry origins since
  *	  dropped, so their next update or delete counts as another origin's.
  *	  On 15 each writer commits with an origin of its own,
@@ -27,7 +27,7 @@
  *	  and is not a conflict.  The initial copy commits with the writers'
  *	  origin; rows copied when a table joins the publications or by
  *	  refresh_subscription() are written by the receiver or the caller's
- *	  session with DoNotReplicateId (sync.c), which counts as this
+ *	  session with DoNotReplicateId (common/copy.c), which counts as this
  *	  subscription's too.
  *	- insert_exists, update_exists, multiple_unique_conflicts: the row to
  *	  insert, or the new row of an update, has the key of a local row in a
@@ -40,8 +40,8 @@
  *	  an index descent per row on the fast path, so nothing is probed
  *	  there.  Instead, when the earliest transaction in flight, applied
  *	  alone, fails on a unique violation (an error that stops the
- *	  pipeline: writer.c), the writer applies it once more with
- *	  pa_conflict_probe_unique set, and only then does
+ *	  pipeline: txn.c), the writer applies it once more with the
+ *	  context's probe_unique set, and only then does
  *	  pa_conflict_check_exists probe each unique index (immediate, ready,
  *	  btree) before each INSERT and UPDATE of that transaction, with
  *	  ExecCheckIndexConstraints as an arbiter check does, and share-locks
@@ -89,8 +89,6 @@
 #include "writer/conflict.h"
 
 #define VALUE_MAX_LEN	64
-
-bool		pa_conflict_probe_unique = false;
 
 static const char *const type_names[PA_CONFLICT_TYPES] = {
 	[PA_CONFLICT_INSERT_EXISTS] = "insert_exists",
@@ -238,9 +236,9 @@ row_origin(TupleTableSlot *localslot, TransactionId *xmin,
 	return TransactionIdGetCommitTsData(*xmin, ts, origin);
 }
 
-/* Is origin this subscription's (progress.c)? */
+/* Is origin this subscription's (common/origins.c)? */
 static bool
-origin_is_ours(RepOriginId origin)
+origin_is_ours(const PaApplyContext *ctx, RepOriginId origin)
 {
 	static Bitmapset *ours = NULL;
 	static Bitmapset *others = NULL;
@@ -251,7 +249,7 @@ origin_is_ours(RepOriginId origin)
 
 	if (origin == InvalidRepOriginId)
 		return false;			/* a local change */
-	/* DoNotReplicateId: rows this subscription copied (sync.c) */
+	/* DoNotReplicateId: rows this subscription copied (common/copy.c) */
 	if (origin == replorigin_session_origin || origin == DoNotReplicateId ||
 		bms_is_member(origin, ours))
 		return true;
@@ -263,7 +261,7 @@ origin_is_ours(RepOriginId origin)
 	if (replorigin_by_oid(origin, true, &name))
 	{
 		/* pa_<dboid>_<subid>_<n>, as pa_writer_origin_name() makes them */
-		prefix = psprintf("pa_%u_%u_", MyDatabaseId, pa_relmap_subid);
+		prefix = psprintf("pa_%u_%u_", MyDatabaseId, ctx->subid);
 		if (strncmp(name, prefix, strlen(prefix)) == 0)
 		{
 			const char *n = name + strlen(prefix);
@@ -310,7 +308,8 @@ append_changed_by(StringInfo buf, const char *verb, TransactionId xmin,
  */
 
 void
-pa_conflict_check_origin(EState *estate, Relation rel, PaConflictType type,
+pa_conflict_check_origin(const PaApplyContext *ctx, EState *estate,
+						 Relation rel, PaConflictType type,
 						 TupleTableSlot *localslot, TupleTableSlot *remoteslot,
 						 TupleTableSlot *searchslot, Oid keyindex)
 {
@@ -323,7 +322,8 @@ pa_conflict_check_origin(EState *estate, Relation rel, PaConflictType type,
 		   type == PA_CONFLICT_DELETE_ORIGIN_DIFFERS);
 	if (!track_commit_timestamp)
 		return;
-	if (!row_origin(localslot, &xmin, &origin, &ts) || origin_is_ours(origin))
+	if (!row_origin(localslot, &xmin, &origin, &ts) ||
+		origin_is_ours(ctx, origin))
 		return;
 
 	initStringInfo(&buf);
@@ -337,11 +337,12 @@ pa_conflict_check_origin(EState *estate, Relation rel, PaConflictType type,
 				 psprintf("remote row %s", describe_row(remoteslot)) : NULL,
 				 describe_search(estate, searchslot, keyindex));
 	appendStringInfoChar(&buf, '.');
-	pa_writer_conflict(type, rel, buf.data);
+	ctx->report(type, rel, buf.data);
 }
 
 void
-pa_conflict_missing(EState *estate, Relation rel, PaConflictType type,
+pa_conflict_missing(const PaApplyContext *ctx, EState *estate, Relation rel,
+					PaConflictType type,
 					TupleTableSlot *remoteslot, TupleTableSlot *searchslot,
 					Oid keyindex)
 {
@@ -359,7 +360,7 @@ pa_conflict_missing(EState *estate, Relation rel, PaConflictType type,
 				 psprintf("remote row %s", describe_row(remoteslot)) : NULL,
 				 describe_search(estate, searchslot, keyindex), NULL);
 	appendStringInfoChar(&buf, '.');
-	pa_writer_conflict(type, rel, buf.data);
+	ctx->report(type, rel, buf.data);
 }
 
 /*
@@ -416,7 +417,8 @@ find_conflicting_row(EState *estate, ResultRelInfo *rri, Oid indexoid,
 }
 
 void
-pa_conflict_check_exists(EState *estate, ResultRelInfo *rri,
+pa_conflict_check_exists(const PaApplyContext *ctx, EState *estate,
+						 ResultRelInfo *rri,
 						 TupleTableSlot *slot, ItemPointer tupleid,
 						 PaConflictType type)
 {
@@ -467,7 +469,7 @@ pa_conflict_check_exists(EState *estate, ResultRelInfo *rri,
 
 	if (nfound == 0)
 		return;
-	pa_writer_conflict(nfound > 1 ? PA_CONFLICT_MULTIPLE_UNIQUE : type, rel,
-					   psprintf("Could not apply remote change: remote row %s.\n%s",
-								describe_row(slot), buf.data));
+	ctx->report(nfound > 1 ? PA_CONFLICT_MULTIPLE_UNIQUE : type, rel,
+				psprintf("Could not apply remote change: remote row %s.\n%s",
+						 describe_row(slot), buf.data));
 }

@@ -171,7 +171,7 @@ pa_exec_open(Oid remoteid)
 
 /* May a state for changes to rel be kept (header comment)? */
 static bool
-can_keep(PaRelMapEntry *rel)
+can_keep(PaRelMapEntry *rel, bool probe_unique)
 {
 	Relation	localrel = rel->localrel;
 	TupleConstr *constr = RelationGetDescr(localrel)->constr;
@@ -180,7 +180,7 @@ can_keep(PaRelMapEntry *rel)
 		localrel->rd_rel->relkind == RELKIND_RELATION &&
 		!rel->fires_triggers &&
 		!(constr != NULL && constr->has_generated_stored) &&
-		!pa_conflict_probe_unique;
+		!probe_unique;
 }
 
 /* A new executor state for rel, in the current memory context. */
@@ -218,7 +218,7 @@ new_exec(PaRelMapEntry *rel, bool kept)
 }
 
 PaExecState *
-pa_exec_begin(PaRelMapEntry *rel, CmdType operation)
+pa_exec_begin(PaRelMapEntry *rel, CmdType operation, bool probe_unique)
 {
 	PaExecState *exec;
 
@@ -226,7 +226,7 @@ pa_exec_begin(PaRelMapEntry *rel, CmdType operation)
 		elog(ERROR, "relation map entry for remote relation %u is not open",
 			 rel->remoteid);
 
-	if (!can_keep(rel))
+	if (!can_keep(rel, probe_unique))
 		exec = new_exec(rel, false);
 	else
 	{

@@ -35,8 +35,13 @@ extern PaRelMapEntry *pa_exec_open(Oid remoteid);
 /* Close what pa_exec_open holds; nothing if nothing is held. */
 extern void pa_exec_release(void);
 
-/* The executor state of a change to rel (open), and its end. */
-extern PaExecState *pa_exec_begin(PaRelMapEntry *rel, CmdType operation);
+/*
+ * The executor state of a change to rel (open), and its end.  probe_unique:
+ * the change probes the unique indexes (apply_context.h), so the state is
+ * its own, not kept.
+ */
+extern PaExecState *pa_exec_begin(PaRelMapEntry *rel, CmdType operation,
+								  bool probe_unique);
 extern void pa_exec_end(PaExecState *exec);
 
 /* A slot for the change, of row type desc. */

@@ -10,7 +10,7 @@
  * apply is mostly reading those pages one at a time, and waiting writers
  * are idle storage bandwidth.  So a writer that would otherwise block
  * reads ahead instead: it takes the next transaction from its queue (into
- * its lookahead, writer.c, which hands it here), and for each of its
+ * its lookahead, lookahead.c, which hands it here), and for each of its
  * changes looks up the row the change will search for, through the same
  * index the apply will use (the replica identity index, else the primary
  * key; for an INSERT that index, with the new values).  The index and heap
@@ -71,9 +71,10 @@
 #define READAHEAD_IDLE_STREAK	4
 
 void
-pa_readahead_init(PaReadAhead *ra)
+pa_readahead_init(PaReadAhead *ra, const PaApplyContext *ctx)
 {
 	memset(ra, 0, sizeof(*ra));
+	ra->ctx = ctx;
 	ra->lookup_cxt = AllocSetContextCreate(TopMemoryContext,
 										   "parallel_apply read ahead",
 										   ALLOCSET_DEFAULT_SIZES);
@@ -114,7 +115,8 @@ pa_readahead_wanted(PaReadAhead *ra)
  * provider's key columns do.
  */
 static void
-lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
+lookup_row(PaReadAhead *ra, PaRelMapEntry *rel, PaTupleData *tup,
+		   bool all_sent)
 {
 	Relation	heap = rel->localrel;
 	Oid			idxoid;
@@ -159,7 +161,8 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 							   InvalidOid, idx->rd_indcollation[i],
 							   get_opcode(op),
 							   pa_relmap_input(rel, attnum - 1, kind,
-											   &tup->colvalues[r]));
+											   &tup->colvalues[r],
+											   &ra->ctx->relmap));
 	}
 
 	if (nkeys > 0)
@@ -176,7 +179,7 @@ lookup_row(PaRelMapEntry *rel, PaTupleData *tup, bool all_sent)
 
 /* One change; false when reading ahead must stop here. */
 static bool
-read_ahead_change(const char *data, int len)
+read_ahead_change(PaReadAhead *ra, const char *data, int len)
 {
 	StringInfoData in;
 	PaTupleData oldtup,
@@ -215,8 +218,8 @@ read_ahead_change(const char *data, int len)
 	/* the key's type input (a domain's CHECK) runs as the apply runs it */
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
-							pa_apply_as_role, &user);
-	lookup_row(rel, key, oldkind == PA_TUPLE_OLD);
+							ra->ctx->as_role, &user);
+	lookup_row(ra, rel, key, oldkind == PA_TUPLE_OLD);
 	pa_restore_user(&user);
 	PopActiveSnapshot();
 	pa_relmap_close(rel, AccessShareLock);
@@ -237,7 +240,7 @@ read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
 
 	while (go_on && pa_q_next_message(msgs, &msg))
 	{
-		go_on = read_ahead_change(msg.data, msg.len);
+		go_on = read_ahead_change(ra, msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
 	}
 	MemoryContextSwitchTo(oldcxt);

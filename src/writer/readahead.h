@@ -11,7 +11,9 @@
 #ifndef PA_READAHEAD_H
 #define PA_READAHEAD_H
 
-/* A writer's reading ahead (a part of its PaWriter, writer.c). */
+#include "writer/apply_context.h"
+
+/* A writer's reading ahead (a part of its PaWriter, writer_internal.h). */
 typedef struct PaReadAhead
 {
 	MemoryContext lookup_cxt;	/* one transaction's lookups */
@@ -20,9 +22,11 @@ typedef struct PaReadAhead
 	bool		allowed;		/* see pa_readahead_allow() */
 	int			idle_streak;	/* transactions in a row that read nothing */
 	uint64		txns;			/* transactions read ahead so far */
+	const PaApplyContext *ctx;	/* the writer's (apply_context.h) */
 } PaReadAhead;
 
-extern void pa_readahead_init(PaReadAhead *ra);
+/* ctx: the writer's, read as each change is read ahead */
+extern void pa_readahead_init(PaReadAhead *ra, const PaApplyContext *ctx);
 
 /*
  * Reading ahead is allowed between pa_readahead_allow(true) and (false):

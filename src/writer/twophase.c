@@ -10,7 +10,7 @@
  * prepared transaction as a transaction flagged PA_Q_2PC_PREPARE, and its
  * end as one flagged PA_Q_2PC_COMMIT or _ROLLBACK whose batch is the
  * COMMIT PREPARED or ROLLBACK PREPARED protocol message alone.  Each is
- * applied alone, never grouped (writer.c): PREPARE TRANSACTION ends its
+ * applied alone, never grouped (txn.c): PREPARE TRANSACTION ends its
  * local transaction, and COMMIT PREPARED writes its own commit record,
  * which the local transaction around it could not take back.
  *
@@ -27,12 +27,12 @@
  * (BeginTransactionBlock and PrepareTransactionBlock, as PostgreSQL's
  * apply worker does).  The PREPARE record carries the origin's progress,
  * and WAL replay restores it from there (PrepareRedoAdd), so after a crash
- * the restart point (progress.c) is past it: the provider does not send
+ * the restart point (common/origins.c) is past it: the provider does not send
  * the transaction again, and pg_prepared_xacts still shows it.  PostgreSQL
  * flushes a PREPARE whatever synchronous_commit says, and COMMIT and
  * ROLLBACK PREPARED too, so these three need no flush of their own
- * (writer.c reports them flushed at once).  Before it prepares, the writer
- * releases its commit-order lock (writer.c): a prepared transaction keeps
+ * (txn.c reports them flushed at once).  Before it prepares, the writer
+ * releases its commit-order lock (txn.c): a prepared transaction keeps
  * its locks, and a writer that waits for its turn on that lock would wait
  * for the COMMIT PREPARED, which comes after it.
  *
@@ -170,18 +170,18 @@ pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("prepared transaction \"%s\" of parallel_apply subscription \"%s\" does not exist",
-						gid, pa_relmap_subscription_name),
+						gid, pa_relmap_subname()),
 				 errdetail("The provider committed prepared transaction \"%s\" (remote transaction %u, COMMIT PREPARED at %X/%X), which this subscription prepared here; it was finished here by other means since.",
 						   fin.gid, fin.xid, LSN_FORMAT_ARGS(fin.finish_lsn)),
 				 errhint("Apply the transaction's changes here by hand and skip its COMMIT PREPARED with skip_transaction(%s, '%X/%X'), or recreate the subscription.",
-						 quote_literal_cstr(pa_relmap_subscription_name),
+						 quote_literal_cstr(pa_relmap_subname()),
 						 LSN_FORMAT_ARGS(fin.finish_lsn))));
 	}
 	if (!found)
 	{
 		ereport(DEBUG1,
 				(errmsg("parallel_apply subscription \"%s\": %s of remote transaction %u: nothing was prepared here",
-						pa_relmap_subscription_name,
+						pa_relmap_subname(),
 						commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED",
 						fin.xid)));
 		return false;

@@ -1,0 +1,97 @@
+/*-------------------------------------------------------------------------
+ *
+ * conflicts.c
+ *		The conflicts a writer's local transaction meets: kept, then
+ *		counted and logged when it commits.
+ *
+ * See "Conflicts" in writer.c's header comment.  conflict.c detects and
+ * describes a conflict, and hands it to pa_writer_conflict(), the report
+ * function of the writer's apply context (apply_context.h): a missing row
+ * while earlier transactions are in flight is a retriable error; other
+ * conflicts are kept with the local transaction (conflict_cxt) and counted
+ * and logged at its commit (txn.c), a unique conflict only when the
+ * change fails on it.
+ *
+ * src/writer/conflicts.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+
+#include "writer/conflict.h"
+#include "writer/writer_internal.h"
+
+static bool
+is_exists_type(PaConflictType type)
+{
+	return type == PA_CONFLICT_INSERT_EXISTS ||
+		type == PA_CONFLICT_UPDATE_EXISTS ||
+		type == PA_CONFLICT_MULTIPLE_UNIQUE;
+}
+
+/*
+ * A conflict met by the change being applied (conflict.c): see
+ * "Conflicts" in writer.c's header comment.
+ */
+void
+pa_writer_conflict(PaConflictType type, Relation rel, const char *detail)
+{
+	MemoryContext oldcxt;
+	PaWriterConflict *c;
+
+	/* a row not there yet: an earlier transaction in flight may add it */
+	if ((type == PA_CONFLICT_UPDATE_MISSING ||
+		 type == PA_CONFLICT_DELETE_MISSING) &&
+		!pa_writer_earliest_at_change())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("row to %s in \"%s.%s\" not found while earlier transactions are in flight",
+						type == PA_CONFLICT_UPDATE_MISSING ? "update" : "delete",
+						get_namespace_name(RelationGetNamespace(rel)),
+						RelationGetRelationName(rel))));
+
+	oldcxt = MemoryContextSwitchTo(MyWriter->conflict_cxt);
+	c = palloc(sizeof(PaWriterConflict));
+	c->type = type;
+	c->relname = psprintf("%s.%s",
+						  get_namespace_name(RelationGetNamespace(rel)),
+						  RelationGetRelationName(rel));
+	c->detail = psprintf("%s\nRemote transaction %u of parallel_apply subscription \"%s\", committed at %X/%X.",
+						 detail, MyWriter->cur->hdr.xid,
+						 MyWriter->subname,
+						 LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn));
+	if (is_exists_type(type))
+		MyWriter->exists = c;	/* counted if the change fails on it */
+	else
+		MyWriter->conflicts = lappend(MyWriter->conflicts, c);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/* Log a conflict as PostgreSQL 18 does, and count it (under the mutex). */
+void
+pa_writer_report_conflict(PaWriterConflict *c)
+{
+	ereport(LOG,
+			(errcode(is_exists_type(c->type) ? ERRCODE_UNIQUE_VIOLATION :
+					 ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("conflict detected on relation \"%s\": conflict=%s",
+					c->relname, pa_conflict_type_name(c->type)),
+			 errdetail_internal("%s", c->detail)));
+	SpinLockAcquire(&MyWriter->slot->mutex);
+	MyWriter->slot->conflicts[c->type]++;
+	SpinLockRelease(&MyWriter->slot->mutex);
+}
+
+/* A local transaction starts: no conflicts yet. */
+void
+pa_writer_reset_conflicts(void)
+{
+	MemoryContextReset(MyWriter->conflict_cxt);
+	MyWriter->conflicts = NIL;
+	MyWriter->exists = NULL;
+}

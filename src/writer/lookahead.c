@@ -1,0 +1,171 @@
+/*-------------------------------------------------------------------------
+ *
+ * lookahead.c
+ *		A writer's queue, and the messages it took from it ahead of
+ *		applying them.
+ *
+ * Everything the writer takes from its queue goes through its lookahead
+ * (MyWriter->queue, writer_internal.h), in order.  The main loop peeks at
+ * the next message (the oldest one taken ahead, else the queue's next),
+ * and pops it when done with it, or keeps it for the next peek; taking
+ * the next transaction of a group works the same way (txn.c).  Before
+ * blocking in a wait for a turn or a dependency (order.c), the writer reads
+ * ahead: it takes the next transactions from its queue into the lookahead
+ * and has readahead.c look up the rows they will change, one transaction
+ * per step, looking at its wait between steps.
+ *
+ * src/writer/lookahead.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/shm_mq.h"
+#include "utils/memutils.h"
+
+#include "writer/readahead.h"
+#include "writer/writer_internal.h"
+
+void
+pa_lookahead_init(shm_mq_handle *mqh)
+{
+	PaLookahead *q = &MyWriter->queue;
+
+	q->mqh = mqh;
+	q->cxt = AllocSetContextCreate(TopMemoryContext,
+								   "parallel_apply lookahead",
+								   ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+push_copy(const void *data, Size len)
+{
+	PaLookahead *q = &MyWriter->queue;
+	PaAheadMsg *m = &q->ring[(q->head + q->count) % PA_MAX_INFLIGHT];
+
+	Assert(q->count < PA_MAX_INFLIGHT);
+	m->data = MemoryContextAlloc(q->cxt, Max(len, 1));
+	memcpy(m->data, data, len);
+	m->len = len;
+	q->count++;
+	q->bytes += len;
+}
+
+/*
+ * The writer's next queue message: the oldest one taken ahead, else the
+ * next in the queue (shm_mq_receive's result codes).  The caller then
+ * either pops it (done with it; a message returned from the queue itself
+ * is valid only until then) or keeps it for the next peek.
+ */
+shm_mq_result
+pa_lookahead_peek(Size *len, void **data, bool nowait)
+{
+	PaLookahead *q = &MyWriter->queue;
+	shm_mq_result res;
+
+	if (q->count > 0)
+	{
+		*len = q->ring[q->head].len;
+		*data = q->ring[q->head].data;
+		q->peeked_from_queue = false;
+		return SHM_MQ_SUCCESS;
+	}
+	res = shm_mq_receive(q->mqh, len, data, nowait);
+	q->peeked_from_queue = (res == SHM_MQ_SUCCESS);
+	q->peeked_data = *data;
+	q->peeked_len = *len;
+	return res;
+}
+
+void
+pa_lookahead_pop(void)
+{
+	PaLookahead *q = &MyWriter->queue;
+
+	if (q->peeked_from_queue)
+	{
+		q->peeked_from_queue = false;
+		return;
+	}
+	Assert(q->count > 0);
+	q->bytes -= q->ring[q->head].len;
+	pfree(q->ring[q->head].data);
+	q->ring[q->head].data = NULL;
+	q->head = (q->head + 1) % PA_MAX_INFLIGHT;
+	q->count--;
+	if (q->scanned > 0)
+		q->scanned--;
+	if (q->scanned == 0)
+		q->scan_blocked = false;
+}
+
+void
+pa_lookahead_keep(void)
+{
+	PaLookahead *q = &MyWriter->queue;
+
+	if (!q->peeked_from_queue)
+		return;
+	/* the queue's buffer is reused by the next receive: copy the message */
+	Assert(q->count == 0);
+	push_copy(q->peeked_data, q->peeked_len);
+	q->peeked_from_queue = false;
+}
+
+/*
+ * The next message not read ahead yet, taken from the queue if needed;
+ * NULL when there is none, or reading ahead stopped before it.
+ */
+static PaAheadMsg *
+next_unscanned(void)
+{
+	PaLookahead *q = &MyWriter->queue;
+
+	if (q->scan_blocked)
+		return NULL;
+	if (q->scanned == q->count)
+	{
+		Size		len;
+		void	   *data;
+
+		if (q->count >= PA_MAX_INFLIGHT || q->bytes >= PA_LOOKAHEAD_MAX_BYTES)
+			return NULL;
+		if (shm_mq_receive(q->mqh, &len, &data, true) != SHM_MQ_SUCCESS)
+			return NULL;		/* nothing there; a detach is seen later */
+		push_copy(data, len);
+	}
+	return &q->ring[(q->head + q->scanned) % PA_MAX_INFLIGHT];
+}
+
+/*
+ * One step of reading ahead (one transaction) instead of blocking in a
+ * wait: true when a step was made (look at the wait again, then call it
+ * again), false when there is nothing (worth) reading ahead.
+ */
+bool
+pa_lookahead_read_ahead(void)
+{
+	PaLookahead *q = &MyWriter->queue;
+	PaAheadMsg *m;
+
+	if (!pa_readahead_wanted(&MyWriter->ahead))
+		return false;
+	Assert(!q->peeked_from_queue);
+	if (pa_readahead_current_step(&MyWriter->ahead))
+		return true;
+	m = next_unscanned();
+	if (m == NULL)
+		return false;
+	switch (pa_readahead_message(&MyWriter->ahead, m->data, m->len))
+	{
+		case PA_READAHEAD_NONE:
+			return false;
+		case PA_READAHEAD_STOP:
+			q->scan_blocked = true;
+			break;
+		case PA_READAHEAD_DONE:
+			break;
+	}
+	q->scanned++;
+	return true;
+}
