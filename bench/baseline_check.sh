@@ -68,33 +68,13 @@
 #   BENCH_USER=pa_bench  (OS user the clusters run as when started as root)
 #   PAIR_DIR=            see "Paired with the bench" above
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
-
 BENCH_NAME=baseline_check
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-SYSTEMS=${SYSTEMS:-"incore pglogical"}
-NXACTS=${NXACTS:-64000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
-WARMUP=${WARMUP:-1}
-SYNC=${SYNC:-off}
-BINARY=${BINARY:-false}
-HISTORY_PK=${HISTORY_PK:-0}
-SUB_INIT=${SUB_INIT:-copy}
-CONN=${CONN:-unix}
-SHARED_BUFFERS=${SHARED_BUFFERS:-1GB}
-MAX_WAL_SIZE=${MAX_WAL_SIZE:-4GB}
-POLL_MS=${POLL_MS:-100}
-CKPT_AFTER_LOAD=${CKPT_AFTER_LOAD:-0}
-IDLE_CLUSTERS=${IDLE_CLUSTERS:-0}
-PAIR_DIR=${PAIR_DIR:-}
-PORT=${PORT:-5680}
-BENCH_USER=${BENCH_USER:-pa_bench}
+bench_load_defaults 64000 10 8 2 3
+: "${SYSTEMS:=incore pglogical}" "${WARMUP:=1}" "${SYNC:=off}" "${BINARY:=false}" "${HISTORY_PK:=0}"
+: "${SUB_INIT:=copy}" "${CONN:=unix}" "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}"
+: "${POLL_MS:=100}" "${CKPT_AFTER_LOAD:=0}" "${IDLE_CLUSTERS:=0}" "${PAIR_DIR:=}" "${PORT:=5680}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/baseline}
 
 bench_find_pgbin pgbench pg_dump
@@ -131,9 +111,7 @@ fi
 idle=()
 for (( i = 1; i <= IDLE_CLUSTERS; i++ )); do idle+=("idle$i"); done
 clusters_plan prov sub "${idle[@]}"
-trap 'rc=$?; clusters_stop_started; exit $rc' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 # paired with the bench: wait for its file, while the bench lives
 PARENT=$PPID
 sleep_fd_open
@@ -149,14 +127,6 @@ make_cluster() {
 }
 
 TABLES=(pgbench_accounts pgbench_branches pgbench_tellers pgbench_history bench_marker)
-checksum_sql() {
-	local t sql=""
-	for t in "${TABLES[@]}"; do
-		[[ -z $sql ]] || sql+=" UNION ALL "
-		sql+="SELECT '$t:' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY t::text)), '-') FROM public.$t t"
-	done
-	echo "$sql"
-}
 
 echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A RES_US RES_TPS RES_WS S_SLOT S_ENABLE S_DISABLE S_PID_SQL S_POLL
@@ -262,7 +232,7 @@ for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 			die "$sys: its apply processes did not exit"
 		work=$(work_delta "$work0" "$(q sub "$DB" -c "$SUB_WORK_SQL")")
 		same=yes
-		[[ $(q prov "$DB" -c "$(checksum_sql)" | sort) == "$(q sub "$DB" -c "$(checksum_sql)" | sort)" ]] || same=no
+		[[ $(q prov "$DB" -c "$(checksum_sql "${TABLES[@]}")" | sort) == "$(q sub "$DB" -c "$(checksum_sql "${TABLES[@]}")" | sort)" ]] || same=no
 		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
 		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')

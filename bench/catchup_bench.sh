@@ -102,37 +102,14 @@
 # a subscriber whose tables differ from the provider's; the report is printed
 # in full first.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
-
 BENCH_NAME=catchup_bench
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-NXACTS=${NXACTS:-100000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
-WARMUP=${WARMUP:-1}
-WRITERS=${WRITERS:-"1 2 4 8"}
-SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
-ROUTE_WRITERS=${ROUTE_WRITERS:-2}
-ADAPTIVE_WRITERS=${ADAPTIVE_WRITERS:-8}
-SYNC=${SYNC:-off}
-WORKLOAD=${WORKLOAD:-tpcb}
-HISTORY_PK=${HISTORY_PK:-0}
-INSERT_COLUMNS=${INSERT_COLUMNS:-0}
-PORT=${PORT:-5620}
-CATCHUP_TIMEOUT=${CATCHUP_TIMEOUT:-900}
-SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
-CHECK_BASELINES=${CHECK_BASELINES:-0}
-CHECK_RUNS=${CHECK_RUNS:-5}
-CHECK_PAIRED=${CHECK_PAIRED:-0}
-ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
-PA_CONF=${PA_CONF:-}
+bench_load_defaults 100000 10 8 2 3
+: "${WARMUP:=1}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
+: "${WRITERS:=1 2 4 8}" "${SYSTEMS:=pa pglogical incore}" "${ROUTE_WRITERS:=2}" "${ADAPTIVE_WRITERS:=8}" "${PA_CONF:=}"
+: "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
+: "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 # the workload files and the baseline check (beside this script, also in
@@ -250,28 +227,15 @@ rm -rf "$EVIDENCE"
 mkdir -p "$EVIDENCE"
 rm -f "$CSV" "$PGBENCH_LOG" "$WORKDIR"/poller.err "$WORKDIR"/schema.sql
 
-SUCCESS=0
 CHECK_PID=""
-cleanup() {
-	local rc=$? c
-	# a paired check still running stops its own clusters on TERM
+# a paired check still running stops its own clusters on TERM
+bench_on_exit() {
 	if [[ -n $CHECK_PID ]] && kill -0 "$CHECK_PID" 2>/dev/null; then
 		kill -TERM "$CHECK_PID" 2>/dev/null || true
 		wait "$CHECK_PID" 2>/dev/null || true
 	fi
-	# subscribers first, so that no walsender is left waiting on them
-	clusters_stop_started
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
-	fi
-	if (( rc != 0 )); then
-		echo "catchup_bench: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 
 lsn2int() { local hi=${1%/*} lo=${1#*/}; echo $(( (16#$hi << 32) + 16#$lo )); }
@@ -393,28 +357,12 @@ pg_dump -s --no-publications --no-subscriptions -h "$SOCK" -p "${CPORT[prov]}" -
 qp "CREATE EXTENSION pg_prewarm"
 
 # the ORDER BY of each table's checksum: its primary key, else the whole row
-declare -A ORDERBY
-for t in "${TABLES[@]}"; do
-	k=$(qp "SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
-		FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(attnum, n)
-		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = 'public.$t'::regclass AND i.indisprimary")
-	ORDERBY[$t]=${k:-t::text}
-done
+for t in "${TABLES[@]}"; do ORDERBY[$t]=$(table_order_by prov "$PDB" "$t"); done
 prov_publish "$WANT_PGL" "${TABLES[@]}" || die "the provider's publication failed"
 qp "VACUUM ANALYZE"
 qp "CHECKPOINT"
 
-# checksum query: one row per table, "table|rows:md5"
-checksum_sql() {
-	local t sql=""
-	for t in "${TABLES[@]}"; do
-		[[ -z $sql ]] || sql+=" UNION ALL "
-		sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]})), '-') FROM public.$t t"
-	done
-	echo "$sql"
-}
-CHECKSUM_SQL=$(checksum_sql)
+CHECKSUM_SQL=$(checksum_sql "${TABLES[@]}")
 declare -A PROV_SUM
 provider_checksums() {
 	local line
@@ -474,46 +422,7 @@ setup_sys() {
 }
 
 # evidence of a system that failed or misbehaved: its status and log lines
-record_evidence() {
-	local s=$1 tag=$2 c=$1 db=$SDB f
-	f="$EVIDENCE/${tag}_$s.txt"
-	{
-		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-		case $s in
-			pa_w*)
-				echo "-- subscription_status()"
-				q "$c" "$db" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
-				echo "-- writer_status()"
-				q "$c" "$db" -c "SELECT * FROM writer_status()" 2>&1 || true
-				;;
-			pglogical)
-				q "$c" "$db" -x -c "SELECT * FROM pglogical.show_subscription_status()" 2>&1 || true
-				;;
-			incore)
-				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
-				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
-				;;
-		esac
-		echo "-- heavyweight locks not granted, and the advisory locks (parallel_apply's transaction tags)"
-		q "$c" "$db" -c "SELECT l.pid, a.backend_type, l.locktype, l.classid, l.objid, l.objsubid,
-			l.relation::regclass, l.transactionid, l.mode, l.granted
-			FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE NOT l.granted OR l.locktype = 'advisory' ORDER BY l.granted DESC, l.objid, l.pid" 2>&1 || true
-		echo "-- pg_replication_origin_status (subscriber)"
-		q "$c" "$db" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
-		echo "-- subscriber activity"
-		q "$c" "$db" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
-			FROM pg_stat_activity WHERE datname = current_database() OR backend_type NOT LIKE 'client%'" 2>&1 || true
-		echo "-- provider slots"
-		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
-		echo "-- last 60 lines of the subscriber log $(clog "$c")"
-		tail -n 60 "$(clog "$c")" 2>/dev/null || true
-		echo "-- last 20 lines of the provider log"
-		tail -n 20 "$(clog prov)" 2>/dev/null || true
-	} >"$f"
-	PROBLEMS+=("$s ($tag): see $f")
-	FAILED=1
-}
+record_evidence() { sys_record_evidence "${SYS_KIND[$1]}" "$1" "$SDB" "$2"; }
 
 provider_checksums
 declare -A SETUP_FAILED
@@ -543,22 +452,8 @@ for s in "${SYS_LIST[@]}"; do sub_stop "$s"; done
 # the subscription and then polls the applied position every 20 ms, so no
 # process is started while the clock runs.
 # ---------------------------------------------------------------------------
-mkfifo "$WORKDIR/.sleep.$$"
-exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
-rm -f "$WORKDIR/.sleep.$$"
+sleep_fd_open
 
-CO_REPLY=""
-co_query() {
-	# one statement; CO_REPLY is the last line it printed ("" if none)
-	local line
-	CO_REPLY=""
-	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
-	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
-		[[ $line == __co_end__ ]] && return 0
-		CO_REPLY=$line
-	done
-	return 1
-}
 
 # the poll: "done" once the applied position passed the backlog's last
 # commit, "run" once it passed the backlog's start, else "wait"; then "|"
@@ -656,19 +551,13 @@ catchup() {
 	local psql_poll
 	psql_poll=$(poll_sql "$s" "$target" "$start")
 	while :; do
-		co_query "$psql_poll" || die "poll of $s did not answer"
-		state=${CO_REPLY%%|*}
-		err=${CO_REPLY#*|}
-		if [[ $state == done ]]; then
+		co_poll "$psql_poll" "$s"
+		if [[ $POLL_STATE == done ]]; then
 			t1=$EPOCHREALTIME
 			[[ -n $tf ]] || tf=$t1
 			break
 		fi
-		[[ $state != run || -n $tf ]] || tf=$EPOCHREALTIME
-		if [[ -n $err && -z $SEEN_ERROR ]]; then
-			SEEN_ERROR=$err
-			log "$s reports: $err"
-		fi
+		[[ $POLL_STATE != run || -n $tf ]] || tf=$EPOCHREALTIME
 		if (( ${EPOCHREALTIME%.*} >= deadline )); then
 			t1=""
 			break
@@ -917,13 +806,7 @@ for s in "${SYS_LIST[@]}"; do
 		END { printf "%.0f%%", 100 * (hi - lo) / m }')
 done
 
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-
-echo
-echo "=== logical replication catch-up benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "logical replication catch-up benchmark"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
 echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
@@ -1135,17 +1018,5 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 	fi
 fi
 
-echo
-echo "csv:       $CSV"
-if (( ${#PROBLEMS[@]} )); then
-	echo
-	echo "problems:"
-	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
-fi
-if (( FAILED )); then
-	echo
-	echo "RESULT: FAILED (a catch-up did not finish, reported an error, or left different tables)"
-	exit 1
-fi
-echo "RESULT: ok (every catch-up finished and every subscriber matched the provider)"
-SUCCESS=1
+report_end "a catch-up did not finish, reported an error, or left different tables" \
+	"every catch-up finished and every subscriber matched the provider"

@@ -24,21 +24,11 @@
 #
 # Exits non-zero on any failure; a ratio above the target is only reported.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
-
 BENCH_NAME=decode_bench
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-NXACTS=${NXACTS:-100000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
+bench_load_defaults 100000 10 8 2 3
 PORT=${PORT:-5610}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/decode}
 TARGET=1.10
 
@@ -54,21 +44,7 @@ DB=bench
 clusters_plan prov
 rm -f "$CSV" "$PGBENCH_LOG"
 
-SUCCESS=0
-cleanup() {
-	local rc=$?
-	clusters_stop_started
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		rm -rf "$(cdata prov)"
-	fi
-	if (( rc != 0 )); then
-		echo "decode_bench: FAILED (exit $rc); logs: $(clog prov) $PGBENCH_LOG" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 # qd [psql args]: psql on the provider's database
 qd() { q prov "$DB" "$@"; }
@@ -205,13 +181,7 @@ R_TEXT=$(ratio "${MED[pa_text]}" "${MED[pgoutput]}")
 R_BIN=$(ratio "${MED[pa_binary]}" "${MED[pgoutput]}")
 verdict() { awk -v r="$1" -v t="$TARGET" 'BEGIN { print (r <= t) ? "ok" : "ABOVE TARGET" }'; }
 
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-
-echo
-echo "=== parallel_apply decode benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "parallel_apply decode benchmark"
 echo "settings:  NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS PORT=$PORT"
 echo "           shared_buffers=1GB synchronous_commit=off logical_decoding_work_mem=64MB"
 echo "           max_wal_size=4GB checkpoint_timeout=30min wal_sender_timeout=0 fsync=on"

@@ -61,25 +61,12 @@
 # finish or reports an error, a subscriber whose table differs from the
 # provider's); the report is printed in full first.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
-
 BENCH_NAME=large_txn
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-N=${N:-10000000}
-WORKLOADS=${WORKLOADS:-"insert update"}
-SYSTEMS=${SYSTEMS:-"pa incore_off incore_on incore_parallel"}
-WRITERS=${WRITERS:-"1 4"}
-LOGICAL_DECODING_WORK_MEM=${LOGICAL_DECODING_WORK_MEM:-}
-SYNC=${SYNC:-off}
-PIN=${PIN:-}
-PORT=${PORT:-5660}
-LAG_TIMEOUT=${LAG_TIMEOUT:-3600}
-SAMPLE_MS=${SAMPLE_MS:-100}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
+: "${N:=10000000}" "${WORKLOADS:=insert update}" "${SYSTEMS:=pa incore_off incore_on incore_parallel}"
+: "${WRITERS:=1 4}" "${LOGICAL_DECODING_WORK_MEM:=}" "${SYNC:=off}" "${PIN:=}"
+: "${PORT:=5660}" "${LAG_TIMEOUT:=3600}" "${SAMPLE_MS:=100}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/large_txn}
 POLL_SECS=0.02
 
@@ -150,25 +137,13 @@ rm -rf "$EVIDENCE"
 mkdir -p "$EVIDENCE"
 rm -f "$CSV" "$WORKDIR"/poller.err "$WORKDIR"/txn.* "$WORKDIR"/sampler.*
 
-SUCCESS=0
 SAMPLER_PID=""
 TXN_PID=""
-cleanup() {
-	local rc=$? c
+bench_on_exit() {
 	[[ -z $SAMPLER_PID ]] || kill "$SAMPLER_PID" 2>/dev/null || true
 	[[ -z $TXN_PID ]] || kill "$TXN_PID" 2>/dev/null || true
-	clusters_stop_started
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
-	fi
-	if (( rc != 0 )); then
-		echo "large_txn: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 kb2mb() { awk -v k="${1:-}" 'BEGIN { if (k == "" || k == "NA") print "NA"; else printf "%.1f", k / 1024 }'; }
 mb() { awk -v b="$1" 'BEGIN { if (b == "" || b == "NA") print "NA"; else printf "%.1f", b / 1048576 }'; }
@@ -336,21 +311,8 @@ sampler() {
 # ---------------------------------------------------------------------------
 # A poller co-process on the subscriber, as in catchup_bench.sh.
 # ---------------------------------------------------------------------------
-mkfifo "$WORKDIR/.sleep.$$"
-exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
-rm -f "$WORKDIR/.sleep.$$"
+sleep_fd_open
 
-CO_REPLY=""
-co_query() {
-	local line
-	CO_REPLY=""
-	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
-	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
-		[[ $line == __co_end__ ]] && return 0
-		CO_REPLY=$line
-	done
-	return 1
-}
 
 # "done" once the applied position passed TARGET, else "wait"; then "|" and
 # parallel_apply's last_error
@@ -378,36 +340,7 @@ marker_applied() {
 		"$s to apply a marker transaction (at $target)"
 }
 
-record_evidence() {
-	local s=$1 tag=$2 f
-	f="$EVIDENCE/${tag}_$s.txt"
-	{
-		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-		case ${SYS_KIND[$s]} in
-			pa)
-				q "$s" "$SDB" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
-				q "$s" "$SDB" -c "SELECT * FROM writer_status()" 2>&1 || true
-				;;
-			incore)
-				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
-				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
-				;;
-		esac
-		echo "-- pg_replication_origin_status (subscriber)"
-		q "$s" "$SDB" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
-		echo "-- subscriber activity"
-		q "$s" "$SDB" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
-			FROM pg_stat_activity" 2>&1 || true
-		echo "-- provider slots"
-		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
-		echo "-- last 60 lines of the subscriber log $(clog "$s")"
-		tail -n 60 "$(clog "$s")" 2>/dev/null || true
-		echo "-- last 20 lines of the provider log"
-		tail -n 20 "$(clog prov)" 2>/dev/null || true
-	} >"$f"
-	PROBLEMS+=("$s ($tag): see $f")
-	FAILED=1
-}
+record_evidence() { sys_record_evidence "${SYS_KIND[$1]}" "$1" "$SDB" "$2"; }
 
 # every slot (all inactive) moved to the provider's current position:
 # fast-forward, nothing decoded into a reorder buffer or spilled.  One
@@ -502,16 +435,10 @@ EOF
 	deadline=$(( ${EPOCHREALTIME%.*} + LAG_TIMEOUT ))
 	t_applied="" SEEN_ERROR=""
 	while :; do
-		co_query "$psql_poll" || die "poll of $s did not answer"
-		state=${CO_REPLY%%|*}
-		err=${CO_REPLY#*|}
-		if [[ $state == done ]]; then
+		co_poll "$psql_poll" "$s"
+		if [[ $POLL_STATE == done ]]; then
 			t_applied=$EPOCHREALTIME
 			break
-		fi
-		if [[ -n $err && -z $SEEN_ERROR ]]; then
-			SEEN_ERROR=$err
-			log "$s reports: $err"
 		fi
 		(( ${EPOCHREALTIME%.*} < deadline )) || break
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
@@ -619,12 +546,8 @@ done
 # ---------------------------------------------------------------------------
 # Report.
 # ---------------------------------------------------------------------------
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-echo
-echo "=== large transaction benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(( SECONDS - T_BEGIN )) s) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr); loadavg at start $LOADAVG0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "large transaction benchmark" ", $(( SECONDS - T_BEGIN )) s" \
+	"; loadavg at start $LOADAVG0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), in-core pgoutput"
 for n in "${NOTES[@]}"; do echo "           NOTE: $n"; done
 echo "settings:  N=$N WORKLOADS=\"$WORKLOADS\" WRITERS=\"$WRITERS\" SYNC=$SYNC (apply synchronous_commit)"
@@ -671,17 +594,5 @@ for w in $WORKLOADS; do
 		[[ -z ${R[$s,$w,detail]:-} ]] || echo "    $s: ${R[$s,$w,stats]}; per process VmHWM: ${R[$s,$w,detail]}"
 	done
 done
-echo
-echo "csv:       $CSV"
-if (( ${#PROBLEMS[@]} )); then
-	echo
-	echo "problems:"
-	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
-fi
-if (( FAILED )); then
-	echo
-	echo "RESULT: FAILED (a run did not finish, reported an error, or left a different table)"
-	exit 1
-fi
-echo "RESULT: ok (every run was applied and every subscriber's table matched the provider's)"
-SUCCESS=1
+report_end "a run did not finish, reported an error, or left a different table" \
+	"every run was applied and every subscriber's table matched the provider's"

@@ -424,6 +424,7 @@ class System:
         self.sub_sync = None          # the apply's synchronous_commit (set_sub_sync)
         self.broken = None            # why it is left out of the remaining runs
         self.enabled = False
+        self.enable_sql = self.disable_sql = None   # the system's statements (bench/lib/systems.sh)
 
     @property
     def label(self):
@@ -463,6 +464,7 @@ class System:
                         SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
         self.slot, origin = out.split()[-2:]
         self.origin = None if origin == "-" else origin
+        self.enable_sql, self.disable_sql = r.harness(c.sock, "sql", self.kind, self.sub).splitlines()[-2:]
         self.enabled = True
 
     # -- the apply's synchronous_commit (logical systems), as the syncrep
@@ -487,12 +489,8 @@ class System:
             return
         if self.kind == "physical":
             self.cluster.start(self.dep.cgroups.get(self.key))
-        elif self.kind == "pa":
-            self.q("SELECT enable_subscription(%s)", (self.sub,))
-        elif self.kind == "pglogical":
-            self.q("SELECT pglogical.alter_subscription_enable(%s, true)", (self.sub,))
         else:
-            self.q(f"ALTER SUBSCRIPTION {self.sub} ENABLE")
+            self.q(self.enable_sql)
         self.enabled = True
 
     def disable(self):
@@ -502,12 +500,8 @@ class System:
         if self.kind == "physical":
             self.cluster.stop()
         else:
-            if self.kind == "pa":
-                self.q("SELECT disable_subscription(%s)", (self.sub,))
-            elif self.kind == "pglogical":
-                self.q("SELECT pglogical.alter_subscription_disable(%s, true)", (self.sub,))
-            else:
-                self.q(f"ALTER SUBSCRIPTION {self.sub} DISABLE")
+            self.q(self.disable_sql)
+            if self.kind == "incore":
                 d.poll_until(lambda: self.q1("SELECT count(*) = 0 FROM pg_stat_subscription "
                                              "WHERE subname = %s AND pid IS NOT NULL", (self.sub,)),
                              120, f"in-core apply workers of {self.key} to stop")

@@ -19,9 +19,19 @@
 # be anywhere, even where that user cannot read) and runs the copy as that
 # user, in a clean environment holding only the variables it names.
 
+set -euo pipefail
+export LC_ALL=C
+umask 022
 BENCH_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_DIR=$(dirname "$BENCH_LIB")
 BENCH_NAME=${BENCH_NAME:-bench}
+
+: "${BENCH_USER:=pa_bench}" "${KEEP_DATA:=0}"
+# bench_load_defaults NXACTS SCALE CLIENTS JOBS RUNS: the pgbench load's
+# settings a benchmark uses unless the environment gives them
+bench_load_defaults() {
+	: "${NXACTS:=$1}" "${SCALE:=$2}" "${CLIENTS:=$3}" "${JOBS:=$4}" "${RUNS:=$5}"
+}
 
 die() { echo "$BENCH_NAME: ERROR: $*" >&2; exit 1; }
 log() { echo "$BENCH_NAME: $(date -u +%H:%M:%S) $*" >&2; }
@@ -269,6 +279,28 @@ clusters_stop_started() {
 	STARTED=()
 }
 
+# bench_traps: whatever ends the benchmark, bench_exit runs: the script's
+# bench_on_exit first (when it has one), then its clusters are stopped (the
+# last started first), their data directories removed after a success
+# (SUCCESS=1) unless KEEP_DATA=1, and a failure says where to look
+SUCCESS=0
+bench_exit() {
+	local rc=$? c
+	! declare -F bench_on_exit >/dev/null || bench_on_exit
+	clusters_stop_started
+	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
+		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
+	fi
+	(( rc == 0 )) ||
+		echo "$BENCH_NAME: FAILED (exit $rc); logs: $WORKDIR/*.log${EVIDENCE:+, evidence: $EVIDENCE}" >&2
+	exit "$rc"
+}
+bench_traps() {
+	trap bench_exit EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
 # q CLUSTER DB [psql args]: psql against a cluster; qp SQL: on the provider
 q() {
 	local c=$1 db=$2
@@ -318,6 +350,34 @@ sleep_fd_open() {
 	exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
 	rm -f "$WORKDIR/.sleep.$$"
 }
+# co_query SQL: one statement through the psql co-process POLLER (started
+# by the caller: coproc POLLER { exec psql -X -q -At ...; }), so that
+# nothing is started while a clock runs; CO_REPLY is the last line it
+# printed ("" if none)
+CO_REPLY=""
+co_query() {
+	local line
+	CO_REPLY=""
+	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
+	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
+		[[ $line == __co_end__ ]] && return 0
+		CO_REPLY=$line
+	done
+	return 1
+}
+# co_poll SQL WHO: one poll of an applied position through the co-process;
+# POLL_STATE is what SQL returned before "|"; what it returned after it
+# (parallel_apply's last_error) is logged once and kept in SEEN_ERROR
+co_poll() {
+	local err
+	co_query "$1" || die "poll of $2 did not answer"
+	POLL_STATE=${CO_REPLY%%|*}
+	err=${CO_REPLY#*|}
+	if [[ -n $err && -z ${SEEN_ERROR:-} ]]; then
+		SEEN_ERROR=$err
+		log "$2 reports: $err"
+	fi
+}
 # wait_for_file FILE PID WHO: wait until FILE exists, while process PID
 # (WHO, for the message) lives, two hours at most; sleeps on SLEEP_FD
 wait_for_file() {
@@ -366,8 +426,63 @@ work_delta() {
 	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ");
 		for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? " " : ""), y[i] - x[i] }'
 }
+# table_order_by CLUSTER DB TABLE: the ORDER BY of a table's checksum, its
+# primary key, else the whole row
+table_order_by() {
+	local k
+	k=$(q "$1" "$2" -c "SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
+		FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(attnum, n)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = 'public.$3'::regclass AND i.indisprimary")
+	echo "${k:-t::text}"
+}
+# checksum_sql TABLE...: one row per table, "table|rows:md5" (md5 of the md5
+# of each row, in the order of ORDERBY[table], else of the whole row)
+declare -A ORDERBY
+checksum_sql() {
+	local t sql=""
+	for t in "$@"; do
+		[[ -z $sql ]] || sql+=" UNION ALL "
+		sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]:-t::text})), '-') FROM public.$t t"
+	done
+	echo "$sql"
+}
 prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
 	WHERE c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'"
+
+# ---------------------------------------------------------------------------
+# Reporting.
+# ---------------------------------------------------------------------------
+# report_header TITLE [TITLE_MORE] [MACHINE_MORE]: the report's first lines,
+# the machine and PostgreSQL (PG_VERSION_SRV: the server's version)
+report_header() {
+	local mem cpu
+	mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+	echo
+	echo "=== $1 ($(date -u '+%Y-%m-%d %H:%M:%S UTC')${2:-}) ==="
+	echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)${3:-}"
+	echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+}
+# report_end WHAT_FAILS WHAT_IS_OK: the CSV, the problems (PROBLEMS) and
+# the verdict; exits 1 when FAILED, else sets SUCCESS
+report_end() {
+	local p
+	echo
+	echo "csv:       $CSV"
+	if (( ${#PROBLEMS[@]} )); then
+		echo
+		echo "problems:"
+		for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
+	fi
+	if (( FAILED )); then
+		echo
+		echo "RESULT: FAILED ($1)"
+		exit 1
+	fi
+	echo "RESULT: ok ($2)"
+	SUCCESS=1
+}
 
 . "$BENCH_LIB/systems.sh"
 
@@ -380,15 +495,15 @@ prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
 #   cluster.sh publish PROV_PORT DB PGLOGICAL(0|1) TABLE...
 #   cluster.sh subscribe SYSTEM NAME PORT DB SUB PROV_PORT PROV_DB COPY WRITERS
 #       prints "slot origin"
+#   cluster.sh sql SYSTEM SUB            prints its enable and disable statements
 #   cluster.sh standby NAME PORT PROV_PORT APPNAME SLOT
 # ---------------------------------------------------------------------------
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-	set -euo pipefail
 	BENCH_NAME=cluster.sh
 	: "${WORKDIR:?}" "${PGBIN:?}"
 	export PATH="$PGBIN:$PATH"
 	SOCK=$WORKDIR DBUSER=postgres
-	verb=${1:?"usage: cluster.sh init|publish|subscribe|standby ARGS..."}
+	verb=${1:?"usage: cluster.sh init|publish|subscribe|sql|standby ARGS..."}
 	shift
 	case $verb in
 		init)
@@ -401,6 +516,8 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 			CPORT[$2]=$3 CPORT[prov]=$6 PDB=$7
 			sys_subscribe "$1" "$2" "$4" "$5" "$8" "$9" >/dev/null || die "$1: subscription $5 failed"
 			echo "$SYS_SLOT ${SYS_ORIGIN:--}" ;;
+		sql)
+			sys_sql "$1" "$2" ;;
 		standby)
 			CPORT[$1]=$2 CPORT[prov]=$3
 			sys_standby "$1" "$4" "$5" ;;

@@ -110,6 +110,13 @@ sys_disable_sql() {
 	esac
 }
 
+# as a command: the enable and disable statements of a system, one a line
+# (bench/suite.py asks once per system)
+sys_sql() {
+	sys_enable_sql "$1" "$2"
+	sys_disable_sql "$1" "$2"
+}
+
 # the subscriber's apply processes: in-core's apply worker is "logical
 # replication worker" up to 16, "logical replication apply worker" from 17,
 # and 16's parallel apply workers
@@ -137,4 +144,48 @@ sys_applied_sql() {
 		pa) echo "SELECT applied_lsn FROM subscription_status() WHERE subscription_name = '$2'" ;;
 		*) echo "SELECT remote_lsn FROM pg_replication_origin_status WHERE external_id = '$3'" ;;
 	esac
+}
+
+# sys_record_evidence SYSTEM CLUSTER DB TAG: what a system that failed or
+# misbehaved shows (its status views, locks, activity, slots, log tails),
+# written to EVIDENCE/TAG_CLUSTER.txt and listed in PROBLEMS; sets FAILED
+sys_record_evidence() {
+	local kind=$1 s=$2 c=$2 db=$3 tag=$4 f
+	f="$EVIDENCE/${tag}_$s.txt"
+	{
+		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		case $kind in
+			pa)
+				echo "-- subscription_status()"
+				q "$c" "$db" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
+				echo "-- writer_status()"
+				q "$c" "$db" -c "SELECT * FROM writer_status()" 2>&1 || true
+				;;
+			pglogical)
+				q "$c" "$db" -x -c "SELECT * FROM pglogical.show_subscription_status()" 2>&1 || true
+				;;
+			incore)
+				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
+				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
+				;;
+		esac
+		echo "-- heavyweight locks not granted, and the advisory locks (parallel_apply's transaction tags)"
+		q "$c" "$db" -c "SELECT l.pid, a.backend_type, l.locktype, l.classid, l.objid, l.objsubid,
+			l.relation::regclass, l.transactionid, l.mode, l.granted
+			FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted OR l.locktype = 'advisory' ORDER BY l.granted DESC, l.objid, l.pid" 2>&1 || true
+		echo "-- pg_replication_origin_status (subscriber)"
+		q "$c" "$db" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
+		echo "-- subscriber activity"
+		q "$c" "$db" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
+			FROM pg_stat_activity WHERE datname = current_database() OR backend_type NOT LIKE 'client%'" 2>&1 || true
+		echo "-- provider slots"
+		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
+		echo "-- last 60 lines of the subscriber log $(clog "$c")"
+		tail -n 60 "$(clog "$c")" 2>/dev/null || true
+		echo "-- last 20 lines of the provider log"
+		tail -n 20 "$(clog prov)" 2>/dev/null || true
+	} >"$f"
+	PROBLEMS+=("$s ($tag): see $f")
+	FAILED=1
 }
