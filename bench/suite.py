@@ -153,6 +153,7 @@ class Runner:
     def __init__(self, args):
         self.pgbin = args.pgbin
         self.workdir = args.workdir
+        self.lib_copied = False
         self.root = os.geteuid() == 0
         self.user = args.bench_user if self.root else pwd.getpwuid(os.geteuid()).pw_name
         self.as_user = ["runuser", "-u", self.user, "--"] if self.root else []
@@ -186,7 +187,8 @@ class Runner:
         runs from a copy in the suite's work directory, which that user can
         read wherever the repository is."""
         lib = os.path.join(self.workdir, ".bench", "lib")
-        if not os.path.exists(os.path.join(lib, "cluster.sh")):
+        if not self.lib_copied:           # once per invocation: this checkout's library
+            self.lib_copied = True
             os.makedirs(lib, exist_ok=True)
             for f in ("cluster.sh", "systems.sh"):
                 shutil.copy(os.path.join(HERE, "lib", f), lib)
