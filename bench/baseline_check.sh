@@ -37,16 +37,15 @@
 # (the bench's run r is over) and after it writes PAIR_DIR/done.r.  Its
 # clusters are stopped whenever it waits.
 #
-# Settings of every cluster (what a careful user gives a replication
-# benchmark on this kind of machine; see bench/README.md "Fair baselines"):
-#   shared_buffers = SHARED_BUFFERS (1GB), max_wal_size = MAX_WAL_SIZE (4GB),
-#   checkpoint_timeout = 30min, autovacuum = off (vacuum is explicit before
-#   each run), fsync on, the rest initdb's defaults.
-# Provider: wal_level = logical, shared_preload_libraries = 'pglogical' for
-# pglogical.  Subscriber: wal_retrieve_retry_interval = 100ms (the apply
-# worker starts at once after ENABLE), pglogical.synchronous_commit = SYNC.
-# In-core: CREATE SUBSCRIPTION ... WITH (synchronous_commit = SYNC,
-# binary = BINARY); pglogical: create_subscription with its defaults.
+# Settings of every cluster: bench/lib/cluster.sh's, as for every benchmark
+# (bench/README.md, "The harness" and "Fair baselines"): shared_buffers =
+# SHARED_BUFFERS (1GB), max_wal_size = MAX_WAL_SIZE (4GB), checkpoint_timeout
+# = 30min, autovacuum = off (vacuum is explicit before each run), fsync on;
+# the provider wal_level = logical (pglogical preloaded for pglogical), the
+# subscriber wal_retrieve_retry_interval = 100ms (the apply worker starts at
+# once after ENABLE), pglogical.synchronous_commit = SYNC.  Subscriptions
+# by bench/lib/systems.sh: in-core WITH (synchronous_commit = SYNC, binary =
+# BINARY), pglogical create_subscription, parallel_apply 1 writer.
 #
 # Environment (all optional):
 #   SYSTEMS="incore pglogical"  (also: pa = parallel_apply, 1 writer)
