@@ -37,16 +37,15 @@
 # (the bench's run r is over) and after it writes PAIR_DIR/done.r.  Its
 # clusters are stopped whenever it waits.
 #
-# Settings of every cluster (what a careful user gives a replication
-# benchmark on this kind of machine; see bench/README.md "Fair baselines"):
-#   shared_buffers = SHARED_BUFFERS (1GB), max_wal_size = MAX_WAL_SIZE (4GB),
-#   checkpoint_timeout = 30min, autovacuum = off (vacuum is explicit before
-#   each run), fsync on, the rest initdb's defaults.
-# Provider: wal_level = logical, shared_preload_libraries = 'pglogical' for
-# pglogical.  Subscriber: wal_retrieve_retry_interval = 100ms (the apply
-# worker starts at once after ENABLE), pglogical.synchronous_commit = SYNC.
-# In-core: CREATE SUBSCRIPTION ... WITH (synchronous_commit = SYNC,
-# binary = BINARY); pglogical: create_subscription with its defaults.
+# Settings of every cluster: bench/lib/cluster.sh's, as for every benchmark
+# (bench/README.md, "The harness" and "Fair baselines"): shared_buffers =
+# SHARED_BUFFERS (1GB), max_wal_size = MAX_WAL_SIZE (4GB), checkpoint_timeout
+# = 30min, autovacuum = off (vacuum is explicit before each run), fsync on;
+# the provider wal_level = logical (pglogical preloaded for pglogical), the
+# subscriber wal_retrieve_retry_interval = 100ms (the apply worker starts at
+# once after ENABLE), pglogical.synchronous_commit = SYNC.  Subscriptions
+# by bench/lib/systems.sh: in-core WITH (synchronous_commit = SYNC, binary =
+# BINARY), pglogical create_subscription, parallel_apply 1 writer.
 #
 # Environment (all optional):
 #   SYSTEMS="incore pglogical"  (also: pa = parallel_apply, 1 writer)
@@ -68,45 +67,17 @@
 #   BENCH_USER=pa_bench  (OS user the clusters run as when started as root)
 #   PAIR_DIR=            see "Paired with the bench" above
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
+BENCH_NAME=baseline_check
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-die() { echo "baseline_check: ERROR: $*" >&2; exit 1; }
-log() { echo "baseline_check: $(date -u +%H:%M:%S) $*" >&2; }
-
-if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
-	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-else
-	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
-fi
-
-SYSTEMS=${SYSTEMS:-"incore pglogical"}
-NXACTS=${NXACTS:-64000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
-WARMUP=${WARMUP:-1}
-SYNC=${SYNC:-off}
-BINARY=${BINARY:-false}
-HISTORY_PK=${HISTORY_PK:-0}
-SUB_INIT=${SUB_INIT:-copy}
-CONN=${CONN:-unix}
-SHARED_BUFFERS=${SHARED_BUFFERS:-1GB}
-MAX_WAL_SIZE=${MAX_WAL_SIZE:-4GB}
-POLL_MS=${POLL_MS:-100}
-CKPT_AFTER_LOAD=${CKPT_AFTER_LOAD:-0}
-IDLE_CLUSTERS=${IDLE_CLUSTERS:-0}
-PAIR_DIR=${PAIR_DIR:-}
-PORT=${PORT:-5680}
-BENCH_USER=${BENCH_USER:-pa_bench}
+bench_load_defaults 64000 10 8 2 3
+: "${SYSTEMS:=incore pglogical}" "${WARMUP:=1}" "${SYNC:=off}" "${BINARY:=false}" "${HISTORY_PK:=0}"
+: "${SUB_INIT:=copy}" "${CONN:=unix}" "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}"
+: "${POLL_MS:=100}" "${CKPT_AFTER_LOAD:=0}" "${IDLE_CLUSTERS:=0}" "${PAIR_DIR:=}" "${PORT:=5680}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/baseline}
 
-bench_find_pgbin
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT POLL_MS; do
-	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
-done
+bench_find_pgbin pgbench pg_dump
+bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT POLL_MS
 is_uint "$IDLE_CLUSTERS" || die "IDLE_CLUSTERS must be a number"
 is_uint "$WARMUP" || die "WARMUP must be a number"
 for s in $SYSTEMS; do
@@ -117,25 +88,14 @@ done
 [[ $SUB_INIT == copy || $SUB_INIT == pgbench ]] || die "SUB_INIT must be copy or pgbench"
 [[ $CONN == unix || $CONN == tcp ]] || die "CONN must be unix or tcp"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
-[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
 
-if (( EUID == 0 )); then
-	bench_become_user baseline_check.sh BASELINE_CHECK_REEXEC SYSTEMS NXACTS SCALE CLIENTS JOBS \
-		RUNS WARMUP SYNC BINARY HISTORY_PK SUB_INIT CONN SHARED_BUFFERS MAX_WAL_SIZE POLL_MS \
-		CKPT_AFTER_LOAD IDLE_CLUSTERS PAIR_DIR PORT WORKDIR PGBIN BENCH_USER
-fi
-
-unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
-	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
-export PATH="$PGBIN:$PATH"
-mkdir -p "$WORKDIR"
-cd "$WORKDIR"
-SOCK=$WORKDIR
-DBUSER=postgres
+# as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
+bench_as_user SYSTEMS NXACTS SCALE CLIENTS JOBS RUNS WARMUP SYNC BINARY HISTORY_PK SUB_INIT CONN \
+	SHARED_BUFFERS MAX_WAL_SIZE POLL_MS CKPT_AFTER_LOAD IDLE_CLUSTERS PAIR_DIR
 DB=bench
+PDB=$DB
 CSV=$WORKDIR/baseline_results.csv
 PGBENCH_LOG=$WORKDIR/pgbench.log
-PKGLIBDIR=$(pg_config --pkglibdir)
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
 
@@ -144,125 +104,46 @@ if [[ " $SYSTEMS " == *" pglogical "* && ! -f $PKGLIBDIR/pglogical.so ]]; then
 	SYSTEMS=${SYSTEMS//pglogical/}
 fi
 
-# clusters: prov on PORT, sub on PORT+1, idle ones from PORT+2
-declare -A CPORT=([prov]=$PORT [sub]=$(( PORT + 1 )))
-CLUSTERS=(prov sub)
-for (( i = 1; i <= IDLE_CLUSTERS; i++ )); do
-	CLUSTERS+=("idle$i")
-	CPORT[idle$i]=$(( PORT + 1 + i ))
-done
-
-STARTED=()
-stop_all() {
-	local i
-	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
-		pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m fast -w -t 60 >/dev/null 2>&1 ||
-			pg_ctl stop -D "$(cdata "${STARTED[$i]}")" -m immediate -w -t 60 >/dev/null 2>&1 || true
-	done
-	STARTED=()
-}
-trap 'rc=$?; stop_all; exit $rc' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-dsn() {
-	if [[ $CONN == tcp ]]; then
-		echo "host=127.0.0.1 port=${CPORT[$1]} dbname=$2 user=$DBUSER"
-	else
-		echo "host=$SOCK port=${CPORT[$1]} dbname=$2 user=$DBUSER"
-	fi
-}
-poll_until() {
-	local c=$1 db=$2 sql=$3 timeout=$4 t0=$SECONDS
-	while [[ $(q "$c" "$db" -c "$sql" 2>/dev/null || true) != t ]]; do
-		(( SECONDS - t0 < timeout )) || die "timed out waiting for: $sql"
-		sleep 0.2
-	done
-}
-
-# each system's clusters have directories of their own (CSYS_prov, ...);
+# clusters: prov on PORT, sub on PORT+1, idle ones from PORT+2; each
+# system's clusters have directories of their own (CPREFIX_prov, ...):
 # only one system's run at a time, so they share the ports
-CSYS=""
-cdata() { echo "$WORKDIR/${CSYS:+${CSYS}_}$1"; }
-start_cluster() {
-	pg_ctl start -D "$(cdata "$1")" -l "$WORKDIR/$1.log" -w -t 120 >/dev/null ||
-		{ tail -n 20 "$WORKDIR/$1.log" >&2; die "$1 did not start"; }
-	STARTED+=("$1")
-}
+idle=()
+for (( i = 1; i <= IDLE_CLUSTERS; i++ )); do idle+=("idle$i"); done
+clusters_plan prov sub "${idle[@]}"
+bench_traps
 # paired with the bench: wait for its file, while the bench lives
 PARENT=$PPID
-mkfifo "$WORKDIR/.sleep.$$"
-exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
-rm -f "$WORKDIR/.sleep.$$"
+sleep_fd_open
 
+# make_cluster NAME SYSTEM: a fresh cluster for SYSTEM's run, started
 make_cluster() {
-	local c=$1 d
+	local c=$1 role=subscriber d
 	d=$(cdata "$c")
 	[[ ! -d $d ]] || { pg_ctl status -D "$d" >/dev/null 2>&1 && die "a server runs on $d"; rm -rf "$d"; }
-	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb.log" 2>&1 ||
-		{ cat "$WORKDIR/initdb.log" >&2; die "initdb $c failed"; }
-	cat >>"$d/postgresql.conf" <<EOF
-
-# ---- bench/baseline_check.sh ----
-listen_addresses = '127.0.0.1'
-port = ${CPORT[$c]}
-unix_socket_directories = '$SOCK'
-shared_buffers = $SHARED_BUFFERS
-max_wal_size = $MAX_WAL_SIZE
-checkpoint_timeout = 30min
-autovacuum = off
-log_line_prefix = '%m [%p] %q%b %a '
-EOF
-	case $c in
-		prov)
-			echo "wal_level = logical" >>"$d/postgresql.conf"
-			[[ $2 != pglogical ]] || echo "shared_preload_libraries = 'pglogical'" >>"$d/postgresql.conf"
-			# this Debian PostgreSQL decodes only through listed plugins
-			if [[ $(postgres --describe-config 2>/dev/null) == *output_plugin_libraries* ]]; then
-				echo "output_plugin_libraries = 'pgoutput, pglogical_output, parallel_apply'" >>"$d/postgresql.conf"
-			fi
-			;;
-		sub)
-			echo "wal_retrieve_retry_interval = 100ms" >>"$d/postgresql.conf"
-			case $2 in
-				pglogical) printf "shared_preload_libraries = 'pglogical'\npglogical.synchronous_commit = %s\n" "$SYNC" >>"$d/postgresql.conf" ;;
-				pa) echo "shared_preload_libraries = 'parallel_apply'" >>"$d/postgresql.conf" ;;
-			esac
-			;;
-	esac
-	pg_ctl start -D "$d" -l "$WORKDIR/$c.log" -w -t 120 >/dev/null || { tail -n 20 "$WORKDIR/$c.log" >&2; die "$c did not start"; }
-	STARTED+=("$c")
+	[[ $c != prov ]] || role=provider
+	cluster_init "$c" "$role" "$2"
+	cluster_start "$c"
 }
 
-prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
-	WHERE c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'"
 TABLES=(pgbench_accounts pgbench_branches pgbench_tellers pgbench_history bench_marker)
-checksum_sql() {
-	local t sql=""
-	for t in "${TABLES[@]}"; do
-		[[ -z $sql ]] || sql+=" UNION ALL "
-		sql+="SELECT '$t:' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY t::text)), '-') FROM public.$t t"
-	done
-	echo "$sql"
-}
 
 echo "system,run,xacts,seconds,apply_tps,apply_cpu_s,apply_us,walsender_cpu_s,walsender_us,identical,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
 declare -A RES_US RES_TPS RES_WS S_SLOT S_ENABLE S_DISABLE S_PID_SQL S_POLL
 for sys in $SYSTEMS; do
-	CSYS=$sys
+	CPREFIX=$sys
 	log "$sys: fresh provider and subscriber"
-	stop_all
+	clusters_stop_started
 	make_cluster prov "$sys"
 	make_cluster sub "$sys"
-	for c in "${CLUSTERS[@]:2}"; do make_cluster "$c" none; done
+	for c in "${CLUSTERS[@]:2}"; do make_cluster "$c" ""; done
 	q prov postgres -c "CREATE DATABASE $DB"
-	pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 || die "pgbench -i failed"
+	pgbench_on prov "$DB" -i -q -s "$SCALE" || die "pgbench -i failed"
 	(( ! HISTORY_PK )) || q prov "$DB" -c "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
 	q prov "$DB" -c "CREATE TABLE bench_marker (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_marker VALUES (1, 0)"
 	q prov "$DB" -c "CREATE EXTENSION pg_prewarm"
 	q sub postgres -c "CREATE DATABASE $DB"
 	if [[ $SUB_INIT == pgbench ]]; then
-		pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[sub]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 || die "pgbench -i (subscriber) failed"
+		pgbench_on sub "$DB" -i -q -s "$SCALE" || die "pgbench -i (subscriber) failed"
 		(( ! HISTORY_PK )) || q sub "$DB" -c "ALTER TABLE pgbench_history ADD COLUMN hid bigserial PRIMARY KEY"
 		q sub "$DB" -c "CREATE TABLE bench_marker (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_marker VALUES (1, 0)"
 		copy=false
@@ -272,68 +153,25 @@ for sys in $SYSTEMS; do
 		copy=true
 	fi
 	q sub "$DB" -c "CREATE EXTENSION pg_prewarm"
-	case $sys in
-		incore)
-			q prov "$DB" -c "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
-			q sub "$DB" -c "CREATE SUBSCRIPTION s CONNECTION '$(dsn prov "$DB")' PUBLICATION p
-				WITH (copy_data = $copy, synchronous_commit = '$SYNC', binary = $BINARY)"
-			poll_until sub "$DB" "SELECT count(*) = ${#TABLES[@]} AND bool_and(srsubstate = 'r') FROM pg_subscription_rel" 600
-			ORIGIN_SQL="SELECT 'pg_' || oid FROM pg_subscription WHERE subname = 's'"
-			SLOT=s
-			ENABLE="ALTER SUBSCRIPTION s ENABLE" DISABLE="ALTER SUBSCRIPTION s DISABLE"
-			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type IN ('logical replication worker', 'logical replication apply worker')"
-			;;
-		pglogical)
-			q prov "$DB" -c "CREATE EXTENSION pglogical"
-			q prov "$DB" -c "SELECT pglogical.create_node(node_name := 'provider', dsn := '$(dsn prov "$DB")')" >/dev/null
-			for t in "${TABLES[@]}"; do
-				set=default
-				[[ $t != pgbench_history ]] || (( HISTORY_PK )) || set=default_insert_only
-				q prov "$DB" -c "SELECT pglogical.replication_set_add_table('$set', 'public.$t')" >/dev/null
-			done
-			q sub "$DB" -c "CREATE EXTENSION pglogical"
-			q sub "$DB" -c "SELECT pglogical.create_node(node_name := 'subscriber', dsn := '$(dsn sub "$DB")')" >/dev/null
-			q sub "$DB" -c "SELECT pglogical.create_subscription(subscription_name := 's', provider_dsn := '$(dsn prov "$DB")',
-				replication_sets := ARRAY['default', 'default_insert_only'], synchronize_data := $copy)" >/dev/null
-			poll_until sub "$DB" "SELECT status = 'replicating' FROM pglogical.show_subscription_status('s')" 600
-			q sub "$DB" -c "SELECT pglogical.wait_for_subscription_sync_complete('s')" >/dev/null
-			ORIGIN_SQL="SELECT sub_slot_name FROM pglogical.subscription WHERE sub_name = 's'"
-			SLOT=$(q sub "$DB" -c "$ORIGIN_SQL")
-			ENABLE="SELECT pglogical.alter_subscription_enable('s', true)"
-			DISABLE="SELECT pglogical.alter_subscription_disable('s', true)"
-			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'pglogical apply%'"
-			;;
-		pa)
-			q prov "$DB" -c "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
-			q sub "$DB" -c "CREATE EXTENSION parallel_apply"
-			q sub "$DB" -c "SELECT create_subscription('s', '$(dsn prov "$DB")', ARRAY['p'],
-				synchronize_data := $copy, num_writers := 1, synchronous_commit := '$SYNC')" >/dev/null
-			q sub "$DB" -c "SELECT wait_for_catchup('s', '600 s')" >/dev/null
-			ORIGIN_SQL=""
-			SLOT=$(q sub "$DB" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = 's'")
-			ENABLE="SELECT enable_subscription('s')" DISABLE="SELECT disable_subscription('s')"
-			PID_SQL="SELECT pid FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'"
-			;;
-	esac
-	if [[ $sys == incore ]]; then SLOT=s; fi
-	[[ -z $ORIGIN_SQL ]] || ORIGIN=$(q sub "$DB" -c "$ORIGIN_SQL")
-	q sub "$DB" -c "$DISABLE" >/dev/null
-	poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+	with=()
+	[[ $sys != incore ]] || with=("binary = $BINARY")
+	prov_publish "$( [[ $sys == pglogical ]] && echo 1 || echo 0)" "${TABLES[@]}" || die "publication failed"
+	sys_subscribe "$sys" sub "$DB" s "$copy" 1 "${with[@]}" || die "$sys: subscription failed"
+	SLOT=$SYS_SLOT ORIGIN=$SYS_ORIGIN
+	ENABLE=$(sys_enable_sql "$sys" s) DISABLE=$(sys_disable_sql "$sys" s)
+	PID_SQL="SELECT pid FROM ($APPLY_PROCS_SQL) p"
+	sys_disable "$sys" sub "$DB" s "$SLOT" || die "$sys: disabling failed"
 	for c in "${CLUSTERS[@]:2}"; do
 		# the idle clusters: a database the size of the subscriber's, prewarmed
 		q "$c" postgres -c "CREATE DATABASE $DB"
-		pgbench -i -q -s "$SCALE" -h "$SOCK" -p "${CPORT[$c]}" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1
+		pgbench_on "$c" "$DB" -i -q -s "$SCALE"
 		q "$c" "$DB" -c "CREATE EXTENSION pg_prewarm" -c "$prewarm_sql" >/dev/null
 	done
-	if [[ $sys == pa ]]; then
-		POLL="SELECT applied_lsn >= '%s' FROM subscription_status() WHERE subscription_name = 's'"
-	else
-		POLL="SELECT remote_lsn >= '%s' FROM pg_replication_origin_status WHERE external_id = '$ORIGIN'"
-	fi
+	POLL="SELECT coalesce(($(sys_applied_sql "$sys" s "$ORIGIN")) >= '%s', false)"
 
 	S_SLOT[$sys]=$SLOT S_ENABLE[$sys]=$ENABLE S_DISABLE[$sys]=$DISABLE
 	S_PID_SQL[$sys]=$PID_SQL S_POLL[$sys]=$POLL
-	stop_all
+	clusters_stop_started
 done
 
 # run < 1: the untimed warm-up runs; each run goes through the systems
@@ -343,9 +181,9 @@ for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 		wait_for_file "$PAIR_DIR/go.$run" "$PARENT" "paired: the bench"
 	fi
 	for sys in $SYSTEMS; do
-		CSYS=$sys SLOT=${S_SLOT[$sys]} ENABLE=${S_ENABLE[$sys]} DISABLE=${S_DISABLE[$sys]}
+		CPREFIX=$sys SLOT=${S_SLOT[$sys]} ENABLE=${S_ENABLE[$sys]} DISABLE=${S_DISABLE[$sys]}
 		PID_SQL=${S_PID_SQL[$sys]} POLL=${S_POLL[$sys]}
-		for c in "${CLUSTERS[@]}"; do start_cluster "$c"; done
+		for c in "${CLUSTERS[@]}"; do cluster_start "$c"; done
 		for c in prov sub; do
 			q "$c" "$DB" -c "VACUUM (ANALYZE)" -c "CHECKPOINT" -c "$prewarm_sql" >/dev/null
 		done
@@ -383,14 +221,17 @@ for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 		wcpu=$(proc_cpu_secs "$wpid")
 		printf '\\q\n' >&"${POLLER[1]}"
 		wait "$co_pid" 2>/dev/null || true
-		poll_until prov "$DB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '$SLOT'" 60
+		poll_until prov "$DB" "SELECT confirmed_flush_lsn >= '$target' FROM pg_replication_slots WHERE slot_name = '$SLOT'" 60 \
+			"slot $SLOT to confirm $target" || die "$sys: its slot did not confirm the backlog"
 		q sub "$DB" -c "$DISABLE" >/dev/null
-		poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120
+		poll_until prov "$DB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '$SLOT'" 120 \
+			"slot $SLOT to become inactive" || die "$sys: its slot stayed active"
 		# the apply processes are gone, their statistics flushed
-		poll_until sub "$DB" "SELECT count(*) = 0 FROM ($PID_SQL) p" 120
+		poll_until sub "$DB" "SELECT count(*) = 0 FROM ($PID_SQL) p" 120 "the apply processes to exit" ||
+			die "$sys: its apply processes did not exit"
 		work=$(work_delta "$work0" "$(q sub "$DB" -c "$SUB_WORK_SQL")")
 		same=yes
-		[[ $(q prov "$DB" -c "$(checksum_sql)" | sort) == "$(q sub "$DB" -c "$(checksum_sql)" | sort)" ]] || same=no
+		[[ $(q prov "$DB" -c "$(checksum_sql "${TABLES[@]}")" | sort) == "$(q sub "$DB" -c "$(checksum_sql "${TABLES[@]}")" | sort)" ]] || same=no
 		secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 		tps=$(awk -v x="$XACTS" -v s="$secs" 'BEGIN { printf "%.0f", x / s }')
 		us=$(awk -v c="$cpu" -v x="$XACTS" 'BEGIN { printf "%.2f", c * 1e6 / x }')
@@ -403,12 +244,12 @@ for (( run = 1 - WARMUP; run <= RUNS; run++ )); do
 		else
 			RES_US[$sys]+="$us " RES_TPS[$sys]+="$tps " RES_WS[$sys]+="$wus "
 		fi
-		stop_all
+		clusters_stop_started
 	done
 	[[ -z $PAIR_DIR ]] || (( run < 1 )) || : >"$PAIR_DIR/done.$run"
 done
 for sys in $SYSTEMS; do
-	CSYS=$sys
+	CPREFIX=$sys
 	for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
 done
 

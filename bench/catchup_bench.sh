@@ -102,60 +102,23 @@
 # a subscriber whose tables differ from the provider's; the report is printed
 # in full first.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
+BENCH_NAME=catchup_bench
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-die() { echo "catchup_bench: ERROR: $*" >&2; exit 1; }
-log() { echo "catchup_bench: $(date -u +%H:%M:%S) $*" >&2; }
-
-# shared with decode_bench.sh; the copy run as BENCH_USER finds it beside it
-if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
-	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-else
-	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
-fi
-
-NXACTS=${NXACTS:-100000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
-WARMUP=${WARMUP:-1}
-WRITERS=${WRITERS:-"1 2 4 8"}
-SYSTEMS=${SYSTEMS:-"pa pglogical incore"}
-ROUTE_WRITERS=${ROUTE_WRITERS:-2}
-ADAPTIVE_WRITERS=${ADAPTIVE_WRITERS:-8}
-SYNC=${SYNC:-off}
-WORKLOAD=${WORKLOAD:-tpcb}
-HISTORY_PK=${HISTORY_PK:-0}
-INSERT_COLUMNS=${INSERT_COLUMNS:-0}
-PORT=${PORT:-5620}
-CATCHUP_TIMEOUT=${CATCHUP_TIMEOUT:-900}
-SETUP_TIMEOUT=${SETUP_TIMEOUT:-600}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
-CHECK_BASELINES=${CHECK_BASELINES:-0}
-CHECK_RUNS=${CHECK_RUNS:-5}
-CHECK_PAIRED=${CHECK_PAIRED:-0}
-ALL_SUBSCRIBERS=${ALL_SUBSCRIBERS:-0}
-PA_CONF=${PA_CONF:-}
+bench_load_defaults 100000 10 8 2 3
+: "${WARMUP:=1}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
+: "${WRITERS:=1 2 4 8}" "${SYSTEMS:=pa pglogical incore}" "${ROUTE_WRITERS:=2}" "${ADAPTIVE_WRITERS:=8}" "${PA_CONF:=}"
+: "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
+: "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
-# the workload files (bench/workloads/) and bench/baseline_check.sh; the
-# copy run as BENCH_USER has them beside it, named with a leading dot
-BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# the workload files and the baseline check (beside this script, also in
+# the copy run as BENCH_USER)
 WORKLOADS=$BENCH_DIR/workloads
-[[ -d $WORKLOADS ]] || WORKLOADS=$BENCH_DIR/.workloads
 CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
-[[ -f $CHECK_SCRIPT ]] || CHECK_SCRIPT=$BENCH_DIR/.baseline_check.sh
 
-bench_find_pgbin
-
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS; do
-	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
-done
-(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
+bench_find_pgbin pgbench pg_dump pg_waldump
+bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS
 (( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
@@ -174,63 +137,14 @@ for s in $SYSTEMS; do
 		$s == adaptive ]] ||
 		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive)"
 done
-for b in initdb pg_ctl postgres psql pgbench pg_dump pg_waldump pg_isready; do
-	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
-done
-[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
-
-# ---------------------------------------------------------------------------
-# Root: PostgreSQL refuses to run as root.  Create an unprivileged user, give
-# it the work directory and run a copy of this script as that user (the copy
-# lives in the work directory, so the repository may be anywhere).
-# ---------------------------------------------------------------------------
-if (( EUID == 0 )); then
-	# what is being measured: the repository's revision, for the report
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	if [[ -n ${PA_REV:-} ]]; then
-		REPO_REV=$PA_REV
-	else
-		REPO_REV=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
-		[[ $REPO_REV != *-dirty ]] ||
-			REPO_REV+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
-	fi
-	# the baseline check runs from the work directory too
-	mkdir -p "$WORKDIR"
-	install -m 0755 "$(dirname "${BASH_SOURCE[0]}")/baseline_check.sh" "$WORKDIR/.baseline_check.sh"
-	rm -rf "$WORKDIR/.workloads"
-	cp -r "$(dirname "${BASH_SOURCE[0]}")/workloads" "$WORKDIR/.workloads"
-	chmod -R a+rX "$WORKDIR/.workloads"
-	bench_become_user catchup_bench.sh CATCHUP_BENCH_REEXEC REPO_REV CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS \
-		NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK PORT \
-		ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT WORKDIR PGBIN \
-		KEEP_DATA BENCH_USER PA_CONF
-fi
-
-# ---------------------------------------------------------------------------
-# Unprivileged from here on.
-# ---------------------------------------------------------------------------
-unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
-	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
-export PATH="$PGBIN:$PATH"
-if [[ -z ${REPO_REV:-} ]]; then
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	REPO_REV=${PA_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}
-fi
-
-mkdir -p "$WORKDIR"
-[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
-cd "$WORKDIR"
-SOCK=$WORKDIR
-DBUSER=postgres
+# as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
+bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS \
+	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
+	ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT PA_CONF
 PDB=bench
 CSV=$WORKDIR/catchup_results.csv
 PGBENCH_LOG=$WORKDIR/pgbench.log
 EVIDENCE=$WORKDIR/evidence
-PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)
-SHAREDIR=$("$PGBIN/pg_config" --sharedir 2>/dev/null || echo /usr/share/postgresql/15)
-
-sockpath="$SOCK/.s.PGSQL.$PORT"
-(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
 
 
 # which systems run
@@ -268,13 +182,13 @@ fi
 # pglogical, incore.  The provider is cluster "prov" on PORT, the
 # subscribers use PORT+1, PORT+2, ... in this order.
 SYS_LIST=()
-declare -A SYS_SUB SYS_WRITERS SYS_LABEL
+declare -A SYS_KIND SYS_SUB SYS_WRITERS SYS_LABEL
 if (( WANT_PA )); then
 	for w in $WRITERS; do
 		s=pa_w$w
 		[[ -z ${SYS_SUB[$s]:-} ]] || continue
 		SYS_LIST+=("$s")
-		SYS_SUB[$s]=pa_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="parallel_apply"
+		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="parallel_apply"
 	done
 fi
 # the routing-only system is a parallel_apply one (pa_w*) with its own
@@ -282,88 +196,48 @@ fi
 if (( WANT_ROUTE )); then
 	s=pa_w${ROUTE_WRITERS}_route
 	SYS_LIST+=("$s")
-	SYS_SUB[$s]=pa_route SYS_WRITERS[$s]=$ROUTE_WRITERS SYS_LABEL[$s]="pa routing only"
+	SYS_KIND[$s]=pa SYS_SUB[$s]=pa_route SYS_WRITERS[$s]=$ROUTE_WRITERS SYS_LABEL[$s]="pa routing only"
 fi
 # one writer, every update applied; its name ends in _nc
 if (( WANT_NC )); then
 	s=pa_w1_nc
 	SYS_LIST+=("$s")
-	SYS_SUB[$s]=pa_nc SYS_WRITERS[$s]=1 SYS_LABEL[$s]="pa no-coalesce"
+	SYS_KIND[$s]=pa SYS_SUB[$s]=pa_nc SYS_WRITERS[$s]=1 SYS_LABEL[$s]="pa no-coalesce"
 fi
 # the adaptive rule on, whatever PA_CONF says; its name ends in _ad
 if (( WANT_AD )); then
 	s=pa_w${ADAPTIVE_WRITERS}_ad
 	SYS_LIST+=("$s")
-	SYS_SUB[$s]=pa_ad SYS_WRITERS[$s]=$ADAPTIVE_WRITERS SYS_LABEL[$s]="pa adaptive"
+	SYS_KIND[$s]=pa SYS_SUB[$s]=pa_ad SYS_WRITERS[$s]=$ADAPTIVE_WRITERS SYS_LABEL[$s]="pa adaptive"
 fi
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
-	SYS_SUB[pglogical]=pgl_sub SYS_WRITERS[pglogical]=1 SYS_LABEL[pglogical]="pglogical"
+	SYS_KIND[pglogical]=pglogical SYS_SUB[pglogical]=pgl_sub SYS_WRITERS[pglogical]=1 SYS_LABEL[pglogical]="pglogical"
 fi
 if (( WANT_CORE )); then
 	SYS_LIST+=(incore)
-	SYS_SUB[incore]=core_sub SYS_WRITERS[incore]=1 SYS_LABEL[incore]="in-core"
+	SYS_KIND[incore]=incore SYS_SUB[incore]=core_sub SYS_WRITERS[incore]=1 SYS_LABEL[incore]="in-core"
 fi
 (( ${#SYS_LIST[@]} > 0 )) || die "no system to run"
-CLUSTERS=(prov "${SYS_LIST[@]}")
-declare -A CPORT
-for (( i = 0; i < ${#CLUSTERS[@]}; i++ )); do
-	CPORT[${CLUSTERS[$i]}]=$(( PORT + i ))
-done
-(( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
+clusters_plan prov "${SYS_LIST[@]}"
 SDB=sub
 MAXW=8
 for w in $WRITERS $ROUTE_WRITERS $ADAPTIVE_WRITERS; do (( w > MAXW )) && MAXW=$w; done
-
-for c in "${CLUSTERS[@]}"; do
-	d=$(cdata "$c")
-	if [[ -d $d ]]; then
-		if pg_ctl status -D "$d" >/dev/null 2>&1; then
-			die "a server is still running on $d; stop it with: pg_ctl stop -D $d -m fast"
-		fi
-		rm -rf "$d"
-	fi
-	ready=0
-	pg_isready -q -h 127.0.0.1 -p "${CPORT[$c]}" -t 5 >/dev/null 2>&1 || ready=$?
-	(( ready == 2 )) || die "something already answers on 127.0.0.1:${CPORT[$c]}; choose another PORT"
-	rm -f "$(clog "$c")"
-done
 rm -rf "$EVIDENCE"
 mkdir -p "$EVIDENCE"
 rm -f "$CSV" "$PGBENCH_LOG" "$WORKDIR"/poller.err "$WORKDIR"/schema.sql
 
-STARTED=()
-SUCCESS=0
 CHECK_PID=""
-cleanup() {
-	local rc=$? i c
-	# a paired check still running stops its own clusters on TERM
+# a paired check still running stops its own clusters on TERM
+bench_on_exit() {
 	if [[ -n $CHECK_PID ]] && kill -0 "$CHECK_PID" 2>/dev/null; then
 		kill -TERM "$CHECK_PID" 2>/dev/null || true
 		wait "$CHECK_PID" 2>/dev/null || true
 	fi
-	# subscribers first, so that no walsender is left waiting on them
-	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
-		c=${STARTED[$i]}
-		pg_ctl status -D "$(cdata "$c")" >/dev/null 2>&1 || continue
-		pg_ctl stop -D "$(cdata "$c")" -m fast -w -t 60 >/dev/null 2>&1 ||
-			pg_ctl stop -D "$(cdata "$c")" -m immediate -w -t 60 >/dev/null 2>&1 ||
-			echo "catchup_bench: WARNING: pg_ctl stop failed for $c; see $(clog "$c")" >&2
-	done
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
-	fi
-	if (( rc != 0 )); then
-		echo "catchup_bench: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 
-now() { echo "$EPOCHREALTIME"; }
 lsn2int() { local hi=${1%/*} lo=${1#*/}; echo $(( (16#$hi << 32) + 16#$lo )); }
 int2lsn() { printf '%X/%X' $(( $1 >> 32 )) $(( $1 & 0xFFFFFFFF )); }
 
@@ -371,15 +245,9 @@ int2lsn() { printf '%X/%X' $(( $1 >> 32 )) $(( $1 & 0xFFFFFFFF )); }
 # Only the subscriber cluster being measured runs (ALL_SUBSCRIBERS=0): the
 # others are stopped during the loads and the other systems' catch-ups, as
 # in a setup of one provider and one subscriber (bench/baseline_check.sh).
-sub_start() {
-	pg_ctl status -D "$(cdata "$1")" >/dev/null 2>&1 && return 0
-	pg_ctl start -D "$(cdata "$1")" -l "$(clog "$1")" -w -t 120 >/dev/null ||
-		{ tail -n 30 "$(clog "$1")" >&2 || true; die "server $1 did not start"; }
-}
 sub_stop() {
 	[[ $ALL_SUBSCRIBERS == 1 ]] && return 0
-	pg_ctl stop -D "$(cdata "$1")" -m fast -w -t 120 >/dev/null ||
-		die "server $1 did not stop; see $(clog "$1")"
+	cluster_stop "$1" || die "server $1 did not stop; see $(clog "$1")"
 }
 
 # machine-wide CPU jiffies (busy total), read without forking
@@ -398,14 +266,6 @@ cpu_jiffies() {
 # subscriber's apply processes), LEADER_CPU (parallel_apply's receiver and
 # dispatcher, one process; NA for the others) and WALSENDER_CPU (the
 # provider's walsender of the system's slot: decoding and sending).
-# the subscriber's apply processes: in-core's apply worker is "logical
-# replication worker" up to 16, "logical replication apply worker" from 17,
-# and 16's parallel apply workers
-APPLY_PROCS_SQL="SELECT pid, backend_type FROM pg_stat_activity
-	WHERE backend_type LIKE 'parallel_apply receiver%' OR backend_type LIKE 'parallel_apply writer%'
-		OR backend_type IN ('logical replication worker', 'logical replication apply worker',
-			'logical replication parallel worker')
-		OR backend_type LIKE 'pglogical apply%'"
 # (APPLY_CTR: their context switches, voluntary and not, and page faults,
 # summed; see proc_counters)
 apply_cpu() {
@@ -428,94 +288,33 @@ apply_cpu() {
 # ---------------------------------------------------------------------------
 # Clusters.
 # ---------------------------------------------------------------------------
-NSUBS=${#SYS_LIST[@]}
-PROV_SLOTS=$(( 20 + 2 * NSUBS ))
-PROV_PRELOAD=""
-(( WANT_PGL )) && PROV_PRELOAD="pglogical"
-
-common_conf() {
-	cat <<EOF
-
-# ---- bench/catchup_bench.sh ----
-listen_addresses = '127.0.0.1'
-port = $1
-unix_socket_directories = '$SOCK'
-max_connections = 50
-shared_buffers = 1GB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-autovacuum = off
-logging_collector = off
-log_line_prefix = '%m [%p] %q%b %a '
-EOF
-}
-
+PROV_SLOTS=$(( 20 + 2 * ${#SYS_LIST[@]} ))
+PA_MAX_WRITERS=$MAXW
 # The provider keeps wal_sender_timeout at its default (60 s), as a user
 # does and as bench/baseline_check.sh does: with 0, a walsender never takes
 # the fast path of WalSndWriteData() and reads the socket for replies after
 # every message it sends, which cost its decoding 20-25% more CPU per
 # transaction here (bench/notes/baselines.md), CPU that the apply processes
 # share on a small machine.
-for c in "${CLUSTERS[@]}"; do
-	d=$(cdata "$c")
-	log "initdb $d"
-	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb_$c.log" 2>&1 ||
-		{ cat "$WORKDIR/initdb_$c.log" >&2; die "initdb $c failed"; }
-	rm -f "$WORKDIR/initdb_$c.log"
-	common_conf "${CPORT[$c]}" >>"$d/postgresql.conf"
-	case $c in
-		prov)
-			cat >>"$d/postgresql.conf" <<EOF
-wal_level = logical
-max_wal_senders = $PROV_SLOTS
-max_replication_slots = $PROV_SLOTS
-output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply, pglogical_output'
-shared_preload_libraries = '$PROV_PRELOAD'
-EOF
-			;;
-		*)
-			# the same settings on every subscriber, except what a system needs
-			cat >>"$d/postgresql.conf" <<EOF
-max_worker_processes = 40
-max_replication_slots = 40
-max_logical_replication_workers = 8
-wal_retrieve_retry_interval = 100ms
-wal_receiver_timeout = 0
-EOF
-			;;
-	esac
-	case $c in
-		pa_w*)
-			cat >>"$d/postgresql.conf" <<EOF
-shared_preload_libraries = 'parallel_apply'
-parallel_apply.max_writers_per_subscription = $MAXW
-EOF
-			[[ $c != *_route ]] || echo "parallel_apply.debug_discard_changes = on" >>"$d/postgresql.conf"
-			[[ $c != *_nc ]] || echo "parallel_apply.coalesce_updates = off" >>"$d/postgresql.conf"
-			[[ -z ${PA_CONF:-} ]] || tr ';' '\n' <<<"$PA_CONF" >>"$d/postgresql.conf"
-			[[ $c != *_ad ]] || echo "parallel_apply.adaptive_writers = on" >>"$d/postgresql.conf"
-			;;
-		pglogical)
-			cat >>"$d/postgresql.conf" <<EOF
-shared_preload_libraries = 'pglogical'
-pglogical.synchronous_commit = $SYNC
-EOF
-			;;
-	esac
+cluster_init prov provider "$( (( WANT_PGL )) && echo pglogical)"
+for s in "${SYS_LIST[@]}"; do
+	conf=()
+	if [[ ${SYS_KIND[$s]} == pa ]]; then
+		[[ $s != *_route ]] || conf+=("parallel_apply.debug_discard_changes = on")
+		[[ $s != *_nc ]] || conf+=("parallel_apply.coalesce_updates = off")
+		[[ -z ${PA_CONF:-} ]] || mapfile -t -O ${#conf[@]} conf < <(tr ';' '\n' <<<"$PA_CONF")
+		[[ $s != *_ad ]] || conf+=("parallel_apply.adaptive_writers = on")
+	fi
+	cluster_init "$s" subscriber "${SYS_KIND[$s]}" "${conf[@]}"
 done
-
 for c in "${CLUSTERS[@]}"; do
 	log "starting $c on port ${CPORT[$c]}"
-	STARTED+=("$c")
-	pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
-		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
+	cluster_start "$c"
 done
 
-PG_VERSION_BIN=$(postgres --version)
 PG_VERSION_SRV=$(q prov postgres -c "SHOW server_version")
 [[ $(q prov postgres -c "SHOW output_plugin_libraries" 2>/dev/null || true) == *parallel_apply* ]] ||
 	die "output_plugin_libraries is not accepted by this server (needs a PostgreSQL with that setting)"
-PA_SO_MD5=$(md5sum "$PKGLIBDIR/parallel_apply.so" 2>/dev/null | cut -c1-12 || echo "-")
 
 # ---------------------------------------------------------------------------
 # Provider: data, publication, pglogical node.
@@ -556,41 +355,14 @@ fi
 pg_dump -s --no-publications --no-subscriptions -h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" \
 	$(printf -- '-t public.%s ' "${TABLES[@]}") "$PDB" >"$WORKDIR/schema.sql"
 qp "CREATE EXTENSION pg_prewarm"
-qp "CREATE PUBLICATION p FOR TABLE $(IFS=,; echo "${TABLES[*]}")"
 
 # the ORDER BY of each table's checksum: its primary key, else the whole row
-declare -A ORDERBY
-for t in "${TABLES[@]}"; do
-	k=$(qp "SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.n)
-		FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY k(attnum, n)
-		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = 'public.$t'::regclass AND i.indisprimary")
-	ORDERBY[$t]=${k:-t::text}
-done
-
-if (( WANT_PGL )); then
-	qp "CREATE EXTENSION pglogical" 
-	qp "SELECT pglogical.create_node(node_name := 'provider', dsn := '$(dsn prov "$PDB")')" >/dev/null
-	for t in "${TABLES[@]}"; do
-		# pglogical's 'default' set replicates UPDATE and DELETE and needs a
-		# primary key; a table without one goes to 'default_insert_only'
-		if [[ ${ORDERBY[$t]} == t::text ]]; then set=default_insert_only; else set=default; fi
-		qp "SELECT pglogical.replication_set_add_table('$set', 'public.$t')" >/dev/null
-	done
-fi
+for t in "${TABLES[@]}"; do ORDERBY[$t]=$(table_order_by prov "$PDB" "$t"); done
+prov_publish "$WANT_PGL" "${TABLES[@]}" || die "the provider's publication failed"
 qp "VACUUM ANALYZE"
 qp "CHECKPOINT"
 
-# checksum query: one row per table, "table|rows:md5"
-checksum_sql() {
-	local t sql=""
-	for t in "${TABLES[@]}"; do
-		[[ -z $sql ]] || sql+=" UNION ALL "
-		sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]})), '-') FROM public.$t t"
-	done
-	echo "$sql"
-}
-CHECKSUM_SQL=$(checksum_sql)
+CHECKSUM_SQL=$(checksum_sql "${TABLES[@]}")
 declare -A PROV_SUM
 provider_checksums() {
 	local line
@@ -613,8 +385,6 @@ compare_tables() {
 	DIFF=${DIFF% }
 }
 
-prewarm_sql="SELECT count(pg_prewarm(c.oid)) FROM pg_class c
-	WHERE c.relkind IN ('r', 'i', 't', 'm') AND c.relpersistence = 'p'"
 
 # ---------------------------------------------------------------------------
 # Subscribers: one cluster per system, its subscription in database "sub",
@@ -625,74 +395,23 @@ declare -A SLOT ORIGIN SETUP_SAME
 PROBLEMS=()
 FAILED=0
 
-enable_sql() {
-	case $1 in
-		pa_w*) echo "SELECT enable_subscription('${SYS_SUB[$1]}')" ;;
-		pglogical) echo "SELECT pglogical.alter_subscription_enable('${SYS_SUB[$1]}', true)" ;;
-		incore) echo "ALTER SUBSCRIPTION ${SYS_SUB[$1]} ENABLE" ;;
-	esac
-}
-disable_sql() {
-	case $1 in
-		pa_w*) echo "SELECT disable_subscription('${SYS_SUB[$1]}')" ;;
-		pglogical) echo "SELECT pglogical.alter_subscription_disable('${SYS_SUB[$1]}', true)" ;;
-		incore) echo "ALTER SUBSCRIPTION ${SYS_SUB[$1]} DISABLE" ;;
-	esac
-}
-# stop a system's apply and wait until its walsender on the provider is gone
+# stop a system's apply and wait until its processes and its walsender on
+# the provider are gone
 disable_sys() {
-	local s=$1 c=$1 db=$SDB
-	q "$c" "$db" -c "$(disable_sql "$s")" >/dev/null || return 1
-	if [[ $s == incore ]]; then
-		poll_until "$c" "$db" "SELECT count(*) = 0 FROM pg_stat_subscription WHERE subname = '${SYS_SUB[$s]}' AND pid IS NOT NULL" \
-			120 "in-core apply workers of $s to stop" || return 1
-	fi
-	poll_until prov "$PDB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
-		120 "slot ${SLOT[$s]} of $s to become inactive on the provider"
+	sys_disable "${SYS_KIND[$1]}" "$1" "$SDB" "${SYS_SUB[$1]}" "${SLOT[$1]}"
 }
 
 # setup_sys SYSTEM: called as "setup_sys s || ...", where set -e does not
 # apply, so every step checks its own status
 setup_sys() {
-	local s=$1 c=$1 db=$SDB sub=${SYS_SUB[$1]} target
+	local s=$1 c=$1 db=$SDB target
 	log "setup $s: database $db on cluster $c, initial copy"
 	q "$c" postgres -c "CREATE DATABASE $db" || return 1
 	q "$c" "$db" -f "$WORKDIR/schema.sql" >/dev/null || return 1
 	q "$c" "$db" -c "CREATE EXTENSION pg_prewarm" || return 1
-	case $s in
-		pa_w*)
-			q "$c" "$db" -c "CREATE EXTENSION parallel_apply" || return 1
-			q "$c" "$db" -c "SELECT create_subscription('$sub', '$(dsn prov "$PDB")', ARRAY['p'],
-				synchronize_data := true, num_writers := ${SYS_WRITERS[$s]},
-				synchronous_commit := '$SYNC')" >/dev/null || return 1
-			SLOT[$s]=$(q "$c" "$db" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$sub'") || return 1
-			q "$c" "$db" -c "SELECT wait_for_catchup('$sub', '$SETUP_TIMEOUT s')" >/dev/null ||
-				{ record_evidence "$s" setup; return 1; }
-			;;
-		pglogical)
-			q "$c" "$db" -c "CREATE EXTENSION pglogical" || return 1
-			q "$c" "$db" -c "SELECT pglogical.create_node(node_name := 'subscriber', dsn := '$(dsn "$c" "$db")')" >/dev/null || return 1
-			q "$c" "$db" -c "SELECT pglogical.create_subscription(subscription_name := '$sub',
-				provider_dsn := '$(dsn prov "$PDB")', synchronize_structure := false,
-				synchronize_data := true, forward_origins := '{}')" >/dev/null || return 1
-			SLOT[$s]=$(q "$c" "$db" -c "SELECT sub_slot_name FROM pglogical.subscription WHERE sub_name = '$sub'") || return 1
-			ORIGIN[$s]=${SLOT[$s]}
-			poll_until "$c" "$db" "SELECT status = 'replicating' FROM pglogical.show_subscription_status('$sub')" \
-				"$SETUP_TIMEOUT" "pglogical subscription $sub to replicate" || { record_evidence "$s" setup; return 1; }
-			q "$c" "$db" -c "SELECT pglogical.wait_for_subscription_sync_complete('$sub')" >/dev/null ||
-				{ record_evidence "$s" setup; return 1; }
-			;;
-		incore)
-			q "$c" "$db" -c "CREATE SUBSCRIPTION $sub CONNECTION '$(dsn prov "$PDB")' PUBLICATION p
-				WITH (copy_data = true, synchronous_commit = '$SYNC')" || return 1
-			SLOT[$s]=$(q "$c" "$db" -c "SELECT subslotname FROM pg_subscription WHERE subname = '$sub'") || return 1
-			ORIGIN[$s]=$(q "$c" "$db" -c "SELECT 'pg_' || oid FROM pg_subscription WHERE subname = '$sub'") || return 1
-			poll_until "$c" "$db" "SELECT count(*) = ${#TABLES[@]} AND bool_and(srsubstate = 'r')
-				FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = '$sub'" \
-				"$SETUP_TIMEOUT" "in-core subscription $sub to finish its initial copy" || { record_evidence "$s" setup; return 1; }
-			;;
-	esac
-	[[ -n ${SLOT[$s]} ]] || { log "$s: no slot name"; return 1; }
+	sys_subscribe "${SYS_KIND[$s]}" "$c" "$db" "${SYS_SUB[$s]}" true "${SYS_WRITERS[$s]}" ||
+		{ record_evidence "$s" setup; return 1; }
+	SLOT[$s]=$SYS_SLOT ORIGIN[$s]=$SYS_ORIGIN
 	# the copy is done; let the slot confirm the provider's current position
 	# (the content check after setup is what counts)
 	target=$(qp "SELECT pg_current_wal_lsn()") || return 1
@@ -703,46 +422,7 @@ setup_sys() {
 }
 
 # evidence of a system that failed or misbehaved: its status and log lines
-record_evidence() {
-	local s=$1 tag=$2 c=$1 db=$SDB f
-	f="$EVIDENCE/${tag}_$s.txt"
-	{
-		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-		case $s in
-			pa_w*)
-				echo "-- subscription_status()"
-				q "$c" "$db" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
-				echo "-- writer_status()"
-				q "$c" "$db" -c "SELECT * FROM writer_status()" 2>&1 || true
-				;;
-			pglogical)
-				q "$c" "$db" -x -c "SELECT * FROM pglogical.show_subscription_status()" 2>&1 || true
-				;;
-			incore)
-				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
-				q "$c" "$db" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
-				;;
-		esac
-		echo "-- heavyweight locks not granted, and the advisory locks (parallel_apply's transaction tags)"
-		q "$c" "$db" -c "SELECT l.pid, a.backend_type, l.locktype, l.classid, l.objid, l.objsubid,
-			l.relation::regclass, l.transactionid, l.mode, l.granted
-			FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE NOT l.granted OR l.locktype = 'advisory' ORDER BY l.granted DESC, l.objid, l.pid" 2>&1 || true
-		echo "-- pg_replication_origin_status (subscriber)"
-		q "$c" "$db" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
-		echo "-- subscriber activity"
-		q "$c" "$db" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
-			FROM pg_stat_activity WHERE datname = current_database() OR backend_type NOT LIKE 'client%'" 2>&1 || true
-		echo "-- provider slots"
-		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
-		echo "-- last 60 lines of the subscriber log $(clog "$c")"
-		tail -n 60 "$(clog "$c")" 2>/dev/null || true
-		echo "-- last 20 lines of the provider log"
-		tail -n 20 "$(clog prov)" 2>/dev/null || true
-	} >"$f"
-	PROBLEMS+=("$s ($tag): see $f")
-	FAILED=1
-}
+record_evidence() { sys_record_evidence "${SYS_KIND[$1]}" "$1" "$SDB" "$2"; }
 
 provider_checksums
 declare -A SETUP_FAILED
@@ -752,7 +432,7 @@ for s in "${SYS_LIST[@]}"; do
 		PROBLEMS+=("$s: setup (initial copy) failed; left out of the runs")
 		SETUP_FAILED[$s]=1
 		FAILED=1
-		q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null 2>&1 || true
+		q "$s" "$SDB" -c "$(sys_disable_sql "${SYS_KIND[$s]}" "${SYS_SUB[$s]}")" >/dev/null 2>&1 || true
 		continue
 	fi
 	compare_tables "$s" "$SDB"
@@ -772,22 +452,8 @@ for s in "${SYS_LIST[@]}"; do sub_stop "$s"; done
 # the subscription and then polls the applied position every 20 ms, so no
 # process is started while the clock runs.
 # ---------------------------------------------------------------------------
-mkfifo "$WORKDIR/.sleep.$$"
-exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
-rm -f "$WORKDIR/.sleep.$$"
+sleep_fd_open
 
-CO_REPLY=""
-co_query() {
-	# one statement; CO_REPLY is the last line it printed ("" if none)
-	local line
-	CO_REPLY=""
-	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
-	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
-		[[ $line == __co_end__ ]] && return 0
-		CO_REPLY=$line
-	done
-	return 1
-}
 
 # the poll: "done" once the applied position passed the backlog's last
 # commit, "run" once it passed the backlog's start, else "wait"; then "|"
@@ -880,24 +546,18 @@ catchup() {
 	cpu_jiffies
 	busy0=$CPU_BUSY total0=$CPU_TOTAL
 	t0=$EPOCHREALTIME
-	co_query "$(enable_sql "$s")" || die "enabling $s did not answer"
+	co_query "$(sys_enable_sql "${SYS_KIND[$s]}" "${SYS_SUB[$s]}")" || die "enabling $s did not answer"
 	deadline=$(( ${t0%.*} + CATCHUP_TIMEOUT ))
 	local psql_poll
 	psql_poll=$(poll_sql "$s" "$target" "$start")
 	while :; do
-		co_query "$psql_poll" || die "poll of $s did not answer"
-		state=${CO_REPLY%%|*}
-		err=${CO_REPLY#*|}
-		if [[ $state == done ]]; then
+		co_poll "$psql_poll" "$s"
+		if [[ $POLL_STATE == done ]]; then
 			t1=$EPOCHREALTIME
 			[[ -n $tf ]] || tf=$t1
 			break
 		fi
-		[[ $state != run || -n $tf ]] || tf=$EPOCHREALTIME
-		if [[ -n $err && -z $SEEN_ERROR ]]; then
-			SEEN_ERROR=$err
-			log "$s reports: $err"
-		fi
+		[[ $POLL_STATE != run || -n $tf ]] || tf=$EPOCHREALTIME
 		if (( ${EPOCHREALTIME%.*} >= deadline )); then
 			t1=""
 			break
@@ -1079,7 +739,7 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 		s=${SYS_LIST[$(( (((RUN - 1) * shift_by + i) % nsys + nsys) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		REPLAY_TPS=NA
-		sub_start "$s"
+		cluster_start "$s"
 		[[ $s != *_route ]] || (( RUN < 1 )) || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
@@ -1146,13 +806,7 @@ for s in "${SYS_LIST[@]}"; do
 		END { printf "%.0f%%", 100 * (hi - lo) / m }')
 done
 
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-
-echo
-echo "=== logical replication catch-up benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "logical replication catch-up benchmark"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
 echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
@@ -1364,17 +1018,5 @@ if [[ $CHECK_BASELINES == 1 ]]; then
 	fi
 fi
 
-echo
-echo "csv:       $CSV"
-if (( ${#PROBLEMS[@]} )); then
-	echo
-	echo "problems:"
-	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
-fi
-if (( FAILED )); then
-	echo
-	echo "RESULT: FAILED (a catch-up did not finish, reported an error, or left different tables)"
-	exit 1
-fi
-echo "RESULT: ok (every catch-up finished and every subscriber matched the provider)"
-SUCCESS=1
+report_end "a catch-up did not finish, reported an error, or left different tables" \
+	"every catch-up finished and every subscriber matched the provider"

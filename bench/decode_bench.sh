@@ -24,116 +24,30 @@
 #
 # Exits non-zero on any failure; a ratio above the target is only reported.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
+BENCH_NAME=decode_bench
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-die() { echo "decode_bench: ERROR: $*" >&2; exit 1; }
-log() { echo "decode_bench: $*" >&2; }
-
-# shared with catchup_bench.sh; the copy run as BENCH_USER finds it beside it
-if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
-	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-else
-	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
-fi
-
-NXACTS=${NXACTS:-100000}
-SCALE=${SCALE:-10}
-CLIENTS=${CLIENTS:-8}
-JOBS=${JOBS:-2}
-RUNS=${RUNS:-3}
+bench_load_defaults 100000 10 8 2 3
 PORT=${PORT:-5610}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/decode}
 TARGET=1.10
 
-bench_find_pgbin
-
-for v in NXACTS SCALE CLIENTS JOBS RUNS PORT; do
-	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
-done
-(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
+bench_find_pgbin pgbench pg_recvlogical
+bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT
 (( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
-for b in initdb pg_ctl postgres psql pgbench pg_recvlogical pg_isready; do
-	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
-done
-[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
-
-# ---------------------------------------------------------------------------
-# Root: PostgreSQL refuses to run as root.  Create an unprivileged user, give
-# it the work directory and run a copy of this script as that user (the copy
-# lives in the work directory, so the repository may be anywhere).
-# ---------------------------------------------------------------------------
-if (( EUID == 0 )); then
-	bench_become_user decode_bench.sh DECODE_BENCH_REEXEC \
-		NXACTS SCALE CLIENTS JOBS RUNS PORT WORKDIR PGBIN KEEP_DATA BENCH_USER
-fi
-
-# ---------------------------------------------------------------------------
-# Unprivileged from here on.
-# ---------------------------------------------------------------------------
-unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
-	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
-export PATH="$PGBIN:$PATH"
-
-mkdir -p "$WORKDIR"
-[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
-cd "$WORKDIR"
-DATA=$WORKDIR/data
-SERVER_LOG=$WORKDIR/server.log
+# as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
+bench_as_user NXACTS SCALE CLIENTS JOBS RUNS
 PGBENCH_LOG=$WORKDIR/pgbench.log
 CSV=$WORKDIR/decode_results.csv
-SOCK=$WORKDIR
 DB=bench
-DBUSER=postgres
+clusters_plan prov
+rm -f "$CSV" "$PGBENCH_LOG"
 
-sockpath="$SOCK/.s.PGSQL.$PORT"
-(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
+bench_traps
 
-if [[ -d $DATA ]]; then
-	if pg_ctl status -D "$DATA" >/dev/null 2>&1; then
-		die "a server is still running on $DATA; stop it with: pg_ctl stop -D $DATA -m fast"
-	fi
-	rm -rf "$DATA"
-fi
-# pg_isready: 0 accepting, 1 rejecting, 2 no response, 3 no attempt
-ready=0
-pg_isready -q -h 127.0.0.1 -p "$PORT" -t 5 >/dev/null 2>&1 || ready=$?
-(( ready == 2 )) || die "something already answers on 127.0.0.1:$PORT; choose another PORT"
-rm -f "$CSV" "$SERVER_LOG" "$PGBENCH_LOG"
-
-STARTED=0
-SUCCESS=0
-cleanup() {
-	local rc=$?
-	if (( STARTED )); then
-		pg_ctl stop -D "$DATA" -m fast -w >/dev/null 2>&1 ||
-			echo "decode_bench: WARNING: pg_ctl stop failed; see $SERVER_LOG" >&2
-	fi
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		rm -rf "$DATA"
-	fi
-	if (( rc != 0 )); then
-		echo "decode_bench: FAILED (exit $rc); logs: $SERVER_LOG $PGBENCH_LOG" >&2
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-q() { psql -X -q -v ON_ERROR_STOP=1 -At -h "$SOCK" -p "$PORT" -U "$DBUSER" -d "$DB" "$@"; }
-
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) printf "%.3f", v[(NR + 1) / 2];
-			  else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# qd [psql args]: psql on the provider's database
+qd() { q prov "$DB" "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 
 # ---------------------------------------------------------------------------
@@ -142,50 +56,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 NSLOTS=$(( 3 * RUNS ))
 MAX_SLOTS=$(( NSLOTS > 10 ? NSLOTS : 10 ))
 
-log "initdb $DATA"
-initdb -D "$DATA" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb.log" 2>&1 ||
-	{ cat "$WORKDIR/initdb.log" >&2; die "initdb failed"; }
-
-cat >>"$DATA/postgresql.conf" <<EOF
-
-# ---- bench/decode_bench.sh ----
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$SOCK'
-max_connections = 50
-wal_level = logical
-max_replication_slots = $MAX_SLOTS
-max_wal_senders = 10
-output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
-shared_buffers = 1GB
-synchronous_commit = off
-logical_decoding_work_mem = 64MB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-wal_sender_timeout = 0
-logging_collector = off
-log_min_messages = warning
-EOF
-
+PROV_SLOTS=$MAX_SLOTS
+cluster_init prov provider "" "synchronous_commit = off" "logical_decoding_work_mem = 64MB" \
+	"wal_sender_timeout = 0" "log_min_messages = warning"
 log "starting server on port $PORT"
-STARTED=1
-pg_ctl start -D "$DATA" -l "$SERVER_LOG" -w -t 120 >/dev/null ||
-	{ tail -n 30 "$SERVER_LOG" >&2 || true; die "server did not start"; }
+cluster_start prov
+q prov postgres -c "CREATE DATABASE $DB"
 
-psql -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U "$DBUSER" -d postgres \
-	-c "CREATE DATABASE $DB"
-
-PG_VERSION_BIN=$(postgres --version)
-PG_VERSION_SRV=$(q -c "SHOW server_version")
-[[ $(q -c "SHOW output_plugin_libraries" 2>/dev/null || true) == *parallel_apply* ]] ||
+PG_VERSION_SRV=$(qd -c "SHOW server_version")
+[[ $(qd -c "SHOW output_plugin_libraries" 2>/dev/null || true) == *parallel_apply* ]] ||
 	die "output_plugin_libraries is not accepted by this server (needs a PostgreSQL with that setting)"
 
 log "pgbench -i -s $SCALE"
-pgbench -i -q -s "$SCALE" -h "$SOCK" -p "$PORT" -U "$DBUSER" "$DB" >>"$PGBENCH_LOG" 2>&1 ||
-	{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench -i failed"; }
+pgbench_on prov "$DB" -i -q -s "$SCALE" || die "pgbench -i failed"
 
-q -c "CREATE PUBLICATION p FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
-q -c "CHECKPOINT"
+qd -c "CREATE PUBLICATION p FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+qd -c "CHECKPOINT"
 
 # Slots, all created before the load: RUNS per plugin/variant.
 VARIANTS=(pgoutput pa_text pa_binary)
@@ -205,7 +91,7 @@ slot_name() { echo "bench_${1}_$2"; }
 log "creating $NSLOTS logical slots"
 for (( r = 1; r <= RUNS; r++ )); do
 	for v in "${VARIANTS[@]}"; do
-		q -c "SELECT 1 FROM pg_create_logical_replication_slot('$(slot_name "$v" "$r")', '${PLUGIN[$v]}')" >/dev/null
+		qd -c "SELECT 1 FROM pg_create_logical_replication_slot('$(slot_name "$v" "$r")', '${PLUGIN[$v]}')" >/dev/null
 	done
 done
 
@@ -213,7 +99,7 @@ done
 # Backlog.
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
-START_LSN=$(q -c "SELECT pg_current_wal_lsn()")
+START_LSN=$(qd -c "SELECT pg_current_wal_lsn()")
 log "load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT (TPC-B)"
 t0=$(now)
 pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" -h "$SOCK" -p "$PORT" -U "$DBUSER" "$DB" \
@@ -225,9 +111,9 @@ XACTS=$(( PER_CLIENT * CLIENTS ))
 [[ $processed == "$XACTS" ]] || die "pgbench processed '$processed' transactions, expected $XACTS"
 LOAD_TPS=$(sed -n 's/^tps = \([0-9]*\)\..*/\1/p' "$PGBENCH_LOG" | tail -n 1)
 
-END_LSN=$(q -c "SELECT pg_current_wal_lsn()")
-q -c "CHECKPOINT"
-WAL_BYTES=$(q -c "SELECT pg_wal_lsn_diff('$END_LSN', '$START_LSN')::bigint")
+END_LSN=$(qd -c "SELECT pg_current_wal_lsn()")
+qd -c "CHECKPOINT"
+WAL_BYTES=$(qd -c "SELECT pg_wal_lsn_diff('$END_LSN', '$START_LSN')::bigint")
 WAL_MB=$(awk -v b="$WAL_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')
 
 # ---------------------------------------------------------------------------
@@ -240,7 +126,7 @@ declare -A MSGS BYTES PEEK_SECS
 for v in "${VARIANTS[@]}"; do
 	log "warm-up: peeking $(slot_name "$v" 1)"
 	t0=$(now)
-	res=$(q -F ' ' -c "SELECT count(*), coalesce(sum(octet_length(data)), 0)
+	res=$(qd -F ' ' -c "SELECT count(*), coalesce(sum(octet_length(data)), 0)
 		FROM pg_logical_slot_peek_binary_changes('$(slot_name "$v" 1)', '$END_LSN', NULL, ${SQLOPTS[$v]})")
 	t1=$(now)
 	MSGS[$v]=${res%% *}
@@ -271,10 +157,10 @@ for (( r = 1; r <= RUNS; r++ )); do
 		t1=$(now)
 		s=$(elapsed "$t0" "$t1")
 		SECS[$v,$r]=$s
-		flush=$(q -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
+		flush=$(qd -c "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$slot'")
 		echo "$r,$(( i + 1 )),$v,${PLUGIN[$v]},$slot,\"${OPTS[$v]}\",$s,$XACTS,$WAL_BYTES,$START_LSN,$END_LSN,$flush" >>"$CSV"
 		# drop the consumed slot so that it holds back no WAL
-		q -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
+		qd -c "SELECT pg_drop_replication_slot('$slot')" >/dev/null
 	done
 done
 rm -f "$WORKDIR/recvlogical.err"
@@ -295,13 +181,7 @@ R_TEXT=$(ratio "${MED[pa_text]}" "${MED[pgoutput]}")
 R_BIN=$(ratio "${MED[pa_binary]}" "${MED[pgoutput]}")
 verdict() { awk -v r="$1" -v t="$TARGET" 'BEGIN { print (r <= t) ? "ok" : "ABOVE TARGET" }'; }
 
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-
-echo
-echo "=== parallel_apply decode benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC')) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "parallel_apply decode benchmark"
 echo "settings:  NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS PORT=$PORT"
 echo "           shared_buffers=1GB synchronous_commit=off logical_decoding_work_mem=64MB"
 echo "           max_wal_size=4GB checkpoint_timeout=30min wal_sender_timeout=0 fsync=on"

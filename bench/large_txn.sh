@@ -61,41 +61,18 @@
 # finish or reports an error, a subscriber whose table differs from the
 # provider's); the report is printed in full first.
 
-set -euo pipefail
-export LC_ALL=C
-umask 022
+BENCH_NAME=large_txn
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
-die() { echo "large_txn: ERROR: $*" >&2; exit 1; }
-log() { echo "large_txn: $(date -u +%H:%M:%S) $*" >&2; }
-
-if [[ -f $(dirname "${BASH_SOURCE[0]}")/lib.sh ]]; then
-	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-else
-	. "$(dirname "${BASH_SOURCE[0]}")/.bench_lib.sh"
-fi
-
-N=${N:-10000000}
-WORKLOADS=${WORKLOADS:-"insert update"}
-SYSTEMS=${SYSTEMS:-"pa incore_off incore_on incore_parallel"}
-WRITERS=${WRITERS:-"1 4"}
-LOGICAL_DECODING_WORK_MEM=${LOGICAL_DECODING_WORK_MEM:-}
-SYNC=${SYNC:-off}
-PIN=${PIN:-}
-PORT=${PORT:-5660}
-LAG_TIMEOUT=${LAG_TIMEOUT:-3600}
-SAMPLE_MS=${SAMPLE_MS:-100}
-BENCH_USER=${BENCH_USER:-pa_bench}
-KEEP_DATA=${KEEP_DATA:-0}
+: "${N:=10000000}" "${WORKLOADS:=insert update}" "${SYSTEMS:=pa incore_off incore_on incore_parallel}"
+: "${WRITERS:=1 4}" "${LOGICAL_DECODING_WORK_MEM:=}" "${SYNC:=off}" "${PIN:=}"
+: "${PORT:=5660}" "${LAG_TIMEOUT:=3600}" "${SAMPLE_MS:=100}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/large_txn}
 POLL_SECS=0.02
 
 bench_find_pgbin
-
-for v in N PORT LAG_TIMEOUT SAMPLE_MS; do
-	is_uint "${!v}" && (( ${!v} > 0 )) || die "$v must be a positive integer (got '${!v}')"
-done
+bench_check_uint N PORT LAG_TIMEOUT SAMPLE_MS
 (( N >= 2 )) || die "N must be at least 2"
-(( PORT >= 1024 && PORT <= 65535 )) || die "PORT must be in 1024..65535"
 (( SAMPLE_MS >= 10 )) || die "SAMPLE_MS must be at least 10"
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
 if [[ -n $PIN ]]; then
@@ -116,55 +93,12 @@ for s in $SYSTEMS; do
 	[[ $s == pa || $s == incore_off || $s == incore_on || $s == incore_parallel ]] ||
 		die "SYSTEMS: unknown system '$s' (pa, incore_off, incore_on, incore_parallel)"
 done
-for b in initdb pg_ctl postgres psql pg_isready; do
-	[[ -x $PGBIN/$b ]] || die "$PGBIN/$b not found or not executable; set PGBIN"
-done
-[[ $WORKDIR = /* ]] || WORKDIR=$(pwd)/$WORKDIR
-
-# ---------------------------------------------------------------------------
-# Root: re-run as BENCH_USER (bench/lib.sh).
-# ---------------------------------------------------------------------------
-if (( EUID == 0 )); then
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	if [[ -n ${PA_REV:-} ]]; then
-		REPO_REV=$PA_REV
-	else
-		REPO_REV=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)
-		[[ $REPO_REV != *-dirty ]] ||
-			REPO_REV+=" (uncommitted diff md5 $(git -C "$repo" diff HEAD 2>/dev/null | md5sum | cut -c1-12))"
-	fi
-	bench_become_user large_txn.sh LARGE_TXN_REEXEC REPO_REV \
-		N WORKLOADS SYSTEMS WRITERS LOGICAL_DECODING_WORK_MEM SYNC PORT LAG_TIMEOUT \
-		SAMPLE_MS WORKDIR PGBIN KEEP_DATA BENCH_USER PIN
-fi
-
-# ---------------------------------------------------------------------------
-# Unprivileged from here on.
-# ---------------------------------------------------------------------------
-unset PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGOPTIONS PGSERVICE \
-	PGSERVICEFILE PGPASSFILE PGSSLMODE PGDATA PGTARGETSESSIONATTRS
-export PATH="$PGBIN:$PATH"
-if [[ -z ${REPO_REV:-} ]]; then
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	REPO_REV=${PA_REV:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)}
-fi
-
-mkdir -p "$WORKDIR"
-[[ -w $WORKDIR ]] || die "$WORKDIR is not writable by $(id -un)"
-cd "$WORKDIR"
-SOCK=$WORKDIR
-DBUSER=postgres
+# as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
+bench_as_user N WORKLOADS SYSTEMS WRITERS LOGICAL_DECODING_WORK_MEM SYNC LAG_TIMEOUT SAMPLE_MS PIN
 PDB=bench
 SDB=sub
 CSV=$WORKDIR/large_txn_results.csv
 EVIDENCE=$WORKDIR/evidence
-PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)
-PG_MAJOR=$("$PGBIN/postgres" --version | sed -n 's/.* \([0-9][0-9]*\)\.[0-9].*/\1/p')
-is_uint "$PG_MAJOR" || die "cannot tell the PostgreSQL major version of $PGBIN/postgres"
-
-sockpath="$SOCK/.s.PGSQL.$PORT"
-(( ${#sockpath} < 107 )) || die "socket path $sockpath is too long; use a shorter WORKDIR"
-
 
 # the systems: one subscription named as its cluster in database "sub" of a cluster of its own
 NOTES=()
@@ -196,57 +130,20 @@ for s in $SYSTEMS; do
 	esac
 done
 (( ${#SYS_LIST[@]} > 0 )) || die "no system to run"
-CLUSTERS=(prov "${SYS_LIST[@]}")
-declare -A CPORT
-for (( i = 0; i < ${#CLUSTERS[@]}; i++ )); do
-	CPORT[${CLUSTERS[$i]}]=$(( PORT + i ))
-done
-(( PORT + ${#CLUSTERS[@]} - 1 <= 65535 )) || die "PORT too high for ${#CLUSTERS[@]} clusters"
+clusters_plan prov "${SYS_LIST[@]}"
 MAXW=8
 for w in $WRITERS; do (( w > MAXW )) && MAXW=$w; done
-
-for c in "${CLUSTERS[@]}"; do
-	d=$(cdata "$c")
-	if [[ -d $d ]]; then
-		if pg_ctl status -D "$d" >/dev/null 2>&1; then
-			die "a server is still running on $d; stop it with: pg_ctl stop -D $d -m fast"
-		fi
-		rm -rf "$d"
-	fi
-	ready=0
-	pg_isready -q -h 127.0.0.1 -p "${CPORT[$c]}" -t 5 >/dev/null 2>&1 || ready=$?
-	(( ready == 2 )) || die "something already answers on 127.0.0.1:${CPORT[$c]}; choose another PORT"
-	rm -f "$(clog "$c")"
-done
 rm -rf "$EVIDENCE"
 mkdir -p "$EVIDENCE"
 rm -f "$CSV" "$WORKDIR"/poller.err "$WORKDIR"/txn.* "$WORKDIR"/sampler.*
 
-STARTED=()
-SUCCESS=0
 SAMPLER_PID=""
 TXN_PID=""
-cleanup() {
-	local rc=$? i c
+bench_on_exit() {
 	[[ -z $SAMPLER_PID ]] || kill "$SAMPLER_PID" 2>/dev/null || true
 	[[ -z $TXN_PID ]] || kill "$TXN_PID" 2>/dev/null || true
-	for (( i = ${#STARTED[@]} - 1; i >= 0; i-- )); do
-		c=${STARTED[$i]}
-		pg_ctl stop -D "$(cdata "$c")" -m fast -w -t 120 >/dev/null 2>&1 ||
-			pg_ctl stop -D "$(cdata "$c")" -m immediate -w -t 60 >/dev/null 2>&1 ||
-			echo "large_txn: WARNING: pg_ctl stop failed for $c; see $(clog "$c")" >&2
-	done
-	if (( SUCCESS )) && [[ $KEEP_DATA != 1 ]]; then
-		for c in "${CLUSTERS[@]}"; do rm -rf "$(cdata "$c")"; done
-	fi
-	if (( rc != 0 )); then
-		echo "large_txn: FAILED (exit $rc); logs: $WORKDIR/*.log, evidence: $EVIDENCE" >&2
-	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 kb2mb() { awk -v k="${1:-}" 'BEGIN { if (k == "" || k == "NA") print "NA"; else printf "%.1f", k / 1024 }'; }
 mb() { awk -v b="$1" 'BEGIN { if (b == "" || b == "NA") print "NA"; else printf "%.1f", b / 1048576 }'; }
@@ -255,79 +152,25 @@ mb() { awk -v b="$1" 'BEGIN { if (b == "" || b == "NA") print "NA"; else printf 
 # ---------------------------------------------------------------------------
 # Clusters.
 # ---------------------------------------------------------------------------
-NSUBS=${#SYS_LIST[@]}
-PROV_SLOTS=$(( 10 + 2 * NSUBS ))
-
-common_conf() {
-	cat <<EOF
-
-# ---- bench/large_txn.sh ----
-listen_addresses = '127.0.0.1'
-port = $1
-unix_socket_directories = '$SOCK'
-max_connections = 50
-shared_buffers = 1GB
-max_wal_size = 8GB
-checkpoint_timeout = 30min
-autovacuum = off
-logging_collector = off
-log_line_prefix = '%m [%p] %q%b %a '
-log_temp_files = -1
-EOF
-}
-
-for c in "${CLUSTERS[@]}"; do
-	d=$(cdata "$c")
-	log "initdb $d"
-	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb_$c.log" 2>&1 ||
-		{ cat "$WORKDIR/initdb_$c.log" >&2; die "initdb $c failed"; }
-	rm -f "$WORKDIR/initdb_$c.log"
-	common_conf "${CPORT[$c]}" >>"$d/postgresql.conf"
-	case $c in
-		prov)
-			cat >>"$d/postgresql.conf" <<EOF
-wal_level = logical
-max_wal_senders = $PROV_SLOTS
-max_replication_slots = $PROV_SLOTS
-output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
-wal_sender_timeout = 0
-EOF
-			[[ -z $LOGICAL_DECODING_WORK_MEM ]] ||
-				echo "logical_decoding_work_mem = '$LOGICAL_DECODING_WORK_MEM'" >>"$d/postgresql.conf"
-			;;
-		*)
-			cat >>"$d/postgresql.conf" <<EOF
-max_worker_processes = 40
-max_replication_slots = 40
-max_logical_replication_workers = 8
-wal_retrieve_retry_interval = 100ms
-wal_receiver_timeout = 0
-EOF
-			;;
-	esac
-	if [[ ${SYS_KIND[$c]:-} == pa ]]; then
-		cat >>"$d/postgresql.conf" <<EOF
-shared_preload_libraries = 'parallel_apply'
-parallel_apply.max_writers_per_subscription = $MAXW
-EOF
-	fi
-done
+PROV_SLOTS=$(( 10 + 2 * ${#SYS_LIST[@]} ))
+PA_MAX_WRITERS=$MAXW
+MAX_WAL_SIZE=8GB
+prov_conf=("wal_sender_timeout = 0")
+[[ -z $LOGICAL_DECODING_WORK_MEM ]] || prov_conf+=("logical_decoding_work_mem = '$LOGICAL_DECODING_WORK_MEM'")
+cluster_init prov provider "" "${prov_conf[@]}"
+for s in "${SYS_LIST[@]}"; do cluster_init "$s" subscriber "${SYS_KIND[$s]}"; done
 
 for c in "${CLUSTERS[@]}"; do
 	log "starting $c on port ${CPORT[$c]}"
-	STARTED+=("$c")
 	pin=()
 	if [[ $PIN == split ]]; then
 		[[ $c == prov ]] && pin=(taskset -c 0) || pin=(taskset -c 1)
 	fi
-	"${pin[@]}" pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
-		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
+	cluster_start "$c" "${pin[@]}"
 done
 
-PG_VERSION_BIN=$(postgres --version)
 PG_VERSION_SRV=$(q prov postgres -c "SHOW server_version")
 LDWM_SHOWN=$(q prov postgres -c "SHOW logical_decoding_work_mem")
-PA_SO_MD5=$(md5sum "$PKGLIBDIR/parallel_apply.so" 2>/dev/null | cut -c1-12 || echo "-")
 
 # ---------------------------------------------------------------------------
 # Schema (the same on every node), publication, subscriptions (disabled).
@@ -350,52 +193,21 @@ declare -A SLOT ORIGIN
 PROBLEMS=()
 FAILED=0
 
-enable_sql() {
-	case ${SYS_KIND[$1]} in
-		pa) echo "SELECT enable_subscription('$1')" ;;
-		incore) echo "ALTER SUBSCRIPTION $1 ENABLE" ;;
-	esac
-}
-disable_sql() {
-	case ${SYS_KIND[$1]} in
-		pa) echo "SELECT disable_subscription('$1')" ;;
-		incore) echo "ALTER SUBSCRIPTION $1 DISABLE" ;;
-	esac
-}
 disable_sys() {
-	local s=$1
-	q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null || return 1
-	if [[ ${SYS_KIND[$s]} == incore ]]; then
-		poll_until "$s" "$SDB" "SELECT count(*) = 0 FROM pg_stat_subscription WHERE subname = '$s' AND pid IS NOT NULL" \
-			120 "in-core apply workers of $s to stop" || return 1
-	else
-		poll_until "$s" "$SDB" "SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type LIKE 'parallel_apply receiver%'
-			OR backend_type LIKE 'parallel_apply writer%'" 120 "parallel_apply workers of $s to stop" || return 1
-	fi
-	poll_until prov "$PDB" "SELECT NOT active FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'" \
-		120 "slot ${SLOT[$s]} of $s to become inactive on the provider"
+	sys_disable "${SYS_KIND[$1]}" "$1" "$SDB" "$1" "${SLOT[$1]}"
 }
 
 for s in "${SYS_LIST[@]}"; do
 	log "setup $s"
 	q "$s" postgres -c "CREATE DATABASE $SDB"
 	q "$s" "$SDB" -c "$SCHEMA" >/dev/null
-	case ${SYS_KIND[$s]} in
-		pa)
-			q "$s" "$SDB" -c "CREATE EXTENSION parallel_apply"
-			q "$s" "$SDB" -c "SELECT create_subscription('$s', '$(dsn prov "$PDB")', ARRAY['p'],
-				synchronize_data := false, num_writers := ${SYS_WRITERS[$s]}, enabled := false,
-				synchronous_commit := '$SYNC')" >/dev/null
-			SLOT[$s]=$(q "$s" "$SDB" -c "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$s'")
-			;;
-		incore)
-			q "$s" "$SDB" -c "CREATE SUBSCRIPTION $s CONNECTION '$(dsn prov "$PDB")' PUBLICATION p
-				WITH (copy_data = false, enabled = false, streaming = ${SYS_STREAM[$s]}, synchronous_commit = '$SYNC')"
-			SLOT[$s]=$(q "$s" "$SDB" -c "SELECT subslotname FROM pg_subscription WHERE subname = '$s'")
-			ORIGIN[$s]=$(q "$s" "$SDB" -c "SELECT 'pg_' || oid FROM pg_subscription WHERE subname = '$s'")
-			;;
-	esac
-	[[ -n ${SLOT[$s]} ]] || die "$s: no slot name"
+	if [[ ${SYS_KIND[$s]} == pa ]]; then
+		sys_subscribe pa "$s" "$SDB" "$s" false "${SYS_WRITERS[$s]}" "enabled := false" || die "$s: subscription failed"
+	else
+		sys_subscribe incore "$s" "$SDB" "$s" false 1 "enabled = false" "streaming = ${SYS_STREAM[$s]}" ||
+			die "$s: subscription failed"
+	fi
+	SLOT[$s]=$SYS_SLOT ORIGIN[$s]=$SYS_ORIGIN
 	[[ $(qp "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${SLOT[$s]}'") == 1 ]] ||
 		die "$s: slot ${SLOT[$s]} not found on the provider"
 	log "setup $s: slot ${SLOT[$s]}"
@@ -499,21 +311,8 @@ sampler() {
 # ---------------------------------------------------------------------------
 # A poller co-process on the subscriber, as in catchup_bench.sh.
 # ---------------------------------------------------------------------------
-mkfifo "$WORKDIR/.sleep.$$"
-exec {SLEEP_FD}<>"$WORKDIR/.sleep.$$"
-rm -f "$WORKDIR/.sleep.$$"
+sleep_fd_open
 
-CO_REPLY=""
-co_query() {
-	local line
-	CO_REPLY=""
-	printf '%s;\n\\echo __co_end__\n' "$1" >&"${POLLER[1]}"
-	while IFS= read -r -t 300 line <&"${POLLER[0]}"; do
-		[[ $line == __co_end__ ]] && return 0
-		CO_REPLY=$line
-	done
-	return 1
-}
 
 # "done" once the applied position passed TARGET, else "wait"; then "|" and
 # parallel_apply's last_error
@@ -529,12 +328,7 @@ poll_sql() {
 				FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$s]}'" ;;
 	esac
 }
-applied_sql() {
-	case ${SYS_KIND[$1]} in
-		pa) echo "SELECT applied_lsn FROM subscription_status() WHERE subscription_name = '$1'" ;;
-		incore) echo "SELECT remote_lsn FROM pg_replication_origin_status WHERE external_id = '${ORIGIN[$1]}'" ;;
-	esac
-}
+applied_sql() { sys_applied_sql "${SYS_KIND[$1]}" "$1" "${ORIGIN[$1]:-}"; }
 
 # wait until SYSTEM applied a marker transaction committed now (its apply
 # runs and is caught up)
@@ -546,36 +340,7 @@ marker_applied() {
 		"$s to apply a marker transaction (at $target)"
 }
 
-record_evidence() {
-	local s=$1 tag=$2 f
-	f="$EVIDENCE/${tag}_$s.txt"
-	{
-		echo "== $s ($tag) $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-		case ${SYS_KIND[$s]} in
-			pa)
-				q "$s" "$SDB" -x -c "SELECT * FROM subscription_status()" 2>&1 || true
-				q "$s" "$SDB" -c "SELECT * FROM writer_status()" 2>&1 || true
-				;;
-			incore)
-				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription" 2>&1 || true
-				q "$s" "$SDB" -x -c "SELECT * FROM pg_stat_subscription_stats" 2>&1 || true
-				;;
-		esac
-		echo "-- pg_replication_origin_status (subscriber)"
-		q "$s" "$SDB" -c "SELECT * FROM pg_replication_origin_status" 2>&1 || true
-		echo "-- subscriber activity"
-		q "$s" "$SDB" -c "SELECT pid, backend_type, state, wait_event_type, wait_event, left(query, 80)
-			FROM pg_stat_activity" 2>&1 || true
-		echo "-- provider slots"
-		q prov "$PDB" -c "SELECT slot_name, plugin, active, restart_lsn, confirmed_flush_lsn FROM pg_replication_slots" 2>&1 || true
-		echo "-- last 60 lines of the subscriber log $(clog "$s")"
-		tail -n 60 "$(clog "$s")" 2>/dev/null || true
-		echo "-- last 20 lines of the provider log"
-		tail -n 20 "$(clog prov)" 2>/dev/null || true
-	} >"$f"
-	PROBLEMS+=("$s ($tag): see $f")
-	FAILED=1
-}
+record_evidence() { sys_record_evidence "${SYS_KIND[$1]}" "$1" "$SDB" "$2"; }
 
 # every slot (all inactive) moved to the provider's current position:
 # fast-forward, nothing decoded into a reorder buffer or spilled.  One
@@ -621,7 +386,7 @@ run_one() {
 	advance_slots
 	logsize=$(stat -c %s "$(clog "$s")")
 	log "$s $w: enabling"
-	q "$s" "$SDB" -c "$(enable_sql "$s")" >/dev/null
+	q "$s" "$SDB" -c "$(sys_enable_sql "${SYS_KIND[$s]}" "$s")" >/dev/null
 	marker_applied "$s" || { record_evidence "$s" "${w}_start"; return 1; }
 	temp0=$(q "$s" "$SDB" -c "SELECT coalesce(sum(temp_bytes), 0) FROM pg_stat_database")
 	qp "SELECT pg_stat_reset_replication_slot('${SLOT[$s]}')" >/dev/null
@@ -670,16 +435,10 @@ EOF
 	deadline=$(( ${EPOCHREALTIME%.*} + LAG_TIMEOUT ))
 	t_applied="" SEEN_ERROR=""
 	while :; do
-		co_query "$psql_poll" || die "poll of $s did not answer"
-		state=${CO_REPLY%%|*}
-		err=${CO_REPLY#*|}
-		if [[ $state == done ]]; then
+		co_poll "$psql_poll" "$s"
+		if [[ $POLL_STATE == done ]]; then
 			t_applied=$EPOCHREALTIME
 			break
-		fi
-		if [[ -n $err && -z $SEEN_ERROR ]]; then
-			SEEN_ERROR=$err
-			log "$s reports: $err"
 		fi
 		(( ${EPOCHREALTIME%.*} < deadline )) || break
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
@@ -780,19 +539,15 @@ T_BEGIN=$SECONDS
 for s in "${SYS_LIST[@]}"; do
 	for w in $WORKLOADS; do
 		prepare "$s" "$w"
-		run_one "$s" "$w" || { PROBLEMS+=("$s $w: the run failed"); FAILED=1; q "$s" "$SDB" -c "$(disable_sql "$s")" >/dev/null 2>&1 || true; READY[$s]=""; }
+		run_one "$s" "$w" || { PROBLEMS+=("$s $w: the run failed"); FAILED=1; q "$s" "$SDB" -c "$(sys_disable_sql "${SYS_KIND[$s]}" "$s")" >/dev/null 2>&1 || true; READY[$s]=""; }
 	done
 done
 
 # ---------------------------------------------------------------------------
 # Report.
 # ---------------------------------------------------------------------------
-mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-echo
-echo "=== large transaction benchmark ($(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(( SECONDS - T_BEGIN )) s) ==="
-echo "machine:   $(nproc) CPUs (${cpu:-unknown}), $mem RAM, $(uname -sr); loadavg at start $LOADAVG0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "postgres:  $PG_VERSION_BIN (server $PG_VERSION_SRV)"
+report_header "large transaction benchmark" ", $(( SECONDS - T_BEGIN )) s" \
+	"; loadavg at start $LOADAVG0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), in-core pgoutput"
 for n in "${NOTES[@]}"; do echo "           NOTE: $n"; done
 echo "settings:  N=$N WORKLOADS=\"$WORKLOADS\" WRITERS=\"$WRITERS\" SYNC=$SYNC (apply synchronous_commit)"
@@ -839,17 +594,5 @@ for w in $WORKLOADS; do
 		[[ -z ${R[$s,$w,detail]:-} ]] || echo "    $s: ${R[$s,$w,stats]}; per process VmHWM: ${R[$s,$w,detail]}"
 	done
 done
-echo
-echo "csv:       $CSV"
-if (( ${#PROBLEMS[@]} )); then
-	echo
-	echo "problems:"
-	for p in "${PROBLEMS[@]}"; do echo "  - $p"; done
-fi
-if (( FAILED )); then
-	echo
-	echo "RESULT: FAILED (a run did not finish, reported an error, or left a different table)"
-	exit 1
-fi
-echo "RESULT: ok (every run was applied and every subscriber's table matched the provider's)"
-SUCCESS=1
+report_end "a run did not finish, reported an error, or left a different table" \
+	"every run was applied and every subscriber's table matched the provider's"

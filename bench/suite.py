@@ -152,6 +152,8 @@ class Progress:
 class Runner:
     def __init__(self, args):
         self.pgbin = args.pgbin
+        self.workdir = args.workdir
+        self.lib_copied = False
         self.root = os.geteuid() == 0
         self.user = args.bench_user if self.root else pwd.getpwuid(os.geteuid()).pw_name
         self.as_user = ["runuser", "-u", self.user, "--"] if self.root else []
@@ -177,6 +179,25 @@ class Runner:
 
     def bin(self, name):
         return os.path.join(self.pgbin, name)
+
+    def harness(self, workdir, verb, *args, timeout=None, **env):
+        """bench/lib/cluster.sh VERB ARGS... as the servers' user, on the
+        clusters of `workdir` (bench/README.md, "The harness"): the one place
+        where clusters are made and configured and systems subscribed.  It
+        runs from a copy in the suite's work directory, which that user can
+        read wherever the repository is."""
+        lib = os.path.join(self.workdir, ".bench", "lib")
+        if not self.lib_copied:           # once per invocation: this checkout's library
+            self.lib_copied = True
+            os.makedirs(lib, exist_ok=True)
+            for f in ("cluster.sh", "systems.sh"):
+                shutil.copy(os.path.join(HERE, "lib", f), lib)
+                os.chmod(os.path.join(lib, f), 0o644)
+            for d in (os.path.dirname(lib), lib):
+                os.chmod(d, 0o755)
+        env = {"WORKDIR": workdir, "PGBIN": self.pgbin, **{k: str(v) for k, v in env.items()}}
+        return self.run(["bash", os.path.join(lib, "cluster.sh"), verb] + [str(x) for x in args],
+                        as_server=True, timeout=timeout, env_extra=env).stdout
 
     def run(self, cmd, as_server=False, check=True, timeout=None, env_extra=None, prefix=()):
         env = dict(self.env, **(env_extra or {}))
@@ -276,21 +297,6 @@ def evict_page_cache(datadir):
 # ---------------------------------------------------------------------------
 # Clusters.
 # ---------------------------------------------------------------------------
-COMMON_CONF = """
-# ---- bench/suite.py ----
-listen_addresses = '127.0.0.1'
-port = {port}
-unix_socket_directories = '{sock}'
-max_connections = 100
-shared_buffers = {shared_buffers}
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-autovacuum = off
-logging_collector = off
-log_line_prefix = '%m [%p] %q%b %a '
-"""
-
-
 class Cluster:
     def __init__(self, suite, name, port, workdir):
         self.suite, self.name, self.port = suite, name, port
@@ -314,17 +320,10 @@ class Cluster:
         if os.path.exists(self.logfile):
             os.unlink(self.logfile)
 
-    def initdb(self, extra_conf, shared_buffers="1GB"):
+    def initdb(self, role, system="", conf=(), **settings):
+        """initdb and configure, by bench/lib/cluster.sh (cluster_init)"""
         self.check_free()
-        r = self.suite.runner
-        r.run([r.bin("initdb"), "-D", self.datadir, "-U", DBUSER, "-A", "trust", "-E", "UTF8",
-               "--locale=C"], as_server=True)
-        self.append_conf(COMMON_CONF.format(port=self.port, sock=self.sock,
-                                            shared_buffers=shared_buffers) + extra_conf)
-
-    def append_conf(self, text, fname="postgresql.conf"):
-        with open(os.path.join(self.datadir, fname), "a") as f:
-            f.write(text)
+        self.suite.runner.harness(self.sock, "init", self.name, self.port, role, system, *conf, **settings)
 
     def start(self, cgroup=None):
         r = self.suite.runner
@@ -427,6 +426,7 @@ class System:
         self.sub_sync = None          # the apply's synchronous_commit (set_sub_sync)
         self.broken = None            # why it is left out of the remaining runs
         self.enabled = False
+        self.enable_sql = self.disable_sql = None   # the system's statements (bench/lib/systems.sh)
 
     @property
     def label(self):
@@ -447,58 +447,26 @@ class System:
     def setup(self):
         d, prov, c = self.dep, self.dep.prov, self.cluster
         a = d.suite.args
+        r = d.suite.runner
         if self.kind == "physical":
-            r = d.suite.runner
             c.check_free()
-            r.run([r.bin("pg_basebackup"), "-h", prov.sock, "-p", str(prov.port), "-U", DBUSER,
-                   "-D", c.datadir, "-X", "stream", "-c", "fast", "-C", "-S", "phys_slot"],
-                  as_server=True, timeout=a.setup_timeout)
-            c.append_conf(f"\n# ---- bench/suite.py: physical standby ----\nport = {c.port}\n"
-                          f"primary_conninfo = '{prov.dsn(PDB)} application_name={self.appname}'\n"
-                          f"primary_slot_name = 'phys_slot'\nhot_standby = on\n",
-                          fname="postgresql.auto.conf")
-            with open(os.path.join(c.datadir, "standby.signal"), "w"):
-                pass
-            d.suite.runner.own(os.path.join(c.datadir, "standby.signal"))
             self.slot = "phys_slot"
+            r.harness(c.sock, "standby", c.name, c.port, prov.port, self.appname, self.slot,
+                      timeout=a.setup_timeout)
             c.start(d.cgroups.get(self.key))
             self.enabled = True
             return
         c.q("postgres", f"CREATE DATABASE {SDB}")
         # psql, not psycopg2: pg_dump's script has psql meta-commands (\restrict)
-        r = d.suite.runner
         r.run([r.bin("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", c.dsn(SDB), "-f", d.schema_file])
-        dsn = prov.dsn(PDB)
-        sync = self.sub_sync = a.sub_sync
-        if self.kind == "pa":
-            self.q("CREATE EXTENSION parallel_apply")
-            self.q("SELECT create_subscription(%s, %s, ARRAY['p'], synchronize_data := true, "
-                   "num_writers := %s, synchronous_commit := %s)", (self.sub, dsn, self.writers, sync))
-            self.slot = self.q1("SELECT slot_name FROM subscription_status() WHERE subscription_name = %s",
-                                (self.sub,))
-            self.q("SELECT wait_for_catchup(%s, %s::interval)", (self.sub, f"{a.setup_timeout} s"))
-        elif self.kind == "pglogical":
-            self.q("CREATE EXTENSION pglogical")
-            self.q("SELECT pglogical.create_node(node_name := 'subscriber', dsn := %s)", (c.dsn(SDB),))
-            self.q("SELECT pglogical.create_subscription(subscription_name := %s, provider_dsn := %s, "
-                   "synchronize_structure := false, synchronize_data := true, forward_origins := '{}')",
-                   (self.sub, dsn))
-            self.slot = self.origin = self.q1("SELECT sub_slot_name FROM pglogical.subscription "
-                                              "WHERE sub_name = %s", (self.sub,))
-            d.poll_until(lambda: self.q1("SELECT status FROM pglogical.show_subscription_status(%s)",
-                                         (self.sub,)) == "replicating",
-                         a.setup_timeout, f"pglogical subscription {self.sub} to replicate")
-            self.q("SELECT pglogical.wait_for_subscription_sync_complete(%s)", (self.sub,))
-        else:
-            self.q(f"CREATE SUBSCRIPTION {self.sub} CONNECTION '{dsn}' PUBLICATION p "
-                   f"WITH (copy_data = true, synchronous_commit = '{sync}')")
-            self.slot = self.q1("SELECT subslotname FROM pg_subscription WHERE subname = %s", (self.sub,))
-            self.origin = self.q1("SELECT 'pg_' || oid FROM pg_subscription WHERE subname = %s", (self.sub,))
-            ntab = len(d.tables)
-            d.poll_until(lambda: self.q1("SELECT count(*) = %s AND bool_and(srsubstate = 'r') "
-                                         "FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid "
-                                         "WHERE s.subname = %s", (ntab, self.sub)),
-                         a.setup_timeout, f"in-core subscription {self.sub} to finish its initial copy")
+        self.sub_sync = a.sub_sync
+        # the subscription and its initial copy, as every benchmark makes it
+        out = r.harness(c.sock, "subscribe", self.kind, c.name, c.port, SDB, self.sub, prov.port, PDB,
+                        "true", self.writers or 1, timeout=a.setup_timeout + 60,
+                        SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
+        self.slot, origin = out.split()[-2:]
+        self.origin = None if origin == "-" else origin
+        self.enable_sql, self.disable_sql = r.harness(c.sock, "sql", self.kind, self.sub).splitlines()[-2:]
         self.enabled = True
 
     # -- the apply's synchronous_commit (logical systems), as the syncrep
@@ -523,12 +491,8 @@ class System:
             return
         if self.kind == "physical":
             self.cluster.start(self.dep.cgroups.get(self.key))
-        elif self.kind == "pa":
-            self.q("SELECT enable_subscription(%s)", (self.sub,))
-        elif self.kind == "pglogical":
-            self.q("SELECT pglogical.alter_subscription_enable(%s, true)", (self.sub,))
         else:
-            self.q(f"ALTER SUBSCRIPTION {self.sub} ENABLE")
+            self.q(self.enable_sql)
         self.enabled = True
 
     def disable(self):
@@ -538,12 +502,8 @@ class System:
         if self.kind == "physical":
             self.cluster.stop()
         else:
-            if self.kind == "pa":
-                self.q("SELECT disable_subscription(%s)", (self.sub,))
-            elif self.kind == "pglogical":
-                self.q("SELECT pglogical.alter_subscription_disable(%s, true)", (self.sub,))
-            else:
-                self.q(f"ALTER SUBSCRIPTION {self.sub} DISABLE")
+            self.q(self.disable_sql)
+            if self.kind == "incore":
                 d.poll_until(lambda: self.q1("SELECT count(*) = 0 FROM pg_stat_subscription "
                                              "WHERE subname = %s AND pid IS NOT NULL", (self.sub,)),
                              120, f"in-core apply workers of {self.key} to stop")
@@ -704,7 +664,7 @@ def cpu_pct(before):
 # ---------------------------------------------------------------------------
 class Deployment:
     def __init__(self, suite, name, port, scale, systems, sub_shared_buffers="1GB",
-                 memory_limit=None, extra_sub_conf=""):
+                 memory_limit=None, extra_sub_conf=()):
         self.suite, self.name, self.scale = suite, name, scale
         a = suite.args
         self.workdir = os.path.join(a.workdir, name)
@@ -750,22 +710,14 @@ class Deployment:
         nslots = 20 + 2 * len(self.systems)
         s.progress.step(f"{self.name}: initdb and start {1 + len(self.systems)} clusters "
                         f"(ports {self.prov.port}..{self.prov.port + len(self.systems)})", 10)
-        self.prov.initdb(f"wal_level = logical\nmax_wal_senders = {nslots}\nmax_replication_slots = {nslots}\n"
-                         "output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply, pglogical_output'\n"
-                         f"shared_preload_libraries = '{'pglogical' if 'pglogical' in kinds else ''}'\n"
-                         "wal_sender_timeout = 0\n")
+        self.prov.initdb("provider", "pglogical" if "pglogical" in kinds else "", ["wal_sender_timeout = 0"],
+                         PROV_SLOTS=nslots)
         self.prov.start()
         for x in self.systems:
             if x.kind == "physical":
                 continue
-            conf = ("max_worker_processes = 40\nmax_replication_slots = 40\nmax_logical_replication_workers = 8\n"
-                    "wal_retrieve_retry_interval = 100ms\nwal_receiver_timeout = 0\n" + self.extra_sub_conf)
-            if x.kind == "pa":
-                conf += ("shared_preload_libraries = 'parallel_apply'\n"
-                         f"parallel_apply.max_writers_per_subscription = {max(8, x.writers)}\n")
-            elif x.kind == "pglogical":
-                conf += f"shared_preload_libraries = 'pglogical'\npglogical.synchronous_commit = {a.sub_sync}\n"
-            x.cluster.initdb(conf, self.sub_shared_buffers)
+            x.cluster.initdb("subscriber", x.kind, self.extra_sub_conf, SHARED_BUFFERS=self.sub_shared_buffers,
+                             PA_MAX_WRITERS=max(8, x.writers or 1), SYNC=a.sub_sync)
             x.cluster.start(self.cgroups.get(x.key))
         if self.prov.q1("postgres", "SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'") != 1:
             log("NOTE: this server has no output_plugin_libraries setting (not the patched Debian build)")
@@ -814,12 +766,8 @@ class Deployment:
                       "-p", str(p.port), "-U", DBUSER, "-f", self.schema_file]
                      + [arg for t in self.tables for arg in ("-t", f"public.{t}")] + [PDB])
         p.q(PDB, "CREATE EXTENSION pg_prewarm")
-        p.q(PDB, f"CREATE PUBLICATION p FOR TABLE {', '.join(self.tables)}")
-        if any(x.kind == "pglogical" for x in self.systems):
-            p.q(PDB, "CREATE EXTENSION pglogical")
-            p.q(PDB, "SELECT pglogical.create_node(node_name := 'provider', dsn := %s)", (p.dsn(PDB),))
-            for t in self.tables:
-                p.q(PDB, "SELECT pglogical.replication_set_add_table('default', %s)", (f"public.{t}",))
+        s.runner.harness(p.sock, "publish", p.port, PDB, int(any(x.kind == "pglogical" for x in self.systems)),
+                         *self.tables)
         # the ordered checksum: per table, count and md5 of the md5 of each
         # row ordered by the primary key, in chunks of CHUNK rows
         parts = []
@@ -1281,7 +1229,7 @@ class Suite:
         dep = Deployment(self, "memory", a.port + 20, a.memory_scale, spec,
                          sub_shared_buffers=a.memory_shared_buffers,
                          memory_limit=a.memory_limit_bytes if use_cgroup else None,
-                         extra_sub_conf="track_io_timing = on\n")
+                         extra_sub_conf=["track_io_timing = on"])
         log(f"memory: method {self.memory_method}" + (f", cgroup limit {a.memory_limit}" if use_cgroup else
                                                        " (no cgroup: files evicted from the page cache only)"))
 

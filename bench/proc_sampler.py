@@ -1,4 +1,23 @@
+#!/usr/bin/env python3
+"""bench/proc_sampler.py OUTFILE STOPFILE
+
+Where the time of a benchmark run goes, per PostgreSQL process: every
+100 ms, until STOPFILE exists, the state (R running or runnable, S
+sleeping, D in I/O) of every postgres process that applies, sends or runs
+the measured transaction (parallel_apply's receiver and writers, in-core's
+apply and parallel apply workers, walsenders, backends in UPDATE, BEGIN,
+COMMIT or idle in a transaction), and at the end its CPU run time and time
+spent runnable waiting for a CPU (/proc/PID/schedstat), one line a process,
+to OUTFILE.  Run it as root beside a benchmark, e.g. (bench/RESULTS.md,
+"Issue 17"):
+
+    python3 bench/proc_sampler.py proc.txt stop & sp=$!
+    N=10000000 WORKLOADS=update SYSTEMS=pa WRITERS=4 bash bench/in-root.sh 18 bench/large_txn.sh
+    touch stop; wait $sp
+"""
 import os,time,re,sys,collections
+if len(sys.argv) != 3:
+    sys.exit(__doc__)
 out=sys.argv[1]; stopf=sys.argv[2]
 pat=re.compile(r'parallel_apply (receiver|writer)|logical replication (apply|parallel apply|parallel) worker|walsender|UPDATE|BEGIN|idle in transaction|COMMIT')
 state=collections.defaultdict(collections.Counter); last={}; names={}
