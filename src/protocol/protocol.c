@@ -110,74 +110,52 @@ typedef struct PaField
 	uint16		offset;			/* in the message's struct */
 } PaField;
 
-#define FIELD(type, st, member) {PA_FIELD_##type, offsetof(st, member)}
-#define LAYOUT_END {PA_FIELD_END, 0}
+#define LAYOUT_MAX_FIELDS 8
 
-static const PaField begin_layout[] = {
-	FIELD(INT64, PaBeginData, final_lsn),
-	FIELD(INT64, PaBeginData, commit_time),
-	FIELD(UINT32, PaBeginData, xid),
-	LAYOUT_END
+#define B(st, m) {PA_FIELD_BYTE, offsetof(st, m)}
+#define U32(st, m) {PA_FIELD_UINT32, offsetof(st, m)}
+#define I64(st, m) {PA_FIELD_INT64, offsetof(st, m)}
+#define STR(st, m) {PA_FIELD_STRING, offsetof(st, m)}
+
+/*
+ * The fields of each fixed message, in the order they travel, by type byte
+ * (ASCII); each list ends at its first unused (zeroed, PA_FIELD_END) entry.
+ */
+static const PaField layouts[128][LAYOUT_MAX_FIELDS + 1] = {
+	[PA_MSG_BEGIN] = {I64(PaBeginData, final_lsn), I64(PaBeginData, commit_time),
+	U32(PaBeginData, xid)},
+	[PA_MSG_COMMIT] = {B(PaCommitData, flags), I64(PaCommitData, commit_lsn),
+	I64(PaCommitData, end_lsn), I64(PaCommitData, commit_time)},
+	[PA_MSG_BEGIN_PREPARE] = {I64(PaBeginPrepareData, prepare_lsn),
+		I64(PaBeginPrepareData, prepare_time), U32(PaBeginPrepareData, xid),
+	STR(PaBeginPrepareData, gid)},
+	[PA_MSG_PREPARE] = {B(PaPrepareData, flags), I64(PaPrepareData, prepare_lsn),
+	I64(PaPrepareData, end_lsn), I64(PaPrepareData, prepare_time)},
+	/* ROLLBACK PREPARED's, less the end and time of the PREPARE */
+	[PA_MSG_COMMIT_PREPARED] = {B(PaFinishPreparedData, flags),
+		I64(PaFinishPreparedData, finish_lsn),
+		I64(PaFinishPreparedData, finish_end_lsn), I64(PaFinishPreparedData, finish_time),
+	U32(PaFinishPreparedData, xid), STR(PaFinishPreparedData, gid)},
+	[PA_MSG_ROLLBACK_PREPARED] = {B(PaFinishPreparedData, flags),
+		I64(PaFinishPreparedData, finish_lsn), I64(PaFinishPreparedData, finish_end_lsn),
+		I64(PaFinishPreparedData, finish_time), I64(PaFinishPreparedData, prepare_end_lsn),
+		I64(PaFinishPreparedData, prepare_time), U32(PaFinishPreparedData, xid),
+	STR(PaFinishPreparedData, gid)},
+	[PA_MSG_STREAM_START] = {U32(PaStreamStartData, xid), B(PaStreamStartData, flags)},
+	[PA_MSG_STREAM_ABORT] = {U32(PaStreamAbortData, xid), U32(PaStreamAbortData, subxid)},
 };
 
-static const PaField commit_layout[] = {
-	FIELD(BYTE, PaCommitData, flags),
-	FIELD(INT64, PaCommitData, commit_lsn),
-	FIELD(INT64, PaCommitData, end_lsn),
-	FIELD(INT64, PaCommitData, commit_time),
-	LAYOUT_END
-};
+/* The layout of a fixed message type; ERROR for another type. */
+static const PaField *
+layout_of(char type)
+{
+	unsigned char t = (unsigned char) type;
 
-static const PaField begin_prepare_layout[] = {
-	FIELD(INT64, PaBeginPrepareData, prepare_lsn),
-	FIELD(INT64, PaBeginPrepareData, prepare_time),
-	FIELD(UINT32, PaBeginPrepareData, xid),
-	FIELD(STRING, PaBeginPrepareData, gid),
-	LAYOUT_END
-};
-
-static const PaField prepare_layout[] = {
-	FIELD(BYTE, PaPrepareData, flags),
-	FIELD(INT64, PaPrepareData, prepare_lsn),
-	FIELD(INT64, PaPrepareData, end_lsn),
-	FIELD(INT64, PaPrepareData, prepare_time),
-	LAYOUT_END
-};
-
-static const PaField commit_prepared_layout[] = {
-	FIELD(BYTE, PaFinishPreparedData, flags),
-	FIELD(INT64, PaFinishPreparedData, finish_lsn),
-	FIELD(INT64, PaFinishPreparedData, finish_end_lsn),
-	FIELD(INT64, PaFinishPreparedData, finish_time),
-	FIELD(UINT32, PaFinishPreparedData, xid),
-	FIELD(STRING, PaFinishPreparedData, gid),
-	LAYOUT_END
-};
-
-/* COMMIT PREPARED's, and the end and time of the PREPARE */
-static const PaField rollback_prepared_layout[] = {
-	FIELD(BYTE, PaFinishPreparedData, flags),
-	FIELD(INT64, PaFinishPreparedData, finish_lsn),
-	FIELD(INT64, PaFinishPreparedData, finish_end_lsn),
-	FIELD(INT64, PaFinishPreparedData, finish_time),
-	FIELD(INT64, PaFinishPreparedData, prepare_end_lsn),
-	FIELD(INT64, PaFinishPreparedData, prepare_time),
-	FIELD(UINT32, PaFinishPreparedData, xid),
-	FIELD(STRING, PaFinishPreparedData, gid),
-	LAYOUT_END
-};
-
-static const PaField stream_start_layout[] = {
-	FIELD(UINT32, PaStreamStartData, xid),
-	FIELD(BYTE, PaStreamStartData, flags),
-	LAYOUT_END
-};
-
-static const PaField stream_abort_layout[] = {
-	FIELD(UINT32, PaStreamAbortData, xid),
-	FIELD(UINT32, PaStreamAbortData, subxid),
-	LAYOUT_END
-};
+	if (t >= lengthof(layouts) || layouts[t][0].type == PA_FIELD_END)
+		elog(ERROR, "parallel_apply message type 0x%02x has no fixed layout",
+			 t);
+	return layouts[t];
+}
 
 /* The fields of msg, laid out as layout says. */
 static void
@@ -209,13 +187,15 @@ write_fields(StringInfo out, const PaField *layout, const void *msg)
 	}
 }
 
-/* A message of a fixed layout: its type byte and its fields. */
-static void
-write_message(StringInfo out, char type, const PaField *layout,
-			  const void *msg)
+/*
+ * A message of a fixed layout: its type byte and its fields, from the
+ * struct protocol.h names for that type.
+ */
+void
+pa_write_fixed(StringInfo out, char type, const void *msg)
 {
 	pq_sendbyte(out, type);
-	write_fields(out, layout, msg);
+	write_fields(out, layout_of(type), msg);
 }
 
 void
@@ -230,17 +210,7 @@ pa_write_startup(StringInfo out, const PaStartupData *startup)
 	write_string(out, startup->plugin_version);
 }
 
-void
-pa_write_begin(StringInfo out, const PaBeginData *begin)
-{
-	write_message(out, PA_MSG_BEGIN, begin_layout, begin);
-}
 
-void
-pa_write_commit(StringInfo out, const PaCommitData *commit)
-{
-	write_message(out, PA_MSG_COMMIT, commit_layout, commit);
-}
 
 void
 pa_write_origin(StringInfo out, const char *origin, XLogRecPtr origin_lsn)
@@ -438,30 +408,9 @@ pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs)
  * is BEGIN PREPARE ... PREPARE, as BEGIN ... COMMIT; COMMIT PREPARED and
  * ROLLBACK PREPARED come later, between transactions.
  */
-void
-pa_write_begin_prepare(StringInfo out, const PaBeginPrepareData *begin)
-{
-	write_message(out, PA_MSG_BEGIN_PREPARE, begin_prepare_layout, begin);
-}
 
-void
-pa_write_prepare(StringInfo out, const PaPrepareData *prepare)
-{
-	write_message(out, PA_MSG_PREPARE, prepare_layout, prepare);
-}
 
-void
-pa_write_commit_prepared(StringInfo out, const PaFinishPreparedData *fin)
-{
-	write_message(out, PA_MSG_COMMIT_PREPARED, commit_prepared_layout, fin);
-}
 
-void
-pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
-{
-	write_message(out, PA_MSG_ROLLBACK_PREPARED, rollback_prepared_layout,
-				  fin);
-}
 
 /*
  * The streaming messages (version 4, streaming): the changes of an
@@ -470,11 +419,6 @@ pa_write_rollback_prepared(StringInfo out, const PaFinishPreparedData *fin)
  * ends with STREAM_COMMIT or STREAM_ABORT, between blocks, and
  * STREAM_ABORT of a subtransaction discards that subtransaction's changes.
  */
-void
-pa_write_stream_start(StringInfo out, const PaStreamStartData *start)
-{
-	write_message(out, PA_MSG_STREAM_START, stream_start_layout, start);
-}
 
 void
 pa_write_stream_stop(StringInfo out)
@@ -488,14 +432,9 @@ pa_write_stream_commit(StringInfo out, TransactionId xid,
 {
 	pq_sendbyte(out, PA_MSG_STREAM_COMMIT);
 	pq_sendint32(out, xid);
-	write_fields(out, commit_layout, commit);
+	write_fields(out, layout_of(PA_MSG_COMMIT), commit);
 }
 
-void
-pa_write_stream_abort(StringInfo out, const PaStreamAbortData *sa)
-{
-	write_message(out, PA_MSG_STREAM_ABORT, stream_abort_layout, sa);
-}
 
 /* ---------------------------------------------------------------------
  * Reading
@@ -613,6 +552,17 @@ read_fields(StringInfo in, const PaField *layout, void *msg)
 				break;
 		}
 	}
+}
+
+/*
+ * The fields of a message of a fixed layout, after its type byte, into
+ * the struct protocol.h names for that type.  What they mean is the
+ * caller's to check (the readers below do, for the types with flags).
+ */
+void
+pa_read_fixed(StringInfo in, char type, void *msg)
+{
+	read_fields(in, layout_of(type), msg);
 }
 
 char
@@ -781,16 +731,11 @@ pa_refuse_binary_datum(Oid typid, bool type_safe, Oid binary_type_limit)
 					typid)));
 }
 
-void
-pa_read_begin(StringInfo in, PaBeginData *begin)
-{
-	read_fields(in, begin_layout, begin);
-}
 
 void
 pa_read_commit(StringInfo in, PaCommitData *commit)
 {
-	read_fields(in, commit_layout, commit);
+	read_fields(in, layout_of(PA_MSG_COMMIT), commit);
 	if (commit->flags != 0)
 		malformed("Unknown COMMIT flags.");
 }
@@ -1016,16 +961,11 @@ pa_read_message(StringInfo in, PaMessageData *msg)
 	msg->content[len] = '\0';
 }
 
-void
-pa_read_begin_prepare(StringInfo in, PaBeginPrepareData *begin)
-{
-	read_fields(in, begin_prepare_layout, begin);
-}
 
 void
 pa_read_prepare(StringInfo in, PaPrepareData *prepare)
 {
-	read_fields(in, prepare_layout, prepare);
+	read_fields(in, layout_of(PA_MSG_PREPARE), prepare);
 	if (prepare->flags & ~PA_PREPARE_AT_COMMIT)
 		malformed("Unknown PREPARE flags.");
 }
@@ -1035,7 +975,7 @@ pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin)
 {
 	fin->prepare_end_lsn = InvalidXLogRecPtr;
 	fin->prepare_time = 0;
-	read_fields(in, commit_prepared_layout, fin);
+	read_fields(in, layout_of(PA_MSG_COMMIT_PREPARED), fin);
 	if (fin->flags != 0)
 		malformed("Unknown COMMIT PREPARED flags.");
 }
@@ -1043,7 +983,7 @@ pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin)
 void
 pa_read_rollback_prepared(StringInfo in, PaFinishPreparedData *fin)
 {
-	read_fields(in, rollback_prepared_layout, fin);
+	read_fields(in, layout_of(PA_MSG_ROLLBACK_PREPARED), fin);
 	if (fin->flags != 0)
 		malformed("Unknown ROLLBACK PREPARED flags.");
 }
@@ -1051,7 +991,7 @@ pa_read_rollback_prepared(StringInfo in, PaFinishPreparedData *fin)
 void
 pa_read_stream_start(StringInfo in, PaStreamStartData *start)
 {
-	read_fields(in, stream_start_layout, start);
+	read_fields(in, layout_of(PA_MSG_STREAM_START), start);
 	if (!TransactionIdIsNormal(start->xid))
 		malformed("STREAM_START names transaction %u.", start->xid);
 	if (start->flags & ~PA_STREAM_FIRST_SEGMENT)
@@ -1064,7 +1004,7 @@ pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
 	*xid = read_uint32(in);
 	if (!TransactionIdIsNormal(*xid))
 		malformed("STREAM_COMMIT names transaction %u.", *xid);
-	read_fields(in, commit_layout, commit);
+	read_fields(in, layout_of(PA_MSG_COMMIT), commit);
 	if (commit->flags != 0)
 		malformed("Unknown STREAM_COMMIT flags.");
 	if (commit->end_lsn <= commit->commit_lsn)
@@ -1076,7 +1016,7 @@ pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
 void
 pa_read_stream_abort(StringInfo in, PaStreamAbortData *sa)
 {
-	read_fields(in, stream_abort_layout, sa);
+	read_fields(in, layout_of(PA_MSG_STREAM_ABORT), sa);
 	if (!TransactionIdIsNormal(sa->xid) ||
 		!TransactionIdIsNormal(sa->subxid))
 		malformed("STREAM_ABORT names transaction %u, subtransaction %u.",

@@ -235,8 +235,18 @@ extern bool pa_type_binary_safe(Oid typid);
 
 /* Writing (provider side). */
 extern void pa_write_startup(StringInfo out, const PaStartupData *startup);
-extern void pa_write_begin(StringInfo out, const PaBeginData *begin);
-extern void pa_write_commit(StringInfo out, const PaCommitData *commit);
+
+/*
+ * The messages of a fixed list of fields, each from and into its struct:
+ * BEGIN (PaBeginData), COMMIT (PaCommitData), BEGIN_PREPARE
+ * (PaBeginPrepareData), PREPARE (PaPrepareData), COMMIT_PREPARED and
+ * ROLLBACK_PREPARED (PaFinishPreparedData), STREAM_START
+ * (PaStreamStartData), STREAM_ABORT (PaStreamAbortData).  The readers of
+ * those with flags or transaction ids to check are pa_read_commit() and
+ * the others below; BEGIN and BEGIN_PREPARE are read with pa_read_fixed.
+ */
+extern void pa_write_fixed(StringInfo out, char type, const void *msg);
+extern void pa_read_fixed(StringInfo in, char type, void *msg);
 extern void pa_write_origin(StringInfo out, const char *origin,
 							XLogRecPtr origin_lsn);
 extern void pa_write_relation(StringInfo out, Relation rel,
@@ -259,20 +269,9 @@ extern void pa_write_truncate(StringInfo out, TransactionId xid, int nrelids,
 extern void pa_write_message(StringInfo out, TransactionId xid,
 							 const PaMessageData *msg);
 extern void pa_write_batch(StringInfo out, int nmsgs, const StringInfo msgs);
-extern void pa_write_begin_prepare(StringInfo out,
-								   const PaBeginPrepareData *begin);
-extern void pa_write_prepare(StringInfo out, const PaPrepareData *prepare);
-extern void pa_write_commit_prepared(StringInfo out,
-									 const PaFinishPreparedData *fin);
-extern void pa_write_rollback_prepared(StringInfo out,
-									   const PaFinishPreparedData *fin);
-extern void pa_write_stream_start(StringInfo out,
-								  const PaStreamStartData *start);
 extern void pa_write_stream_stop(StringInfo out);
 extern void pa_write_stream_commit(StringInfo out, TransactionId xid,
 								   const PaCommitData *commit);
-extern void pa_write_stream_abort(StringInfo out,
-								  const PaStreamAbortData *sa);
 
 /* Reading (subscriber side and renderer); all ereport on malformed input. */
 extern char pa_read_msgtype(StringInfo in);
@@ -280,7 +279,6 @@ extern char pa_read_msgtype(StringInfo in);
 PA_NORETURN extern void pa_unknown_message(char type);
 
 extern void pa_read_startup(StringInfo in, PaStartupData *startup);
-extern void pa_read_begin(StringInfo in, PaBeginData *begin);
 extern void pa_read_commit(StringInfo in, PaCommitData *commit);
 extern void pa_read_origin(StringInfo in, char **origin, XLogRecPtr *origin_lsn);
 extern void pa_read_relation(StringInfo in, PaRelationData *rel);
@@ -292,7 +290,6 @@ extern Oid	pa_read_change_view(StringInfo in, char type, char *oldkind,
 								PaTupleData *oldtup, PaTupleData *newtup);
 extern Oid *pa_read_truncate(StringInfo in, int *nrelids, uint8 *flags);
 extern void pa_read_message(StringInfo in, PaMessageData *msg);
-extern void pa_read_begin_prepare(StringInfo in, PaBeginPrepareData *begin);
 extern void pa_read_prepare(StringInfo in, PaPrepareData *prepare);
 extern void pa_read_commit_prepared(StringInfo in, PaFinishPreparedData *fin);
 extern void pa_read_rollback_prepared(StringInfo in,

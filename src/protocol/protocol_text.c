@@ -350,7 +350,7 @@ static void
 render_begin(StringInfo buf, RenderState *st, StringInfo in)
 {
 	require_txn(st, "BEGIN", false);
-	pa_read_begin(in, &st->begin);
+	pa_read_fixed(in, PA_MSG_BEGIN, &st->begin);
 	st->in_txn = true;
 	st->in_prepared = false;
 	appendStringInfoString(buf, "BEGIN");
@@ -389,7 +389,7 @@ render_begin_prepare(StringInfo buf, RenderState *st, StringInfo in)
 {
 	require_two_phase(st, "BEGIN PREPARE");
 	require_txn(st, "BEGIN PREPARE", false);
-	pa_read_begin_prepare(in, &st->begin_prepare);
+	pa_read_fixed(in, PA_MSG_BEGIN_PREPARE, &st->begin_prepare);
 	st->in_txn = true;
 	st->in_prepared = true;
 	appendStringInfoString(buf, "BEGIN PREPARE gid=");

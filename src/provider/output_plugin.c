@@ -545,6 +545,23 @@ msg_end(LogicalDecodingContext *ctx, bool last_write, bool end_of_txn)
 		flush_batch(ctx, last_write);
 }
 
+/*
+ * ORIGIN, for a transaction of a foreign origin (sent only when
+ * forward_origins is on).  An origin dropped since is sent with an empty
+ * name: the change still did not start here, and the client must not
+ * mistake it for a local one.
+ */
+static void
+send_origin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	char	   *origin;
+
+	if (!replorigin_by_oid(txn->origin_id, true, &origin))
+		origin = "";
+	pa_write_origin(msg_start(ctx, false), origin, txn->origin_lsn);
+	msg_end(ctx, false, false);
+}
+
 static void
 send_startup(LogicalDecodingContext *ctx)
 {
@@ -590,7 +607,6 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 {
 	PaOutputData *data = ctx->output_plugin_private;
 	PaBeginData b;
-	char	   *origin;
 
 	if (data->in_stream)
 	{
@@ -610,29 +626,20 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		bp.prepare_time = PA_TXN_TIME(txn, prepare_time);
 		bp.xid = txn->xid;
 		bp.gid = txn->gid;
-		pa_write_begin_prepare(msg_start(ctx, false), &bp);
+		pa_write_fixed(msg_start(ctx, false), PA_MSG_BEGIN_PREPARE, &bp);
 	}
 	else
 	{
 		b.final_lsn = txn->final_lsn;
 		b.commit_time = PA_TXN_TIME(txn, commit_time);
 		b.xid = txn->xid;
-		pa_write_begin(msg_start(ctx, false), &b);
+		pa_write_fixed(msg_start(ctx, false), PA_MSG_BEGIN, &b);
 	}
 	msg_end(ctx, false, false);
 
-	/*
-	 * Only reached for foreign origins when forward_origins is on.  An
-	 * origin dropped since is sent with an empty name: the change still did
-	 * not start here, and the client must not mistake it for a local one.
-	 */
+	/* only reached for foreign origins when forward_origins is on */
 	if (txn->origin_id != InvalidRepOriginId)
-	{
-		if (!replorigin_by_oid(txn->origin_id, true, &origin))
-			origin = "";
-		pa_write_origin(msg_start(ctx, false), origin, txn->origin_lsn);
-		msg_end(ctx, false, false);
-	}
+		send_origin(ctx, txn);
 	data->begin_sent = true;
 }
 
@@ -655,7 +662,7 @@ pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	c.commit_lsn = commit_lsn;
 	c.end_lsn = txn->end_lsn;
 	c.commit_time = PA_TXN_TIME(txn, commit_time);
-	pa_write_commit(msg_start(ctx, true), &c);
+	pa_write_fixed(msg_start(ctx, true), PA_MSG_COMMIT, &c);
 	msg_end(ctx, true, true);
 	data->begin_sent = false;
 }
@@ -942,7 +949,7 @@ pa_prepare(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	p.prepare_lsn = prepare_lsn;
 	p.end_lsn = txn->end_lsn;
 	p.prepare_time = PA_TXN_TIME(txn, prepare_time);
-	pa_write_prepare(msg_start(ctx, true), &p);
+	pa_write_fixed(msg_start(ctx, true), PA_MSG_PREPARE, &p);
 	msg_end(ctx, true, true);
 	data->begin_sent = false;
 }
@@ -981,9 +988,9 @@ finish_prepared(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	f.gid = txn->gid;
 	OutputPluginPrepareWrite(ctx, true);
 	if (commit)
-		pa_write_commit_prepared(ctx->out, &f);
+		pa_write_fixed(ctx->out, PA_MSG_COMMIT_PREPARED, &f);
 	else
-		pa_write_rollback_prepared(ctx->out, &f);
+		pa_write_fixed(ctx->out, PA_MSG_ROLLBACK_PREPARED, &f);
 	OutputPluginWrite(ctx, true);
 }
 
@@ -1023,7 +1030,6 @@ ensure_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	ReorderBufferTXN *top = txn->toptxn ? txn->toptxn : txn;
 	PaStreamStartData s;
 	bool		found;
-	char	   *origin;
 
 	if (data->stream_block_sent)
 		return;
@@ -1032,16 +1038,11 @@ ensure_stream_start(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	(void) hash_search(data->streamed_xids, &top->xid, HASH_ENTER, &found);
 	s.xid = top->xid;
 	s.flags = found ? 0 : PA_STREAM_FIRST_SEGMENT;
-	pa_write_stream_start(msg_start(ctx, false), &s);
+	pa_write_fixed(msg_start(ctx, false), PA_MSG_STREAM_START, &s);
 	msg_end(ctx, false, false);
 	/* as after BEGIN, once per transaction */
 	if (!found && top->origin_id != InvalidRepOriginId)
-	{
-		if (!replorigin_by_oid(top->origin_id, true, &origin))
-			origin = "";
-		pa_write_origin(msg_start(ctx, false), origin, top->origin_lsn);
-		msg_end(ctx, false, false);
-	}
+		send_origin(ctx, top);
 	data->stream_block_sent = true;
 }
 
@@ -1079,7 +1080,7 @@ pa_stream_abort(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	sa.xid = top->xid;
 	sa.subxid = txn->xid;
 	OutputPluginPrepareWrite(ctx, true);
-	pa_write_stream_abort(ctx->out, &sa);
+	pa_write_fixed(ctx->out, PA_MSG_STREAM_ABORT, &sa);
 	OutputPluginWrite(ctx, true);
 }
 

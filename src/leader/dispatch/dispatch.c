@@ -547,7 +547,7 @@ handle_begin(StringInfo in)
 
 	pa_require_block(false, PA_MSG_BEGIN);
 	pa_require_in_txn(false, PA_MSG_BEGIN);
-	pa_read_begin(in, &begin);
+	pa_read_fixed(in, PA_MSG_BEGIN, &begin);
 	pa_read_end(in);
 	pa_start_txn(&begin);
 }

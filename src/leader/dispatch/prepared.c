@@ -170,7 +170,7 @@ pa_prepared_begin(StringInfo in)
 
 	require_two_phase(PA_MSG_BEGIN_PREPARE);
 	pa_require_in_txn(false, PA_MSG_BEGIN_PREPARE);
-	pa_read_begin_prepare(in, &begin_prepare);
+	pa_read_fixed(in, PA_MSG_BEGIN_PREPARE, &begin_prepare);
 	pa_read_end(in);
 	begin.final_lsn = begin_prepare.prepare_lsn;
 	begin.commit_time = begin_prepare.prepare_time;
