@@ -64,7 +64,7 @@ OBJS += \
 	src/writer/lookahead.o \
 	src/writer/order.o \
 	src/writer/changes.o \
-	src/writer/conflicts.o \
+	src/writer/conflict_report.o \
 	src/writer/txn.o \
 	src/writer/live.o \
 	src/writer/copy.o \

@@ -24,7 +24,7 @@
 
 /*
  * Where a conflict goes once conflict.c has described it: the writer's
- * (conflicts.c), which decides whether it counts and when it is logged.
+ * (conflict_report.c), which decides whether it counts and when it is logged.
  */
 typedef void (*PaConflictReport) (PaConflictType type, Relation rel,
 								  const char *detail);

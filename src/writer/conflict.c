@@ -3,7 +3,7 @@
  * conflict.c
  *		Subscriber side: detect and describe the conflicts PostgreSQL 18
  *		counts in pg_stat_subscription_stats, for the writer to count and
- *		log (conflicts.c, through the context's report function).
+ *		log (conflict_report.c, through the context's report function).
  *
  * The types, and where apply.c meets them:
  *

@@ -3,7 +3,7 @@
  * conflict.h
  *		Subscriber side: conflicts met while applying a change, detected
  *		and described as PostgreSQL 18 does (conflict.c), counted and
- *		logged by the writer (conflicts.c).
+ *		logged by the writer (conflict_report.c).
  *
  * apply.c calls the pa_conflict_* functions where it meets a conflict,
  * inside its executor state (the EState given); they describe it and hand

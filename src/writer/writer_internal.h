@@ -16,7 +16,8 @@
  *					retry requests and the retry barrier
  *	changes.c		applying one transaction's messages, keeping
  *					updates for coalesce.c
- *	conflicts.c		the conflicts a local transaction meets, counted
+ *	conflict_report.c
+ *					the conflicts a local transaction meets, counted
  *					and logged when it commits
  *	txn.c			transactions: groups, try and retry, commit, skip,
  *					failing transactions, the spill file
@@ -161,7 +162,7 @@ typedef struct PaWriter
 	bool		skip_in_txn;	/* the local transaction passed skip_lsn */
 	PaGroupTxn *skipped;		/* the one skipped in it, or NULL */
 
-	/* conflicts (conflicts.c), see "Conflicts" in writer.c */
+	/* conflicts (conflict_report.c), see "Conflicts" in writer.c */
 	MemoryContext conflict_cxt; /* reset with each local transaction */
 	List	   *conflicts;		/* met, counted and logged at commit */
 	PaWriterConflict *exists;	/* a unique conflict of the current change */
@@ -197,7 +198,7 @@ extern void pa_writer_request_retry(uint64 seq);
 extern bool pa_writer_is_retriable(int sqlerrcode, bool earliest);
 extern bool pa_writer_earliest_at_change(void);
 
-/* conflicts.c */
+/* conflict_report.c */
 extern void pa_writer_conflict(PaConflictType type, Relation rel,
 							   const char *detail);
 extern void pa_writer_report_conflict(PaWriterConflict *c);

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * conflicts.c
+ * conflict_report.c
  *		The conflicts a writer's local transaction meets: kept, then
  *		counted and logged when it commits.
  *
@@ -12,7 +12,7 @@
  * and logged at its commit (txn.c), a unique conflict only when the
  * change fails on it.
  *
- * src/writer/conflicts.c
+ * src/writer/conflict_report.c
  *
  *-------------------------------------------------------------------------
  */
