@@ -252,7 +252,7 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
- * Replication origins (progress.c).  replorigin_session_setup() gained an
+ * Replication origins (common/origins.c).  replorigin_session_setup() gained an
  * acquired_by argument in 16: 0 acquires the origin (an error if another
  * process has it), a pid attaches to the origin that process acquired, so
  * that several processes commit with one origin, as core's parallel apply

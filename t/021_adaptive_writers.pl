@@ -1,4 +1,4 @@
-# Adaptive writers (parallel_apply.adaptive_writers, dispatcher.c): with
+# Adaptive writers (parallel_apply.adaptive_writers, src/leader/adapt.c): with
 # the rule on, a subscription of 4 writers starts with one in use and
 # writer_status() shows the others parked; a TPC-B backlog applied while
 # the rule starts and stops tracking keys ends identical to the provider;

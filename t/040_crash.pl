@@ -47,7 +47,7 @@ wait_caught_up($sub, 'k');
 ok(wait_for_writers($sub, 'k', $nwriters), "$nwriters writers run");
 
 # From PostgreSQL 16 the writers share their subscription's replication
-# origin, on 15 each has its own (src/leader/progress.c)
+# origin, on 15 each has its own (src/common/origins.c)
 my $subid = $sub->safe_psql('postgres', "SELECT sub_id FROM parallel_apply.subscription WHERE sub_name = 'k'");
 my $dboid = $sub->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
 my $shared = $sub->pg_version >= 16;

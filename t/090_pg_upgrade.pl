@@ -2,7 +2,7 @@
 # or 18), pgbench running on the provider throughout: every subscription
 # resumes where it stood, applying no transaction twice and skipping none,
 # although pg_upgrade does not carry the replication origins over
-# (progress.c's header, "Upgrades").  Subscription bench is disabled before
+# (src/common/origins.c's header, "Upgrades").  Subscription bench is disabled before
 # the upgrade, as docs/subscriber.md says; audit is left enabled, and its
 # position is recorded as its leader exits at the clean shutdown.  Each
 # pgbench transaction writes to both.  Then, on the upgraded node, audit's

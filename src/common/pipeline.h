@@ -10,7 +10,7 @@
  *	supervisor (one per database)
  *	  starts, stops and restarts (with backoff) one leader per enabled
  *	  subscription;
- *	leader = "parallel_apply receiver <sub>" (receiver.c + dispatcher.c)
+ *	leader = "parallel_apply receiver <sub>" (leader/receiver.c + leader/dispatch/)
  *	  streams from the provider's slot, assembles transactions, tracks their
  *	  keys and hands each to one writer through a shm_mq;
  *	writers = "parallel_apply writer <sub>:<n>" (writer.c + apply.c)
@@ -105,7 +105,7 @@ typedef struct PaWriterSlot
 	char		last_error_public[PA_PUBLIC_ERROR_LEN];
 	TimestampTz last_error_time;
 	bool		parked;			/* the leader gives it no new work
-								 * (dispatcher.c, "Adaptive writers") */
+								 * (leader/dispatch/inuse.c) */
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
 	pg_atomic_uint64 blocks_read;	/* shared blocks read, as of its last
 									 * commit (pool.c) */

@@ -13,7 +13,7 @@
  * PaTxnHeader without dependencies), PA_Q_STREAM_CHUNKs (the kind, then a
  * batch) and PA_Q_STREAM_END (a PaTxnHeader giving commit_lsn, end_lsn,
  * commit_time and what it is to two-phase, which a PREPARE flagged
- * AT_COMMIT changes: dispatcher.c).
+ * AT_COMMIT changes: leader/dispatch/prepared.c).
  * PA_Q_RELATION is the kind, then one RELATION protocol message.
  * PA_Q_COPY is the kind, then NUL-terminated strings: nspname, relname,
  * relkind, snapshot name, provider DSN and the snapshot's LSN.  Both ends

@@ -15,7 +15,7 @@
  *	   slot and copies the initial data (sync.c);
  *	3. (benchmarks only, parallel_apply.debug_replay_file in a build with
  *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
- *	4. starts streaming from the restart point (progress.c) and loops:
+ *	4. starts streaming from the restart point (common/origins.c) and loops:
  *	   read every message that is there without blocking, hand it to the
  *	   dispatcher, then wait on the socket and the latch together.  The
  *	   latch is set by writers when they commit, by the supervisor and by
@@ -124,7 +124,7 @@
  * subscription_status(), the writers are terminated with the leader, and
  * the supervisor starts it again after a growing delay.  A leader that
  * exits, for an error or not, waits until its writers are gone and records
- * where apply stands, for pg_upgrade (progress.c, "Upgrades").
+ * where apply stands, for pg_upgrade (common/origins.c, "Upgrades").
  *
  * src/leader/receiver.c
  *
@@ -169,7 +169,7 @@ PaLeader   *MyPaLeader = NULL;
 /*
  * As a leader exits, whatever the cause (a clean server shutdown, the
  * supervisor stopping it, an error): wait until its writers are gone, then
- * record where apply stands, for a pg_upgrade (progress.c's header,
+ * record where apply stands, for a pg_upgrade (common/origins.c's header,
  * "Upgrades").  A transaction in an exit callback, as core's
  * RemoveTempRelationsCallback runs one.  Registered after leader_on_exit,
  * so it runs before it, and an error here ends this callback only: the
@@ -702,7 +702,7 @@ claim_slot(PaSubSlot *slot, PaSubscription *sub)
 
 /*
  * Once the writers of an earlier leader are gone: the origins and the
- * restart point (progress.c), then the pool of writers and the
+ * restart point (common/origins.c), then the pool of writers and the
  * dispatcher.  The position to stream from.
  */
 static XLogRecPtr

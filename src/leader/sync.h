@@ -25,7 +25,7 @@ extern void pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
 
 /*
  * Start writers 0 to n - 1 of the pool; returns how many run
- * (dispatcher.c's pa_dispatch_start_writers).
+ * (dispatch/inuse.c's pa_dispatch_start_writers).
  */
 typedef int (*PaStartWriters) (int n);
 

@@ -530,7 +530,7 @@ stop_pipeline(PaSubscription *sub)
 
 /*
  * Replication origins.  A subscription keeps one (from 16; on 15 one per
- * writer, progress.c), and a node tracks the progress of at most
+ * writer, origins.c), and a node tracks the progress of at most
  * max_replication_slots origins (18: max_active_replication_origins,
  * compat.h's PA_MAX_ORIGINS), all databases and in-core subscriptions
  * included: a leader or writer beyond that fails with "could not find
@@ -1026,7 +1026,7 @@ set_enabled(const char *name, bool enabled)
 	if (!enabled)
 	{
 		stop_pipeline(sub);
-		/* nothing runs: where apply stands, for pg_upgrade (progress.c) */
+		/* nothing runs: where apply stands, for pg_upgrade (origins.c) */
 		(void) pa_progress_record_stop(sub->subid, false);
 	}
 	values[0] = ObjectIdGetDatum(sub->subid);
@@ -1115,7 +1115,7 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 /*
  * set_subscription_position(name, lsn): for a subscription whose
  * replication origins are missing with no position recorded (pg_upgrade of
- * a subscriber whose pipeline did not stop cleanly, see progress.c's
+ * a subscriber whose pipeline did not stop cleanly, see origins.c's
  * "Upgrades"): lsn, the end of the last transaction applied, becomes its
  * recorded position, which its next leader resumes from.  Refused while it
  * has origins: they know its position.  '0/0' streams from where the

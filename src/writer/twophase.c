@@ -6,7 +6,7 @@
  *		place in the provider's commit order, and finished by its COMMIT
  *		PREPARED or ROLLBACK PREPARED, each in its own place.
  *
- * The dispatcher (dispatcher.c, "Prepared transactions") gives a writer a
+ * The dispatcher (leader/dispatch/prepared.c) gives a writer a
  * prepared transaction as a transaction flagged PA_Q_2PC_PREPARE, and its
  * end as one flagged PA_Q_2PC_COMMIT or _ROLLBACK whose batch is the
  * COMMIT PREPARED or ROLLBACK PREPARED protocol message alone.  Each is

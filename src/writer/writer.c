@@ -83,7 +83,7 @@
  * temporary file and applies them alone once the last chunk is there.
  *
  * Live.  A transaction the provider streams while it is in progress may
- * be given to a writer of its own from its first block (dispatcher.c,
+ * be given to a writer of its own from its first block (leader/dispatch/streamed.c,
  * "Streamed transactions"), as PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs and, at
  * its commit, PA_Q_STREAM_END with its seq.  The writer opens a local
  * transaction at once and applies each chunk as it arrives: a
@@ -304,7 +304,7 @@ handle_stream_end(const char *data, Size len)
 		elog(ERROR, "parallel_apply stream end without its beginning");
 	pa_q_read_stream_header(data, len, &end);
 	pa_lookahead_pop();
-	/* a PREPARE flagged AT_COMMIT ends as a commit (dispatcher.c) */
+	/* a PREPARE flagged AT_COMMIT ends as a commit (leader/dispatch/prepared.c) */
 	MyWriter->group[0].hdr.commit_lsn = end.commit_lsn;
 	MyWriter->group[0].hdr.end_lsn = end.end_lsn;
 	MyWriter->group[0].hdr.commit_time = end.commit_time;
