@@ -360,6 +360,17 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 
 #define WRITER_STATUS_COLS 15
 
+/* writer_status()'s counters, columns 7 to 13, in their order */
+static const size_t writer_counters[] = {
+	offsetof(PaWriterSlot, applied),
+	offsetof(PaWriterSlot, commits),
+	offsetof(PaWriterSlot, dep_waits),
+	offsetof(PaWriterSlot, commit_waits),
+	offsetof(PaWriterSlot, retries),
+	offsetof(PaWriterSlot, read_ahead),
+	offsetof(PaWriterSlot, coalesced),
+};
+
 Datum
 pa_writer_status(PG_FUNCTION_ARGS)
 {
@@ -412,13 +423,10 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			nulls[4] = ws.seq == 0;
 			values[5] = LSNGetDatum(ws.commit_lsn);
 			nulls[5] = ws.seq == 0;
-			values[6] = Int64GetDatum((int64) ws.applied);
-			values[7] = Int64GetDatum((int64) ws.commits);
-			values[8] = Int64GetDatum((int64) ws.dep_waits);
-			values[9] = Int64GetDatum((int64) ws.commit_waits);
-			values[10] = Int64GetDatum((int64) ws.retries);
-			values[11] = Int64GetDatum((int64) ws.read_ahead);
-			values[12] = Int64GetDatum((int64) ws.coalesced);
+			for (int c = 0; c < lengthof(writer_counters); c++)
+				values[6 + c] =
+					Int64GetDatum((int64) *(uint64 *) ((char *) &ws +
+													   writer_counters[c]));
 			values[13] = error_for_caller(ws.last_error, ws.last_error_public,
 										  &nulls[13]);
 			values[14] = TimestampTzGetDatum(ws.last_error_time);
