@@ -21,11 +21,10 @@ my $pub = provider_node('provider', extra_conf => q{
 logical_decoding_work_mem = 64kB
 });
 # the test framework turns restart_after_crash off; the kill -9 needs it.
-# Writers adapt as they do by default (the harness turns that off): a
-# streamed transaction takes a parked writer.
+# Writers adapt (the default): a streamed transaction takes a parked
+# writer.
 my $sub = subscriber_node('subscriber', extra_conf => q{
 restart_after_crash = on
-parallel_apply.adaptive_writers = on
 });
 
 my $schema = q{

@@ -24,7 +24,11 @@ use PaTest;
 my $pub = provider_node('provider', extra_conf => q{
 logical_decoding_work_mem = 256MB
 });
-my $sub = subscriber_node('subscriber');
+# keys are tracked, and capped, only with several writers in use: all four
+# from the start (with the adaptive rule one writer may take everything,
+# no keys computed and no barrier to see)
+my $sub = subscriber_node('subscriber',
+	extra_conf => "parallel_apply.adaptive_writers = off\n");
 
 my $schema = q{
 CREATE TABLE big (id int PRIMARY KEY, u int UNIQUE, v int);

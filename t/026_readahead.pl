@@ -3,7 +3,10 @@
 # pages are in shared buffers when it applies them.  With a subscriber
 # whose shared_buffers hold a fraction of the table, a backlog applied by
 # four writers is read ahead (writer_status().transactions_read_ahead)
-# and ends identical to the provider, across a schema change in the middle
+# while a local lock holds its first transaction, so that the writers
+# given the next ones wait for their commit turn (the dispatcher's rule,
+# not timing: see below), and ends identical to the provider, across a
+# schema change in the middle
 # of the backlog (reading ahead stops at the RELATION message), deletes,
 # and a unique index only the subscriber has.
 #
@@ -24,8 +27,10 @@ use lib 't/lib';
 use PaTest;
 
 my $pub = provider_node('provider');
+# four writers waiting for one another: all in use from the start (with
+# the adaptive rule one writer may apply everything and never wait)
 my $sub = subscriber_node('subscriber', max_writers => 4,
-	extra_conf => 'shared_buffers = 2MB');
+	extra_conf => "shared_buffers = 2MB\nparallel_apply.adaptive_writers = off\n");
 
 # 20,000 rows of about 400 bytes: some 8 MB, four times the buffers
 my $ddl = q{
@@ -59,7 +64,8 @@ create_sub($sub, $pub, 'g', num_writers => 4);
 wait_caught_up($sub, 'g');
 
 # n transactions spread over the whole table; every tenth also deletes
-# an older history row
+# an older history row (the i-th one of the 150 made below, committed
+# before the backlog: no transaction of the backlog depends on another)
 sub backlog
 {
 	my ($n, $seed, $extra_col) = @_;
@@ -84,6 +90,9 @@ sub read_ahead
 		"SELECT sum(transactions_read_ahead) FROM writer_status() WHERE subscription_name = 'g'");
 }
 
+$pub->safe_psql('postgres',
+	'INSERT INTO hist (acct, delta) SELECT g, 0 FROM generate_series(1, 150) g');
+wait_caught_up($sub, 'g');
 my $before = read_ahead();
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 backlog(1500, 1, 0);
@@ -91,7 +100,29 @@ backlog(1500, 1, 0);
 $sub->safe_psql('postgres', 'ALTER TABLE hist ADD COLUMN note text');
 $pub->safe_psql('postgres', 'ALTER TABLE hist ADD COLUMN note text');
 backlog(1500, 2, 1);
+# A local session holds the account of the backlog's first transaction
+# (backlog()'s formula for i = 1, seed 1).  The transactions are on
+# different accounts and rows: none depends on another, and the dispatcher
+# (assign_writer) gives them to writer 0 while it has room (128 in
+# flight), then to an idle writer, and so on.  Writer 0 blocks in the
+# first; each of the others applies its first and waits for its commit
+# turn with more queued behind it: it reads those ahead (writer.c,
+# wait_for_seq: a step of reading ahead before each block), and counts
+# them in writer_status() at its commit.
+my $first = 1 + (7919 + 104729) % 20000;
+my $lock = session_open($sub);
+my $lockpid = session_query($lock, 'SELECT pg_backend_pid()');
+session_query($lock, 'BEGIN');
+session_query($lock, "SELECT balance FROM acct WHERE id = $first FOR UPDATE");
 $sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+ok( poll_until($sub, qq{
+SELECT count(*) FILTER (WHERE writer = 0 AND $lockpid = ANY (pg_blocking_pids(pid))) = 1
+   AND count(*) FILTER (WHERE writer > 0 AND state = 'waiting for commit turn') = 3
+  FROM writer_status() WHERE subscription_name = 'g'}),
+	'the first transaction held: the three other writers wait for their commit turn'
+) or dump_pipeline($sub);
+session_query($lock, 'COMMIT');
+session_close($lock);
 wait_caught_up($sub, 'g');
 
 rows_equal($pub, $sub, [ [ 'acct', 'id' ], [ 'hist', 'id' ] ],

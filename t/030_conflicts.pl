@@ -20,8 +20,10 @@ my $pub = provider_node('provider', extra_conf => q{
 max_connections = 60
 log_statement = none
 });
+# conflicts between writers: several writers in use from the start (with
+# the adaptive rule one writer may apply everything, and nothing conflicts)
 my $sub = subscriber_node('subscriber', max_writers => 8,
-	extra_conf => "log_lock_waits = on\n");
+	extra_conf => "log_lock_waits = on\nparallel_apply.adaptive_writers = off\n");
 
 my $schema = q{
 CREATE TABLE t (id int PRIMARY KEY, u int NOT NULL, note text);

@@ -24,7 +24,10 @@ use PaTest;
 my $nkeys = 400;
 
 my $pub = provider_node('provider', extra_conf => "log_statement = none\n");
-my $sub = subscriber_node('subscriber', max_writers => 4);
+# transactions on several writers: all four in use from the start (with
+# the adaptive rule one writer may apply everything, no keys computed)
+my $sub = subscriber_node('subscriber', max_writers => 4,
+	extra_conf => "parallel_apply.adaptive_writers = off\n");
 
 my $schema = q{
 CREATE EXTENSION citext;

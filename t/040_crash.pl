@@ -101,7 +101,9 @@ sub pipeline_back
 	ok( $sub->poll_query_until('postgres',
 			"SELECT count(*) = 0 FROM pg_stat_activity WHERE pid IN ($old)"),
 		"$msg: the killed processes are gone");
-	ok(wait_for_writers($sub, 'k', $nwriters), "$msg: receiver and writers run again");
+	# the receiver and writer 0 at least: the others as the adaptive rule
+	# takes them into use again
+	ok(wait_for_pipeline($sub, 'k'), "$msg: receiver and writers run again");
 }
 
 sub kill9

@@ -82,7 +82,10 @@ ok(IPC::Run::run([ $promtool, 'check', 'rules', $rules ], '>', \$out, '2>', \$er
   or diag("$out$err");
 
 my $pub = both_node('provider');
-my $sub = both_node('subscriber', max_writers => 4);
+# the exporter's process series are counted: two writers, both running
+# from the start, not as the adaptive rule takes them into use
+my $sub = both_node('subscriber', max_writers => 4,
+	extra_conf => "parallel_apply.adaptive_writers = off\n");
 
 my $ddl = 'CREATE TABLE t (id bigint PRIMARY KEY, v int NOT NULL)';
 $pub->safe_psql('postgres', $ddl);
@@ -208,7 +211,7 @@ create_sub($sub, $pub, 's', num_writers => 2);
 wait_caught_up($sub, 's');
 $pub->safe_psql('postgres', 'UPDATE t SET v = v + 1 WHERE id <= 100');
 wait_caught_up($sub, 's');
-wait_for_writers($sub, 's', 2);
+ok(wait_for_writers($sub, 's', 2), 'subscription s runs two writers');
 
 my %s = (subname => 's', datname => 'postgres');
 $phase = 'streaming';

@@ -92,7 +92,21 @@ ok(poll_until($sub,
 	'streaming and caught up: no lag, a fresh provider position');
 
 # --- blocked by a local lock ------------------------------------------------------
-# a table lock: the receiver, opening the table, waits for it
+# a table lock: the receiver, opening the table, waits for it.  The
+# receiver opens a table to compute its keys, which it does only with
+# several writers in use: all of them, for this part (with the adaptive
+# rule one writer takes everything, and that writer waits instead)
+sub set_adaptive
+{
+	my ($v) = @_;
+	my $set = defined $v ? "SET parallel_apply.adaptive_writers = $v" : 'RESET parallel_apply.adaptive_writers';
+	$sub->safe_psql('postgres', "ALTER SYSTEM $set; SELECT pg_reload_conf()");
+	# a leader started now has the setting
+	$sub->safe_psql('postgres', "SELECT disable_subscription('s')");
+	$sub->safe_psql('postgres', "SELECT enable_subscription('s')");
+	wait_caught_up($sub, 's');
+}
+set_adaptive('off');
 my $lock = session_open($sub);
 session_query($lock, 'BEGIN');
 session_query($lock, 'LOCK TABLE t IN ACCESS EXCLUSIVE MODE');
@@ -106,6 +120,7 @@ ok(poll_until($sub,
 	'while the receiver waits, apply_lag grows');
 session_query($lock, 'COMMIT');
 wait_caught_up($sub, 's');
+set_adaptive(undef);    # the default again
 
 # a row lock: a writer waits for it, the receiver reads on and asks the
 # provider its position

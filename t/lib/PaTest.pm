@@ -15,7 +15,8 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(provider_node subscriber_node both_node origins_guc table_digest
   rows_equal wait_caught_up create_sub poll_until
   pgbench_init pgbench_start pgbench_finish pgbench_tables
-  pgbench_tables_equal worker_pids wait_for_writers kill9_postmaster_and_restart
+  pgbench_tables_equal worker_pids wait_for_writers wait_for_pipeline
+  kill9_postmaster_and_restart
   dump_pipeline no_errors session_open session_query session_close);
 
 # What a provider's postgresql.conf needs: our plugin on the allow-list
@@ -37,9 +38,6 @@ max_worker_processes = 40
 parallel_apply.max_writers_per_subscription = $max
 max_replication_slots = 20
 deadlock_timeout = 200ms
-# every writer takes work, so that tests see transactions in parallel;
-# t/021_adaptive_writers.pl turns the adaptive rule on
-parallel_apply.adaptive_writers = off
 };
 }
 
@@ -315,6 +313,21 @@ sub wait_for_writers
 	return poll_until($node, qq{
 SELECT count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer $subname:%') = $n
    AND count(*) FILTER (WHERE application_name = 'parallel_apply receiver $subname') = 1
+  FROM pg_stat_activity}, db => $db);
+}
+
+# Wait (bounded) until subscription $subname runs: its receiver and
+# writer 0, and no writer process that writer_status() does not show
+# (writers beyond 0 run as the adaptive rule takes them into use); true
+# when it does.
+sub wait_for_pipeline
+{
+	my ($node, $subname, $db) = @_;
+	return poll_until($node, qq{
+SELECT count(*) FILTER (WHERE application_name = 'parallel_apply writer $subname:0') = 1
+   AND count(*) FILTER (WHERE application_name = 'parallel_apply receiver $subname') = 1
+   AND count(*) FILTER (WHERE application_name LIKE 'parallel_apply writer $subname:%') =
+       (SELECT count(*) FROM writer_status() WHERE subscription_name = '$subname' AND pid IS NOT NULL)
   FROM pg_stat_activity}, db => $db);
 }
 
