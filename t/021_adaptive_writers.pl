@@ -80,7 +80,7 @@ pgbench_tables_equal($pub, $sub, 'TPC-B backlog with adaptive writers');
 # The rule off: every writer takes work.  A backlog of 1000 transactions,
 # the i-th updating row i of indep (no two share a key), while a local
 # session holds row 1, which the first of them updates.  The dispatcher's
-# rule (dispatcher.c, assign_writer): one with no dependency stays with
+# rule (src/leader/dispatch/placement.c): one with no dependency stays with
 # the previous transaction's writer while that one has room (fewer than
 # PA_MAX_INFLIGHT, 128, in flight), else goes to an idle writer.  Writer 0
 # blocks in the first and commits nothing, the writers after it can only

@@ -103,10 +103,10 @@ backlog(1500, 2, 1);
 # A local session holds the account of the backlog's first transaction
 # (backlog()'s formula for i = 1, seed 1).  The transactions are on
 # different accounts and rows: none depends on another, and the dispatcher
-# (assign_writer) gives them to writer 0 while it has room (128 in
+# (src/leader/dispatch/placement.c) gives them to writer 0 while it has room (128 in
 # flight), then to an idle writer, and so on.  Writer 0 blocks in the
 # first; each of the others applies its first and waits for its commit
-# turn with more queued behind it: it reads those ahead (writer.c,
+# turn with more queued behind it: it reads those ahead (src/writer/order.c,
 # wait_for_seq: a step of reading ahead before each block), and counts
 # them in writer_status() at its commit.
 my $first = 1 + (7919 + 104729) % 20000;
