@@ -44,7 +44,6 @@
 #include "leader/adapt.h"
 #include "leader/dispatcher.h"
 #include "leader/progress.h"
-#include "parallel_apply.h"
 #include "writer/coalesce.h"
 #ifdef PA_DEBUG_SWITCHES
 #include "debug/replay.h"

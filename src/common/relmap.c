@@ -107,8 +107,8 @@
 #include "utils/syscache.h"
 
 #include "common/catalog.h"
+#include "common/oidhash.h"
 #include "common/relmap.h"
-#include "parallel_apply.h"
 
 /* pa_relmap_set_context()'s */
 static PaRelMapContext Context = {NULL, InvalidOid, false};

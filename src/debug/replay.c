@@ -53,8 +53,6 @@
 
 #include "common/pipeline.h"
 #include "debug/replay.h"
-#include "leader/dispatcher.h"
-#include "leader/leader.h"
 #include "protocol/protocol.h"
 
 char	   *pa_debug_replay_file = NULL;
@@ -124,7 +122,7 @@ get16(const char *p)
  * are started and before it starts streaming.
  */
 void
-pa_replay_run(const char *subname)
+pa_replay_run(const char *subname, const PaReplayLeader *leader)
 {
 	const char *path = pa_debug_replay_file;
 	char	   *buf;
@@ -151,8 +149,8 @@ pa_replay_run(const char *subname)
 		bad_file(path, "The COPY signature is missing.");
 	pos = 19 + get32(buf + 15);		/* signature, flags, header extension */
 
-	pa_dispatch_new_session();
-	seq0 = pa_leader_done_seq(false);
+	leader->new_session();
+	seq0 = leader->done_seq(false);
 	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
@@ -176,17 +174,17 @@ pa_replay_run(const char *subname)
 			bad_file(path, "A frame is NULL or runs past the end of the file.");
 
 		pa_stringinfo_over(&s, buf + pos, len);
-		pa_leader_dispatch_frame(&s);
+		leader->dispatch_frame(&s);
 		pos += len;
 		frames++;
 		if (frames % 1000 == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
-	pa_leader_wait_all();
+	leader->wait_all();
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	secs = INSTR_TIME_GET_DOUBLE(elapsed);
-	txns = pa_leader_done_seq(false) - seq0;
+	txns = leader->done_seq(false) - seq0;
 	pfree(buf);
 
 	ereport(LOG,

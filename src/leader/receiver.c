@@ -164,6 +164,16 @@
 #include "common/stoplog.h"
 #include "leader/sync.h"
 
+#ifdef PA_DEBUG_SWITCHES
+/* what a replayed recording is routed through (debug/replay.c) */
+static const PaReplayLeader replay_leader = {
+	.new_session = pa_dispatch_new_session,
+	.dispatch_frame = pa_leader_dispatch_frame,
+	.wait_all = pa_leader_wait_all,
+	.done_seq = pa_leader_done_seq,
+};
+#endif
+
 PaLeader   *MyPaLeader = NULL;
 
 /*
@@ -793,7 +803,7 @@ pa_leader_main(Datum arg)
 
 #ifdef PA_DEBUG_SWITCHES
 		if (pa_debug_replay_file[0] != '\0')
-			pa_replay_run(sub->name);
+			pa_replay_run(sub->name, &replay_leader);
 #endif
 
 		pa_dispatch_new_session();

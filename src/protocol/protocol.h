@@ -117,6 +117,12 @@
  */
 #define PA_BINARY_SAFE_TYPE_LIMIT	FirstGenbkiObjectId
 
+/*
+ * The plugin_version a provider reports in STARTUP: the extension's version
+ * (parallel_apply.control; t/001 checks that they agree).
+ */
+#define PARALLEL_APPLY_VERSION "parallel_apply 1.4"
+
 typedef struct PaStartupData
 {
 	int			proto_version;

@@ -113,7 +113,6 @@
 #include "utils/varlena.h"
 
 #include "compat.h"
-#include "parallel_apply.h"
 #include "provider/output_plugin.h"
 
 #define PA_BATCH_BYTES		(64 * 1024)

@@ -73,8 +73,8 @@
 #include "utils/syscache.h"
 
 #include "common/catalog.h"
+#include "common/oidhash.h"
 #include "compat.h"
-#include "parallel_apply.h"
 #include "provider/output_plugin.h"
 
 /* A published relation whose RELATION was sent, and its schema's hash. */

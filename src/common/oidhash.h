@@ -1,20 +1,15 @@
 /*-------------------------------------------------------------------------
  *
- * parallel_apply.h
- *		Things every part of the extension shares.
+ * oidhash.h
+ *		A hash table keyed by Oid, as the provider's relation cache and the
+ *		subscriber's relation map keep.
  *
- * src/parallel_apply.h
+ * src/common/oidhash.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PARALLEL_APPLY_H
-#define PARALLEL_APPLY_H
-
-/*
- * Reported in the STARTUP message: the extension's version
- * (parallel_apply.control; t/001 checks that they agree).
- */
-#define PARALLEL_APPLY_VERSION "parallel_apply 1.4"
+#ifndef PA_OIDHASH_H
+#define PA_OIDHASH_H
 
 #include "utils/hsearch.h"
 
@@ -32,4 +27,4 @@ pa_oid_hash_create(const char *name, long nelem, Size entrysize,
 					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
-#endif							/* PARALLEL_APPLY_H */
+#endif							/* PA_OIDHASH_H */
