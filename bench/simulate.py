@@ -172,12 +172,12 @@ def _pk(rel, value):
     return (rel, 1, ("b", value))
 
 
-def gen_tpcb(n, scale, rng, history_pk=False):
+def gen_tpcb(n, scale, rng, history_pk=False, accounts=None):
     """pgbench's tpcb-like script (bench/workloads/tpcb.sql): UPDATE
     accounts(aid), tellers(tid), branches(bid), INSERT history.  History has
     no key unless history_pk (bench/workloads/tpcb_setup.sql)."""
     out = []
-    naccounts = 100000 * scale
+    naccounts = accounts or 100000 * scale
     ntellers = 10 * scale
     hid = 0
     for _ in range(n):
@@ -466,7 +466,8 @@ def dependency_graph(txns):
     return deps, barrier_before
 
 
-def ideal_schedule(txns, deps, barrier_before, costs, nwriters, commit_us):
+def ideal_schedule(txns, deps, barrier_before, costs, nwriters, commit_us,
+                   dispatch_us=0.0):
     """Commit order kept, every transaction starts when its dependencies
     have committed (and, nwriters given, a writer is free: greedy list
     scheduling in commit order; a writer holds its transaction until it
@@ -477,7 +478,7 @@ def ideal_schedule(txns, deps, barrier_before, costs, nwriters, commit_us):
     commit = [0.0] * (n + 1)
     free = [0.0] * nwriters if nwriters else None
     for j in range(1, n + 1):
-        start = 0.0
+        start = j * dispatch_us
         b = barrier_before[j]
         if b:
             start = commit[b]
@@ -815,7 +816,8 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
     base_sim = Sim(txns, costs, 1, "dispatcher", args.commit_us, args.dispatch_us,
                    args.max_group, args.writers_read)
     base = base_sim.run()
-    cp = ideal_schedule(txns, deps, barrier_before, costs, None, args.commit_us)
+    cp = ideal_schedule(txns, deps, barrier_before, costs, None, args.commit_us,
+                        args.dispatch_us)
     out.append("- one writer: %.1f ms (%d local commits); critical path with commit order: "
                "%.1f ms = %.1f mean transaction costs; **bound on any speedup: %.2fx**" % (
                    base / 1000, base_sim.groups, cp / 1000, cp / (sum(costs) / n),
@@ -828,13 +830,15 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
                    % (args.leader_note[1], cost_us / args.leader_note[0]))
     out.append("")
     out.append("| writers | ideal (list schedule) | dispatcher | dispatcher, separable-chains rules "
-               "| wait-on-deps variant | dispatcher: writers used; top shares | dispatcher: "
-               "in-flight deps 0/1/2+ | dispatcher: commit-order waits |")
-    out.append("|---|---|---|---|---|---|---|---|")
+               "| wait-on-deps variant | dispatcher: writers used; top shares | separable-chains: "
+               "writers used; top shares | dispatcher: in-flight deps 0/1/2+ | dispatcher: "
+               "commit-order waits |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for nw in args.writers:
-        ideal = ideal_schedule(txns, deps, barrier_before, costs, nw, args.commit_us)
+        ideal = ideal_schedule(txns, deps, barrier_before, costs, nw, args.commit_us,
+                               args.dispatch_us)
         row = [str(nw), "%.2f" % (base / ideal)]
-        main = None
+        main = adaptive = None
         for rule in ("dispatcher", "adaptive", "wait"):
             if rule != "dispatcher" and nw == 1:
                 row.append("%.2f" % 1.0)
@@ -845,7 +849,10 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
             row.append("%.2f" % (base / t))
             if rule == "dispatcher":
                 main = s
+            elif rule == "adaptive":
+                adaptive = s
         row.append(shares(main))
+        row.append(shares(adaptive) if adaptive else "")
         row.append(dep_stats(main))
         row.append(str(main.count["commit_waits"]))
         out.append("| " + " | ".join(row) + " |")
@@ -962,6 +969,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--history-pk", action="store_true",
                     help="TPC-B: pgbench_history with a primary key (tpcb_setup.sql)")
+    ap.add_argument("--accounts", type=int,
+                    help="TPC-B: draw aid from 1..ACCOUNTS instead of 1..100000*scale")
     ap.add_argument("--recording", metavar="FILE",
                     help="a binary COPY of (lsn, data) rows (src/debug/replay.c)")
     ap.add_argument("--cost-us", type=float, help="apply cost per transaction (us)")
@@ -994,7 +1003,7 @@ def main():
         rng = random.Random(args.seed)
         gen = GENERATORS[args.workload]
         if args.workload == "tpcb":
-            txns = gen(args.transactions, args.scale, rng, args.history_pk)
+            txns = gen(args.transactions, args.scale, rng, args.history_pk, args.accounts)
         else:
             txns = gen(args.transactions, args.scale, rng)
         key = args.workload
@@ -1005,6 +1014,8 @@ def main():
         title = "%s, scale %d, %d transactions" % (
             {"tpcb": "TPC-B", "insert": "Insert-only", "hot": "Hot rows",
              "mixed": "Mixed"}[args.workload], args.scale, args.transactions)
+        if args.accounts:
+            title += ", %d accounts" % args.accounts
         if args.workload in ("insert", "hot"):
             title = title.replace(", scale %d" % args.scale, "")
         per_row = False
