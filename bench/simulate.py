@@ -499,6 +499,43 @@ def ideal_schedule(txns, deps, barrier_before, costs, nwriters, commit_us,
     return commit[n]
 
 
+def grouped_bound(txns, deps, barrier_before, costs, dispatch_us=0.0,
+                  max_group=PA_MAX_GROUP_DEFAULT):
+    """A lower bound on the makespan of any schedule that may also group a
+    transaction with the ones before it on one writer (txn.c: consecutive
+    transactions in one local transaction), commits free: a dependent of d
+    in the same group as d starts once k-1 is applied, else once d has
+    committed, so it starts no earlier than min(E[k-1], C[d]); in the same
+    group, d to k-1 were applied one after the other (E[k-1] >= S[d] + their
+    costs), and a group has at most max_group transactions."""
+    n = len(txns)
+    E = [0.0] * (n + 1)
+    C = [0.0] * (n + 1)
+    S = [0.0] * (n + 1)
+    P = [0.0] * (n + 1)
+    for j in range(1, n + 1):
+        P[j] = P[j - 1] + costs[j]
+    for j in range(1, n + 1):
+        start = j * dispatch_us
+        b = barrier_before[j]
+        if b and C[b] > start:
+            start = C[b]
+        if txns[j - 1].barrier:
+            start = max(start, C[j - 1])
+        else:
+            for d in deps[j]:
+                if j - d >= max_group:
+                    t = C[d]
+                else:
+                    t = min(C[d], max(E[j - 1], S[d] + P[j - 1] - P[d - 1]))
+                if t > start:
+                    start = t
+        S[j] = start
+        E[j] = start + costs[j]
+        C[j] = max(E[j], C[j - 1])
+    return C[n]
+
+
 # ---------------------------------------------------------------------------
 # The dispatcher and writers, event by event
 # ---------------------------------------------------------------------------
@@ -822,6 +859,10 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
                "%.1f ms = %.1f mean transaction costs; **bound on any speedup: %.2fx**" % (
                    base / 1000, base_sim.groups, cp / 1000, cp / (sum(costs) / n),
                    base / cp))
+    gb = grouped_bound(txns, deps, barrier_before, costs, args.dispatch_us, args.max_group)
+    out.append("- if a dependent may also share its dependency's local transaction (a group of "
+               "consecutive transactions on one writer), commits free: critical path >= %.1f ms, "
+               "speedup <= %.2fx" % (gb / 1000, base / gb))
     if args.dispatch_us:
         out.append("- the leader alone caps the speedup at %.2fx (%.1f us per transaction)" % (
             (sum(costs) / n) / args.dispatch_us, args.dispatch_us))
@@ -916,6 +957,22 @@ def self_test():
                   1.0)
             print("    (dispatcher's speedup: %.2f; separable-chains rules: %.2f)"
                   % (r["dispatcher"], r["adaptive"]))
+    # the bound with groups: a chain stays serial, independent ones take one cost
+    for name, txns, want in (("chain of 200", chain(200), 2000.0),
+                             ("200 independent", independent(200), 10.0)):
+        costs = transaction_costs(txns, 10.0, False)
+        deps, bb = dependency_graph(txns)
+        check("%s: critical path allowing groups" % name,
+              grouped_bound(txns, deps, bb, costs), want)
+    # a long first transaction, then 3 on 2: in a group with 2, 3 need not wait
+    # for 1's commit (100 us) before it starts
+    txns = [Txn([(("r", 1), KEY_BOTH)]), Txn([(("r", 2), KEY_BOTH)]),
+            Txn([(("r", 2), KEY_BOTH)])]
+    costs = [0.0, 100.0, 10.0, 10.0]
+    deps, bb = dependency_graph(txns)
+    check("costs 100, 10, 10, 3 on 2: critical path 110 us",
+          ideal_schedule(txns, deps, bb, costs, None, 0.0), 110.0)
+    check("... allowing groups, 100 us", grouped_bound(txns, deps, bb, costs), 100.0)
     # two interleaved chains: ideal 2 with 2 writers
     txns = [Txn([(("r", i % 2), KEY_BOTH)]) for i in range(400)]
     r = speedups(txns, 2)
