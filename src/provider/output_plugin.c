@@ -642,6 +642,24 @@ ensure_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	data->begin_sent = true;
 }
 
+/*
+ * A transaction's commit, for COMMIT and STREAM_COMMIT: false when nothing
+ * of it was published (the walsender is told, and nothing is sent).
+ */
+static bool
+commit_data(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			XLogRecPtr commit_lsn, bool published, PaCommitData *c)
+{
+	OutputPluginUpdateProgress(ctx, !published);
+	if (!published)
+		return false;
+	c->flags = 0;
+	c->commit_lsn = commit_lsn;
+	c->end_lsn = txn->end_lsn;
+	c->commit_time = PA_TXN_TIME(txn, commit_time);
+	return true;
+}
+
 static void
 pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		  XLogRecPtr commit_lsn)
@@ -649,18 +667,8 @@ pa_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	PaOutputData *data = ctx->output_plugin_private;
 	PaCommitData c;
 
-	if (!data->begin_sent)
-	{
-		/* nothing was published: tell the walsender, send nothing */
-		OutputPluginUpdateProgress(ctx, true);
+	if (!commit_data(ctx, txn, commit_lsn, data->begin_sent, &c))
 		return;
-	}
-	OutputPluginUpdateProgress(ctx, false);
-
-	c.flags = 0;
-	c.commit_lsn = commit_lsn;
-	c.end_lsn = txn->end_lsn;
-	c.commit_time = PA_TXN_TIME(txn, commit_time);
 	pa_write_fixed(msg_start(ctx, true), PA_MSG_COMMIT, &c);
 	msg_end(ctx, true, true);
 	data->begin_sent = false;
@@ -1093,17 +1101,8 @@ pa_stream_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	bool		found;
 
 	(void) hash_search(data->streamed_xids, &txn->xid, HASH_REMOVE, &found);
-	if (!found)
-	{
-		/* nothing was published: tell the walsender, send nothing */
-		OutputPluginUpdateProgress(ctx, true);
+	if (!commit_data(ctx, txn, commit_lsn, found, &c))
 		return;
-	}
-	OutputPluginUpdateProgress(ctx, false);
-	c.flags = 0;
-	c.commit_lsn = commit_lsn;
-	c.end_lsn = txn->end_lsn;
-	c.commit_time = PA_TXN_TIME(txn, commit_time);
 	OutputPluginPrepareWrite(ctx, true);
 	pa_write_stream_commit(ctx->out, txn->xid, &c);
 	OutputPluginWrite(ctx, true);
