@@ -252,8 +252,10 @@ my $waiter = IPC::Run::start(
 	[ 'psql', '-XAtq', '-d', $sub->connstr('postgres'), '-c',
 		"SELECT wait_for_catchup('stuck', '3 min')" ],
 	'>', \$wout, '2>', \$werr);
+# (its wait event has a name of its own from PostgreSQL 17, t/094)
+my $catchup_event = $sub->pg_version >= 17 ? 'ParallelApplyWaitForCatchup' : 'Extension';
 $sub->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT wait_for_catchup(''stuck''%' AND wait_event = 'Extension'")
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT wait_for_catchup(''stuck''%' AND wait_event = '$catchup_event'")
   or die 'the wait did not start';
 $sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
 $waiter->finish;
