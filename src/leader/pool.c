@@ -51,6 +51,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/shm_mq.h"
+#include "storage/proc.h"
 #include "storage/shm_toc.h"
 #include "utils/memutils.h"
 
