@@ -9,14 +9,21 @@ with the key distribution of one of bench/workloads/), it computes
     speedup no dispatcher can beat with unlimited writers, and the greedy
     list schedule of N writers (the same bound for N writers);
   - the schedule of the dispatcher's placement rule
-    (src/leader/dispatch/placement.c, place()), simulated with FIFO queues
-    per writer, waits for dependencies on other writers, commit order,
-    queue capacity and group commit (src/writer/txn.c, take_next());
-  - the same rule with the "separable chains" branches that the C code
-    applies only with parallel_apply.adaptive_writers (all N writers in use);
+    (src/leader/dispatch/placement.c, place(): runs of RUN_LENGTH
+    consecutive transactions per writer, each waiting for exactly its
+    in-flight dependencies on other writers), simulated with FIFO queues
+    per writer, commit order, queue capacity and group commit
+    (src/writer/txn.c, take_next());
+  - the rule it replaced ("chains": a transaction follows its dependencies'
+    writer, one with none stays with the previous transaction's writer
+    while that has room; repo 4411d46), for comparison;
   - a variant: every transaction goes to an idle (else the least loaded)
-    writer and waits there for exactly the in-flight transactions it
-    depends on, instead of following their writer.
+    writer (runs of one) and waits there for exactly the in-flight
+    transactions it depends on.
+
+--wake-us adds a cost to every wait that blocks (a writer that sleeps for
+another's commit is woken: two context switches); it is what separates the
+variant (one hand-over per transaction) from runs (one per run).
 
 Dependencies are computed as src/leader/dispatch/keys.c computes them: per
 row the replica identity key (here also the local table's only unique key),
@@ -46,7 +53,7 @@ MAX_INFLIGHT_PER_WRITER = PA_MAX_INFLIGHT   # dispatch_internal.h
 PA_MAX_GROUP_DEFAULT = 32       # parallel_apply.max_transactions_per_commit
 TXN_KEYS_MAX = 65536            # dispatch_internal.h
 PA_STREAM_THRESHOLD = 8 * 1024 * 1024   # dispatch_internal.h: sent in chunks
-SPREAD_BACKLOG = 8              # placement.c
+RUN_LENGTH = 4                  # placement.c
 
 KEY_LOOKUP = 1
 KEY_RECORD = 2
@@ -544,14 +551,13 @@ class Sim:
     """The leader's dispatcher (dispatch.c, placement.c, keys.c) and N
     writers (writer.c, txn.c) as coroutines on one clock.
 
-    rule: 'dispatcher' (place() with adaptive_writers off), 'adaptive'
-    (place() with its adaptive branches, all N writers in use), 'wait'
-    (the variant: an idle or the least loaded writer, waiting for every
-    in-flight dependency)."""
+    rule: 'runs' (place(), all N writers in use), 'chains' (the rule it
+    replaced, adaptive_writers off), 'wait' (the variant: an idle or the
+    least loaded writer, waiting for every in-flight dependency)."""
 
-    def __init__(self, txns, costs, nwriters, rule="dispatcher", commit_us=0.0,
+    def __init__(self, txns, costs, nwriters, rule="runs", commit_us=0.0,
                  dispatch_us=0.0, max_group=PA_MAX_GROUP_DEFAULT,
-                 writers_read=False):
+                 writers_read=False, wake_us=0.0):
         self.txns = txns
         self.costs = costs
         self.n = len(txns)
@@ -561,6 +567,7 @@ class Sim:
         self.dispatch_us = dispatch_us
         self.max_group = max_group
         self.writers_read = writers_read
+        self.wake_us = wake_us
         self.now = 0.0
         self.events = []
         self.counter = 0
@@ -641,7 +648,9 @@ class Sim:
             j = q.popleft()
             for d in waits[j]:
                 if self.committed < d:
+                    self.count["dep_waits"] += 1
                     yield ("commit", d)
+                    yield ("sleep", self.wake_us)
             yield ("sleep", costs[j])
             group = [j]
             # take_next(): the next in commit order, already queued here,
@@ -655,6 +664,7 @@ class Sim:
             if self.committed < group[0] - 1:
                 self.count["commit_waits"] += 1
                 yield ("commit", group[0] - 1)
+                yield ("sleep", self.wake_us)
             if self.commit_us:
                 yield ("sleep", self.commit_us)
             self._commit(group, w)
@@ -685,10 +695,21 @@ class Sim:
     def has_room(self, w):
         return self.inflight(w) < MAX_INFLIGHT_PER_WRITER
 
-    def place(self, dep_seq, ndepwriters, latest_writer, last):
+    def place(self, last):
         """placement.c place(), with nuse = N and nothing reserved."""
+        if last >= 0 and self.run_len < RUN_LENGTH and self.has_room(last):
+            self.run_len += 1
+            return last, "run"
+        writer, how = self.idle_writer(), "idle"
+        if writer < 0:
+            writer, how = self.least_loaded(), "least"
+        self.run_len = 1
+        return writer, how
+
+    def place_chains(self, dep_seq, ndepwriters, latest_writer, last):
+        """The rule place() replaced (repo 4411d46), adaptive_writers off."""
         writer = latest_writer
-        adaptive = self.rule == "adaptive"
+        adaptive = False
         chain = ndepwriters > 0 and not self.writers_read
         if ndepwriters == 1 and writer >= 0 and (chain or self.has_room(writer)):
             how = "follow"
@@ -702,12 +723,6 @@ class Sim:
             how = "pick"
         else:
             how = "wait_chain"
-        if (ndepwriters == 0 and self.nw > 1 and adaptive
-                and self.inflight(writer) >= SPREAD_BACKLOG):
-            idle = self.idle_writer()
-            if idle >= 0:
-                writer = idle
-                how = "spread"
         return writer, how
 
     def dispatcher(self):
@@ -715,6 +730,7 @@ class Sim:
         last_writer = -1
         wait_before_next = 0
         self.next_rr = 0
+        self.run_len = 0
         tracking = self.nw > 1
         for seq in range(1, self.n + 1):
             t = self.txns[seq - 1]
@@ -727,7 +743,10 @@ class Sim:
             if t.barrier:
                 if self.committed < seq - 1:
                     yield ("commit", seq - 1)
-                writer = self.least_loaded()
+                writer = self.idle_writer()
+                if writer < 0:
+                    writer = self.least_loaded()
+                self.run_len = 1
                 self.count["barrier"] += 1
             elif not tracking:
                 writer = 0
@@ -760,9 +779,11 @@ class Sim:
                     if writer < 0:
                         writer = self.least_loaded()
                     how = "idle"
+                elif self.rule == "chains":
+                    writer, how = self.place_chains(per_writer, len(per_writer),
+                                                    latest_writer, last_writer)
                 else:
-                    writer, how = self.place(per_writer, len(per_writer),
-                                             latest_writer, last_writer)
+                    writer, how = self.place(last_writer)
                 waits = tuple(s for w, s in per_writer.items() if w != writer)
                 for key, mode in t.keys:
                     if mode & KEY_RECORD:
@@ -842,16 +863,18 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
         source, n, "all synthetic" if nsyn == n else
         ("none synthetic (recorded)" if nsyn == 0 else "%d synthetic" % nsyn)))
     out.append("- apply cost: %.2f us per transaction%s (%s); commit %.1f us per local commit; "
-               "dispatch %.1f us per transaction; groups of up to %d; writers_read %s" % (
+               "dispatch %.1f us per transaction; wake-up %.1f us per wait that blocks; "
+               "groups of up to %d; writers_read %s (the chains rule only)" % (
                    cost_us, " of mean size" if per_row else "", cost_note, args.commit_us,
-                   args.dispatch_us, args.max_group, "on" if args.writers_read else "off"))
+                   args.dispatch_us, args.wake_us, args.max_group,
+                   "on" if args.writers_read else "off"))
     ndeps = collections.Counter(min(len(d), 2) for d in deps[1:])
     out.append("- dependency graph (last earlier writer of each key, in flight or not): "
                "%.1f%% depend on none, %.1f%% on one transaction, %.1f%% on two or more; "
                "%d barriers" % (100.0 * ndeps[0] / n, 100.0 * ndeps[1] / n,
                                 100.0 * ndeps[2] / n, sum(1 for t in txns if t.barrier)))
-    base_sim = Sim(txns, costs, 1, "dispatcher", args.commit_us, args.dispatch_us,
-                   args.max_group, args.writers_read)
+    base_sim = Sim(txns, costs, 1, "runs", args.commit_us, args.dispatch_us,
+                   args.max_group, args.writers_read, args.wake_us)
     base = base_sim.run()
     cp = ideal_schedule(txns, deps, barrier_before, costs, None, args.commit_us,
                         args.dispatch_us)
@@ -870,32 +893,29 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
         out.append("- not simulated: %s; a leader at that rate caps any speedup at %.1fx"
                    % (args.leader_note[1], cost_us / args.leader_note[0]))
     out.append("")
-    out.append("| writers | ideal (list schedule) | dispatcher | dispatcher, separable-chains rules "
-               "| wait-on-deps variant | dispatcher: writers used; top shares | separable-chains: "
-               "writers used; top shares | dispatcher: in-flight deps 0/1/2+ | dispatcher: "
-               "commit-order waits |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("| writers | ideal (list schedule) | dispatcher (runs of %d) | before (chains) "
+               "| runs of one (variant) | dispatcher: writers used; top shares | dispatcher: "
+               "in-flight deps 0/1/2+ | dispatcher: waits for a dependency / a commit turn |"
+               % RUN_LENGTH)
+    out.append("|---|---|---|---|---|---|---|---|")
     for nw in args.writers:
         ideal = ideal_schedule(txns, deps, barrier_before, costs, nw, args.commit_us,
                                args.dispatch_us)
         row = [str(nw), "%.2f" % (base / ideal)]
-        main = adaptive = None
-        for rule in ("dispatcher", "adaptive", "wait"):
-            if rule != "dispatcher" and nw == 1:
+        main = None
+        for rule in ("runs", "chains", "wait"):
+            if rule != "runs" and nw == 1:
                 row.append("%.2f" % 1.0)
                 continue
             s = Sim(txns, costs, nw, rule, args.commit_us, args.dispatch_us,
-                    args.max_group, args.writers_read)
+                    args.max_group, args.writers_read, args.wake_us)
             t = s.run()
             row.append("%.2f" % (base / t))
-            if rule == "dispatcher":
+            if rule == "runs":
                 main = s
-            elif rule == "adaptive":
-                adaptive = s
         row.append(shares(main))
-        row.append(shares(adaptive) if adaptive else "")
         row.append(dep_stats(main))
-        row.append(str(main.count["commit_waits"]))
+        row.append("%d / %d" % (main.count["dep_waits"], main.count["commit_waits"]))
         out.append("| " + " | ".join(row) + " |")
         sys.stdout.flush()
     out.append("")
@@ -927,7 +947,7 @@ def self_test():
         base = Sim(txns, costs, 1, commit_us=commit_us, max_group=max_group).run()
         res = {"ideal": base / ideal_schedule(txns, deps, bb, costs, nw, commit_us),
                "cp": base / ideal_schedule(txns, deps, bb, costs, None, commit_us)}
-        for rule in ("dispatcher", "adaptive", "wait"):
+        for rule in ("runs", "chains", "wait"):
             s = Sim(txns, costs, nw, rule, commit_us=commit_us, max_group=max_group)
             res[rule] = base / s.run()
             res[rule + "_sim"] = s
@@ -936,27 +956,33 @@ def self_test():
     # a chain: speedup 1 everywhere
     for nw in (2, 8):
         r = speedups(chain(200), nw)
-        for k in ("cp", "ideal", "dispatcher", "adaptive", "wait"):
+        for k in ("cp", "ideal", "runs", "chains", "wait"):
             check("chain of 200, %d writers: %s" % (nw, k), r[k], 1.0)
-        check("chain of 200, %d writers: dispatcher keeps it on one writer" % nw,
-              max(r["dispatcher_sim"].dispatched), 200)
+        check("chain of 200, %d writers: the chains rule keeps it on one writer" % nw,
+              max(r["chains_sim"].dispatched), 200)
     # fully independent, no commit cost: speedup N
     for nw in (1, 2, 4, 8, 64):
         n = 640 * nw
         r = speedups(independent(n), nw)
         check("%d independent, %d writers: ideal" % (n, nw), r["ideal"], nw)
         check("%d independent, %d writers: critical path" % (n, nw), r["cp"], n)
-        check("%d independent, %d writers: wait-on-deps variant" % (n, nw), r["wait"], nw)
+        check("%d independent, %d writers: runs of one (variant)" % (n, nw), r["wait"], nw)
+        check("%d independent, %d writers: dispatcher (runs of %d)" % (n, nw, RUN_LENGTH),
+              r["runs"], nw)
         if nw > 1:
-            # place(): each stays with the previous one's writer while it
-            # has room, so writers get runs of 128 consecutive transactions
-            d = r["dispatcher_sim"]
-            check("%d independent, %d writers: dispatcher puts 1-128 on writer 0, "
+            # place(): runs of RUN_LENGTH, the next run to an idle writer
+            d = r["runs_sim"]
+            want = [w for w in range(nw) for _ in range(RUN_LENGTH)]
+            check("%d independent, %d writers: dispatcher puts runs of %d on 0, 1, ..."
+                  % (n, nw, RUN_LENGTH),
+                  float(d.writer_of[1:1 + len(want)] == want), 1.0)
+            # the chains rule: runs of 128 consecutive transactions
+            d = r["chains_sim"]
+            check("%d independent, %d writers: chains rule puts 1-128 on writer 0, "
                   "129-256 on 1" % (n, nw),
                   float(d.writer_of[1:129] == [0] * 128 and d.writer_of[129:257] == [1] * 128),
                   1.0)
-            print("    (dispatcher's speedup: %.2f; separable-chains rules: %.2f)"
-                  % (r["dispatcher"], r["adaptive"]))
+            print("    (the chains rule's speedup: %.2f)" % r["chains"])
     # the bound with groups: a chain stays serial, independent ones take one cost
     for name, txns, want in (("chain of 200", chain(200), 2000.0),
                              ("200 independent", independent(200), 10.0)):
@@ -978,6 +1004,7 @@ def self_test():
     r = speedups(txns, 2)
     check("two interleaved chains, 2 writers: critical path", r["cp"], 2.0, tol=0.01)
     check("two interleaved chains, 2 writers: ideal", r["ideal"], 2.0, tol=0.01)
+    check("two interleaved chains, 2 writers: runs of one (variant)", r["wait"], 2.0, tol=0.01)
     # keyless inserts depend on nothing, a keyless update on every earlier change
     kc = KeyCollector()
     add_row_keys(kc, "h", [], True, [], None, True)
@@ -998,8 +1025,19 @@ def self_test():
     check("... 4 writers, list schedule: 25 + 1 + 25 costs",
           ideal_schedule(txns, deps, bb, costs, 4, 0.0), 510.0)
     s = Sim(txns, costs, 4)
-    check("... dispatcher, 4 writers: 100 on one writer (room for 128), barrier, 100",
+    check("... dispatcher, 4 writers: runs of 4, one writer with 7 of the 25 runs "
+          "on each side: 280 + 10 + 270", s.run(), 560.0)
+    s = Sim(txns, costs, 4, "chains")
+    check("... chains rule, 4 writers: 100 on one writer (room for 128), barrier, 100",
           s.run(), 2010.0)
+    # a hand-over costs: two interleaved chains on 2 writers in runs of 4
+    # wait for each other at every run's start
+    txns = [Txn([(("r", i % 2), KEY_BOTH)]) for i in range(400)]
+    costs = transaction_costs(txns, 10.0, False)
+    s = Sim(txns, costs, 2, wake_us=5.0)
+    t = s.run()
+    check("two interleaved chains, 2 writers, wake-up 5 us: waits counted and paid",
+          float(s.count["dep_waits"] > 0 and t >= 2000.0 + 5.0 * s.count["dep_waits"]), 1.0)
     # group commit: with a commit cost, one writer commits groups of 32
     txns = chain(64)
     costs = transaction_costs(txns, 10.0, False)
@@ -1115,6 +1153,8 @@ def main():
                     help="cost of each local commit (us), default 0")
     ap.add_argument("--dispatch-us", type=float, default=0.0,
                     help="the leader's cost per transaction (us), default 0")
+    ap.add_argument("--wake-us", type=float, default=0.0,
+                    help="cost of each wait that blocks (a wake-up, us), default 0")
     ap.add_argument("--max-group", type=int, default=PA_MAX_GROUP_DEFAULT,
                     help="parallel_apply.max_transactions_per_commit (default 32)")
     ap.add_argument("--writers-read", action="store_true",

@@ -4,9 +4,9 @@
  *		Adaptive writers: how many of a subscription's writers the leader
  *		gives work to.
  *
- * More writers are not always faster.  Each one more splits chains of
- * dependent transactions (dispatch/placement.c, "Separable chains") and
- * adds commit-order waits and smaller commit groups; it pays only when it
+ * More writers are not always faster.  Each one more adds waits for
+ * dependencies and commit turns on other writers (dispatch/placement.c,
+ * "Assignment") and smaller commit groups; it pays only when it
  * gets a CPU (or storage) of its own to work with, and where it does not,
  * a second writer costs more than it gains.  So, with
  * parallel_apply.adaptive_writers on (the default), the leader starts with
@@ -26,14 +26,20 @@
  *   elsewhere every CPU counts as free, and the commit rate alone decides.
  *
  * The rule.  In a steady window with a backlog and at least ADAPT_FREE_CPU
- * of a CPU free, it tries one writer more; with no backlog, from time to
- * time, one fewer.  A try (a probe) waits until the dispatcher has made
- * the change and a window has passed, measures ADAPT_MEASURE_WINDOWS
- * windows against the two steady ones before, and keeps the change when
- * the rate rose by ADAPT_GAIN (one more) or kept ADAPT_KEEP of it (one
- * fewer); one more that is below ADAPT_ABORT after a single window goes
- * back at once.  A probe that fails doubles the wait before the next one
- * that way, from ADAPT_PROBE_MIN_MS up to ADAPT_PROBE_MAX_MS.
+ * of a CPU free, it tries more writers: as many more as are in use
+ * (doubling), but no more than the CPUs free and the pool allow; with no
+ * backlog, from time to time, one fewer.  A try (a probe) waits until the
+ * dispatcher has made the change and a window has passed, measures
+ * ADAPT_MEASURE_WINDOWS windows against the steady ones before, and keeps
+ * the change when the rate rose by ADAPT_GAIN (more) or kept ADAPT_KEEP
+ * of it (one fewer); more that is below ADAPT_ABORT after a single window
+ * goes back at once.  After more writers were kept the next try follows
+ * after one steady window, so that a backlog with free CPUs reaches its
+ * writer count in a few steps of a few windows each (1, 2, 4, 8) rather
+ * than one writer per step.  A step of several that fails is tried again
+ * at half its size after ADAPT_PROBE_MIN_MS; a step of one that fails
+ * doubles the wait before the next one that way, from ADAPT_PROBE_MIN_MS
+ * up to ADAPT_PROBE_MAX_MS.
  *
  * Why the free CPU.  A probe costs: the hand-over of chains alone takes
  * a good part of the rate for the probe, and a catch-up of a few seconds
@@ -78,11 +84,11 @@ double		pa_debug_free_cpus = -1;
 #define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
 								 * failed twice this, */
 #define ADAPT_PROBE_MAX_MS	6400	/* doubling up to this */
-#define ADAPT_MEASURE_WINDOWS 3	/* a probe is measured over this many */
-#define ADAPT_GAIN			1.10	/* one more writer stays if rate rises 10% */
+#define ADAPT_MEASURE_WINDOWS 2	/* a probe is measured over this many */
+#define ADAPT_GAIN			1.10	/* more writers stay if rate rises 10% */
 #define ADAPT_KEEP			0.95	/* one fewer stays if rate keeps 95% */
-#define ADAPT_ABORT			0.85	/* one more below this after a window:
-									 * back at once */
+#define ADAPT_ABORT			0.85	/* more below this after a window: back
+									 * at once */
 #define ADAPT_FREE_CPU		0.75	/* one more is tried only with this much
 									 * of a CPU idle */
 #define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
@@ -115,6 +121,7 @@ static struct
 	TimestampTz next_down;
 	int			backoff_up;
 	int			backoff_down;
+	int			max_step;		/* writers one probe may add; 0: any */
 	/* /proc/stat at the window's start: all and idle ticks; ok: read */
 	bool		cpu_ok;
 	uint64		cpu_total;
@@ -261,8 +268,16 @@ end_probe(TimestampTz now, double rate)
 		 ad.target, rate, keep ? "kept" : "back");
 	if (!keep)
 	{
+		int			step = ad.target - ad.probe_from;
+
 		ad.target = ad.probe_from;
-		if (up)
+		if (up && step > 1)
+		{
+			/* several were too many: half as many, soon */
+			ad.max_step = step / 2;
+			ad.next_up = TimestampTzPlusMilliseconds(now, ADAPT_PROBE_MIN_MS);
+		}
+		else if (up)
 		{
 			ad.backoff_up = Min(ad.backoff_up * 2, ADAPT_PROBE_MAX_MS);
 			ad.next_up = TimestampTzPlusMilliseconds(now, ad.backoff_up);
@@ -283,6 +298,7 @@ end_probe(TimestampTz now, double rate)
 		if (up)
 		{
 			ad.backoff_up = ADAPT_PROBE_MIN_MS;
+			ad.max_step = 0;
 			ad.next_down = TimestampTzPlusMilliseconds(now, ad.backoff_down);
 		}
 		else
@@ -294,6 +310,24 @@ end_probe(TimestampTz now, double rate)
 	}
 	ad.phase = ADAPT_STEADY;
 	ad.prev_rate = 0;
+}
+
+/*
+ * How many writers more the next probe tries: as many as are in use, no
+ * more than the CPUs free (where known), the pool, and a step that failed
+ * before (max_step) allow; at least one.
+ */
+static int
+up_step(void)
+{
+	int			step = ad.target;
+
+	if (ad.free_cpus >= 0)
+		step = Min(step, (int) (ad.free_cpus + 1 - ADAPT_FREE_CPU));
+	if (ad.max_step > 0)
+		step = Min(step, ad.max_step);
+	step = Min(step, pa_pool_size() - ad.target);
+	return Max(step, 1);
 }
 
 /*
@@ -363,7 +397,7 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 			ad.n_no_cpu++;
 		}
 		if (up)
-			start_probe(ad.target + 1);
+			start_probe(ad.target + up_step());
 		else if (ad.target > 1 && now >= ad.next_down)
 			start_probe(ad.target - 1);
 	}

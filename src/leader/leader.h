@@ -170,6 +170,8 @@ typedef struct PaLeader
 	PaLeaderTxn txn;			/* the transaction being assembled */
 	uint64		last_seq;		/* the last transaction dispatched */
 	int			last_writer;	/* its writer, -1: none yet */
+	int			run_length;		/* transactions in last_writer's run
+								 * (dispatch/placement.c) */
 	uint64		wait_before_next;	/* a barrier still to commit */
 	int			next_rr;		/* round-robin cursor over the writers
 								 * (dispatch/placement.c) */
@@ -181,10 +183,6 @@ typedef struct PaLeader
 	shm_toc    *pool_toc;		/* its table of contents */
 	PaPoolWriter *writers;		/* pa_max_writers of them */
 	int			nactive;		/* writers 0..n-1 take new work */
-	uint64		base_reads;		/* pa_pool_writers_read's window: blocks */
-	uint64		base_txns;		/* read and transactions at its start */
-	bool		reading;		/* its last answer */
-	uint32		read_calls;		/* calls, it looks every 64th */
 
 	/* progress.c */
 	PaFlushPair ring[PA_FLUSH_RING_SIZE];	/* commits not yet flushed */

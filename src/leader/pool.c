@@ -61,9 +61,6 @@
 #include "leader/leader.h"
 #include "leader/pool.h"
 
-#define READ_RATE_WINDOW	256
-#define READ_RATE_TXNS		2
-
 
 static shm_mq *
 queue_of(int writer)
@@ -89,7 +86,6 @@ reset_writer_slot(int w, PaWriterState state)
 	ws->copy_failed = false;
 	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
-	pg_atomic_write_u64(&ws->blocks_read, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
 }
 
@@ -296,43 +292,6 @@ pa_pool_dispatched(int w, uint64 seq)
 
 	pw->sent[pw->dispatched % PA_SENT_RING] = seq;
 	pw->dispatched++;
-}
-
-/*
- * Do the writers read from storage?  True when, over the last
- * READ_RATE_WINDOW transactions committed, they read at least one block
- * into shared buffers per READ_RATE_TXNS transactions.  Writers publish
- * their count of blocks read at each commit; a count that went down (a
- * writer restarted, the pool shrank) starts a new window.
- */
-bool
-pa_pool_writers_read(void)
-{
-	PaLeader   *L = MyPaLeader;
-	uint64		reads = 0;
-	uint64		txns = 0;
-
-	/* asked once per transaction dispatched: look every 64th time */
-	if (L->read_calls++ % 64 != 0)
-		return L->reading;
-	for (int w = 0; w < L->nactive; w++)
-	{
-		reads += pg_atomic_read_u64(&L->slot->writers[w].blocks_read);
-		txns += pg_atomic_read_u64(&L->slot->writers[w].committed);
-	}
-	if (reads < L->base_reads || txns < L->base_txns)
-	{
-		L->base_reads = reads;
-		L->base_txns = txns;
-	}
-	else if (txns - L->base_txns >= READ_RATE_WINDOW)
-	{
-		L->reading = (reads - L->base_reads) * READ_RATE_TXNS >=
-			txns - L->base_txns;
-		L->base_reads = reads;
-		L->base_txns = txns;
-	}
-	return L->reading;
 }
 
 /*

@@ -42,7 +42,6 @@ extern void pa_pool_send(int writer, const void *data, Size len);
 extern uint64 pa_pool_inflight(int writer);
 extern void pa_pool_dispatched(int writer, uint64 seq);
 extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
-extern bool pa_pool_writers_read(void);
 extern void pa_pool_check(void);
 extern void pa_pool_shutdown(void);
 extern bool pa_pool_stopped(void);

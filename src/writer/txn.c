@@ -91,8 +91,6 @@ pa_writer_after_commit(int first, int n, XLogRecPtr local_end)
 	}
 	/* the count first: a leader woken by the seq sees the room too */
 	pg_atomic_fetch_add_u64(&MyWriter->me->committed, n);
-	pg_atomic_write_u64(&MyWriter->me->blocks_read,
-						pgBufferUsage.shared_blks_read);
 	pg_atomic_write_u64(&slot->committed_seq, last->hdr.seq);
 	ConditionVariableBroadcast(&slot->progress_cv);
 

@@ -69,8 +69,6 @@ typedef struct PaTxnDeps
 	uint64	   *per_writer;		/* pa_max_writers: per writer, the latest
 								 * in-flight transaction that shares a key
 								 * with it; 0: none */
-	int			ndepwriters;	/* writers with one */
-	int			latest_writer;	/* the writer of the latest of all, -1 */
 	/* for the counters only */
 	uint64		first;			/* the first in-flight one found, 0: none */
 	bool		multitxn;		/* more than one in-flight transaction */

@@ -270,11 +270,9 @@ void
 pa_keys_find_deps(uint64 committed, PaTxnDeps *deps)
 {
 	PaLeaderTxn *txn = &MyPaLeader->txn;
-	uint64		maxdep = 0;
 
 	deps->per_writer = palloc0(sizeof(uint64) * pa_max_writers);
 	deps->entries = palloc(sizeof(KeyEntry *) * Max(txn->keys.nkeys, 1));
-	deps->latest_writer = -1;
 	deps->first = 0;
 	deps->multitxn = false;
 	deps->tabledep = false;
@@ -310,19 +308,8 @@ pa_keys_find_deps(uint64 committed, PaTxnDeps *deps)
 		if (k->mode & KEY_TABLE)
 			deps->tabledep = true;
 		if (ke->seq > deps->per_writer[ke->writer])
-		{
 			deps->per_writer[ke->writer] = ke->seq;
-			if (ke->seq > maxdep)
-			{
-				maxdep = ke->seq;
-				deps->latest_writer = ke->writer;
-			}
-		}
 	}
-	deps->ndepwriters = 0;
-	for (int w = 0; w < pa_max_writers; w++)
-		if (deps->per_writer[w] != 0)
-			deps->ndepwriters++;
 }
 
 /*
