@@ -193,6 +193,73 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * 19 gathered the origin of the transaction being applied, its remote
+ * commit LSN and its timestamp (replorigin_session_origin, _origin_lsn and
+ * _origin_timestamp) in one struct, replorigin_xact_state.  The code keeps
+ * the old names, as lvalues; a file that uses them includes
+ * replication/origin.h.
+ */
+#if PG_VERSION_NUM >= 190000
+#define replorigin_session_origin (replorigin_xact_state.origin)
+#define replorigin_session_origin_lsn (replorigin_xact_state.origin_lsn)
+#define replorigin_session_origin_timestamp (replorigin_xact_state.origin_timestamp)
+#endif
+
+/*
+ * table_beginscan() takes, in 19, flags (ScanOptions) beyond those of a
+ * sequential scan: none here.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_TABLE_BEGINSCAN(rel, snapshot, nkeys, key) \
+	table_beginscan(rel, snapshot, nkeys, key, SO_NONE)
+#else
+#define PA_TABLE_BEGINSCAN(rel, snapshot, nkeys, key) \
+	table_beginscan(rel, snapshot, nkeys, key)
+#endif
+
+/*
+ * ExecAllocTableSlot() takes the slot's initial flags in 19 (none, as
+ * ExecInitExtraTupleSlot passes).
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_EXEC_ALLOC_TABLE_SLOT(tupleTable, desc, ops) \
+	ExecAllocTableSlot(tupleTable, desc, ops, 0)
+#else
+#define PA_EXEC_ALLOC_TABLE_SLOT(tupleTable, desc, ops) \
+	ExecAllocTableSlot(tupleTable, desc, ops)
+#endif
+
+/*
+ * RelationFindReplTupleByIndex() decided until 18 itself whether the index
+ * could hold duplicates of the key (any index but the replica identity or
+ * the primary key: then each row the scan finds is compared with the
+ * searched one); 19's caller says so, skipduplicates.  The same test here.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "replication/logicalrelation.h"
+#define PA_RELATION_FIND_REPL_TUPLE_BY_INDEX(rel, idxoid, lockmode, searchslot, outslot) \
+	RelationFindReplTupleByIndex(rel, idxoid, \
+								 GetRelationIdentityOrPK(rel) == (idxoid), \
+								 lockmode, searchslot, outslot)
+#else
+#define PA_RELATION_FIND_REPL_TUPLE_BY_INDEX(rel, idxoid, lockmode, searchslot, outslot) \
+	RelationFindReplTupleByIndex(rel, idxoid, lockmode, searchslot, outslot)
+#endif
+
+/*
+ * ReplicationSlotValidateName() gained allow_reserved_name in 19 (the name
+ * of the slot that 19's retain_dead_tuples keeps, pg_conflict_detection):
+ * a slot named by a user may not take it.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_REPLICATION_SLOT_VALIDATE_NAME(name, elevel) \
+	ReplicationSlotValidateName(name, false, elevel)
+#else
+#define PA_REPLICATION_SLOT_VALIDATE_NAME(name, elevel) \
+	ReplicationSlotValidateName(name, elevel)
+#endif
+
+/*
  * 19's FOR ALL TABLES EXCEPT (...): GetRelationPublications() became
  * GetRelationIncludedPublications(), and GetRelationExcludedPublications()
  * names the publications that leave a table out.  Before 19 nothing does.
@@ -215,8 +282,15 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #include "utils/wait_event.h"
 #endif
 
-/* index_beginscan() takes an IndexScanInstrumentation in 18 (none here). */
-#if PG_VERSION_NUM >= 180000
+/*
+ * index_beginscan() takes an IndexScanInstrumentation in 18 (none here),
+ * and in 19 scan flags (ScanOptions; none here, as core's own replication
+ * lookups pass).
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys, 0)
+#elif PG_VERSION_NUM >= 180000
 #define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys)
 #else

@@ -689,7 +689,7 @@ check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
 					 errhint("Name the provider's existing slot: slot_name := '...'.")));
 		return;
 	}
-	(void) ReplicationSlotValidateName(slot_name, ERROR);
+	(void) PA_REPLICATION_SLOT_VALIDATE_NAME(slot_name, ERROR);
 	if (!create_slot && two_phase)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
