@@ -1,5 +1,5 @@
-# pg_upgrade of a subscriber from an older PostgreSQL (15) to this one (17
-# or 18), pgbench running on the provider throughout: every subscription
+# pg_upgrade of a subscriber from an older PostgreSQL (15) to this one (17,
+# 18 or 19), pgbench running on the provider throughout: every subscription
 # resumes where it stood, applying no transaction twice and skipping none,
 # although pg_upgrade does not carry the replication origins over
 # (src/common/origins.c's header, "Upgrades").  Subscription bench is disabled before

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provider and subscriber of different major versions: PostgreSQL 15 on
-# this machine and NEWER (17 or 18, default 18) in its Debian root
+# this machine and NEWER (17, 18 or 19, default 18) in its Debian root
 # (tools/pg-root.sh), two servers talking over 127.0.0.1.  Each is both a
 # provider and a subscriber: 15 -> NEWER and NEWER -> 15 at once, the way
 # users upgrade with logical replication (and could go back).  Checks that
@@ -25,7 +25,7 @@ PG15_CONFIG=${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$repo/tools/tree.sh"
 root=$(pa_root_for "$newer")
-[ -n "$root" ] || { echo "test/cross-version.sh: NEWER is 17 or 18" >&2; exit 2; }
+[ -n "$root" ] || { echo "test/cross-version.sh: NEWER is 17, 18 or 19" >&2; exit 2; }
 work=/tmp/pa_cross_version
 
 say() { printf '\n=== %s\n' "$*"; }

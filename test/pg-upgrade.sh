@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pg_upgrade of a subscriber from PostgreSQL 15 to NEWER (17, the default,
-# or 18): t/090_pg_upgrade.pl, which needs both versions in one place, run
+# 18 or 19): t/090_pg_upgrade.pl, which needs both versions in one place, run
 # in the Debian root of tools/pg-upgrade-root.sh (NEWER from Debian, 15
 # unpacked from this machine's Debian 12 packages).
 #
@@ -24,7 +24,7 @@ PG15_CONFIG=${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$repo/tools/tree.sh"
 root=$(pa_root_for "$newer")
-[ -n "$root" ] || { echo "test/pg-upgrade.sh: NEWER is 17 or 18" >&2; exit 2; }
+[ -n "$root" ] || { echo "test/pg-upgrade.sh: NEWER is 17, 18 or 19" >&2; exit 2; }
 work=/tmp/pa_pg_upgrade
 
 say() { printf '\n=== %s\n' "$*"; }
