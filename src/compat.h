@@ -206,6 +206,20 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * How an LSN is written in messages: 19 writes the low half with eight
+ * digits ("%X/%08X"), in its own messages and in pg_lsn's output, so that
+ * users see one spelling of each LSN; before 19, "%X/%X".  Use it with
+ * LSN_FORMAT_ARGS, by string concatenation:
+ * errmsg("... at " PA_LSN_FORMAT, LSN_FORMAT_ARGS(lsn)).  Commands sent to
+ * a provider keep "%X/%X", which every version reads.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_LSN_FORMAT "%X/%08X"
+#else
+#define PA_LSN_FORMAT "%X/%X"
+#endif
+
+/*
  * table_beginscan() takes, in 19, flags (ScanOptions) beyond those of a
  * sequential scan: none here.
  */
