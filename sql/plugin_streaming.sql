@@ -79,7 +79,7 @@ SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x73000003
 -- end is not after its commit (LSNs with an eight-digit low half, written
 -- alike by every version)
 SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x73000003e801', '\x65', '\x63000003e800000000000000000100000000000000020000000000000001']);
-SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x73000003e801', '\x65', '\x63000003e80000000000a00000020000000000a00000010000000000000001']);
+SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x73000003e801', '\x65', '\x63000003e80000000000a000000200000000a00000010000000000000001']);
 -- a change in a block carries a valid xid
 SELECT * FROM render_frames(ARRAY[(SELECT data FROM fr WHERE n = 1), '\x73000003e801', '\x4900000000']);
 
