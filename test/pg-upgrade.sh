@@ -11,7 +11,7 @@
 # /usr/lib/postgresql/15/bin/pg_config) and copies it into the root's 15,
 # builds and installs it into the root's NEWER, and runs the TAP file there
 # as TEST_USER (default pa_test), in a copy of the tree under
-# /tmp/pa_pg_upgrade (the root's /tmp), made afresh, removed when the test
+# WORK_DIR (default /tmp/pa_pg_upgrade, in the root), made afresh, removed when the test
 # passes (kept, with the servers' logs under tmp_check/log, when it fails).
 # Prints "pg_upgrade 15 -> NEWER: passed" or fails.
 # test/run-all.sh runs it when PG_VERSIONS names 15 and 17.
@@ -25,7 +25,7 @@ PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$repo/tools/tree.sh"
 root=$(pa_root_for "$newer")
 [ -n "$root" ] || { echo "test/pg-upgrade.sh: NEWER is 17, 18 or 19" >&2; exit 2; }
-work=/tmp/pa_pg_upgrade
+work=${WORK_DIR:-/tmp/pa_pg_upgrade}
 
 say() { printf '\n=== %s\n' "$*"; }
 fail() { echo "pg_upgrade 15 -> $newer: FAILED: $*" >&2; exit 1; }
