@@ -32,10 +32,9 @@
 # the others run the smoke files of PA_SMOKE_TESTS (below, with why each).
 # With 15 and a newer version selected, test/cross-version.sh then runs 15
 # and that version as provider and subscriber of each other, and
-# test/pg-upgrade.sh upgrades a 15 subscriber to 17
-# (PA_UPGRADE_TO, default 17; "" for none; see below for 19) with
-# pg_upgrade (t/090, in that version's root with Debian 12's 15 unpacked
-# beside, tools/pg-upgrade-root.sh).  Each step is printed at the end with
+# test/pg-upgrade.sh upgrades a subscriber with pg_upgrade (t/090) for
+# each OLD:NEW of PA_UPGRADES (default 15 -> 17 and 18 -> 19, in NEW's
+# root; see below why not 15 -> 19).  Each step is printed at the end with
 # where it ran, its result and its time; the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
@@ -43,7 +42,7 @@
 # PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1, PA_DEBUG_SWITCHES (as
 # another user only, see above), PG_CONFIG (as another user, or for 15;
 # default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS,
-# PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_UPGRADE_TO.
+# PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_UPGRADES.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -289,22 +288,33 @@ for newer in $PG_VERSIONS; do
 	record "cross-version 15 <-> $newer" "this machine (15) + $(where "$newer")" $status "$start"
 done
 
-# pg_upgrade of a 15 subscriber to PA_UPGRADE_TO (default 17; "" for
-# none), under the same conditions, in that version's root with Debian
-# 12's 15 unpacked beside (tools/pg-upgrade-root.sh).  Not 19 by default:
-# Debian's 19~rc1 pg_upgrade fails on any 15 cluster that has a table
-# (pg_dump writes column options "pg_attver" that 19 refuses), with or
-# without parallel_apply; PA_UPGRADE_TO="17 19" tries it.
-PA_UPGRADE_TO=${PA_UPGRADE_TO-17}
-for newer in $PA_UPGRADE_TO; do
-	[ $with15 = 1 ] && [ "$newer" != 15 ] || continue
+# pg_upgrade of a subscriber, for each OLD:NEW of PA_UPGRADES (default
+# "15:17 18:19"; "" for none) whose NEW is in PG_VERSIONS, under the same
+# conditions as cross-version, in NEW's root (test/pg-upgrade.sh): from 15,
+# Debian 12's 15 unpacked beside (tools/pg-upgrade-root.sh); from 18,
+# Debian's postgresql-18 installed beside.  19 is upgraded from 18, not
+# 15: Debian's 19~rc1 pg_upgrade fails on any 15 cluster that has a table,
+# parallel_apply or not (pg_dump writes column options "pg_attver" that 19
+# refuses); PA_UPGRADES="15:19" tries it again.
+PA_UPGRADES=${PA_UPGRADES-15:17 18:19}
+for pair in $PA_UPGRADES; do
+	old=${pair%%:*}
+	newer=${pair##*:}
+	# not with SKIP_TAP=1 or PROVE_TESTS; from 15 only with 15 selected
+	[ "${SKIP_TAP:-0}" != 1 ] && [ -z "$user_prove_tests" ] || continue
+	[ "$old" != 15 ] || [ $with15 = 1 ] || continue
 	case " $PG_VERSIONS " in *" $newer "*) ;; *) continue ;; esac
-	say "pg_upgrade 15 -> $newer (test/pg-upgrade.sh)"
+	say "pg_upgrade $old -> $newer (test/pg-upgrade.sh)"
 	start=$(date +%s)
 	status=0
 	PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
-		bash "$repo/test/pg-upgrade.sh" "$newer" || status=1
-	record "pg_upgrade 15 -> $newer (t/090)" "$(where "$newer") + Debian 12's 15" $status "$start"
+		bash "$repo/test/pg-upgrade.sh" "$newer" "$old" || status=1
+	if [ "$old" = 15 ]; then
+		place="$(where "$newer") + Debian 12's 15"
+	else
+		place="$(where "$newer") + Debian's $old"
+	fi
+	record "pg_upgrade $old -> $newer (t/090)" "$place" $status "$start"
 done
 
 say "results: each step, where it ran, how long it took"
