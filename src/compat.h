@@ -9,8 +9,9 @@
  * Nothing outside this file tests PG_VERSION_NUM.
  *
  * Built without warnings and tested (pg_regress and TAP, test/run-all.sh)
- * against 15 (Debian 12), 17 (Debian 13, 17.12) and 18 (Debian testing,
- * 18.6); 17 and 18 in the Debian roots of tools/pg-root.sh.  16 has no
+ * against 15 (Debian 12), 17 (Debian 13, 17.12), 18 (Debian testing, 18.6)
+ * and 19 (Debian experimental, 19~rc1); 17, 18 and 19 in the Debian roots
+ * of tools/pg-root.sh.  16 has no
  * Debian package and is neither built nor tested: its branches below are
  * the 16 changes that 17 and 18 keep, so a 16 build may well work, but
  * nobody has seen it.
