@@ -2,10 +2,12 @@
 #
 # bench/in-root.sh VERSION SCRIPT [ARGS...]
 #
-# Run a benchmark of bench/ against PostgreSQL VERSION (17 or 18), which
+# Run a benchmark of bench/ against PostgreSQL VERSION (17, 18 or 19), which
 # this machine's Debian 12 does not ship: in the Debian root that
-# tools/pg-root.sh makes for it (Debian 13's 17, Debian testing's 18, with
-# that version's pglogical), on this same machine and kernel.  The tree is
+# tools/pg-root.sh makes for it (Debian 13's 17, Debian testing's 18,
+# Debian experimental's 19 in an unstable root, with that version's
+# pglogical where Debian packages it: not for 19, so SYSTEMS leaves
+# pglogical out there), on this same machine and kernel.  The tree is
 # copied into the root, parallel_apply is built there without warnings and
 # installed into the root's PostgreSQL (the default build, or with
 # PA_DEBUG_SWITCHES=1 when that is set), and SCRIPT (e.g.
@@ -30,7 +32,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$repo/tools/tree.sh"
 root=$(pa_root_for "$version")
-[ -n "$root" ] || { echo "bench/in-root.sh: no Debian root for PostgreSQL $version (17, 18)" >&2; exit 2; }
+[ -n "$root" ] || { echo "bench/in-root.sh: no Debian root for PostgreSQL $version (17, 18, 19)" >&2; exit 2; }
 bash "$repo/tools/pg-root.sh" "$version" "$root"
 
 # the revision measured, named as the benchmark would name it here

@@ -9,8 +9,9 @@
  * Nothing outside this file tests PG_VERSION_NUM.
  *
  * Built without warnings and tested (pg_regress and TAP, test/run-all.sh)
- * against 15 (Debian 12), 17 (Debian 13, 17.12) and 18 (Debian testing,
- * 18.6); 17 and 18 in the Debian roots of tools/pg-root.sh.  16 has no
+ * against 15 (Debian 12), 17 (Debian 13, 17.12), 18 (Debian testing, 18.6)
+ * and 19 (Debian experimental, 19~rc1); 17, 18 and 19 in the Debian roots
+ * of tools/pg-root.sh.  16 has no
  * Debian package and is neither built nor tested: its branches below are
  * the 16 changes that 17 and 18 keep, so a 16 build may well work, but
  * nobody has seen it.
@@ -193,6 +194,87 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * 19 gathered the origin of the transaction being applied, its remote
+ * commit LSN and its timestamp (replorigin_session_origin, _origin_lsn and
+ * _origin_timestamp) in one struct, replorigin_xact_state.  The code keeps
+ * the old names, as lvalues; a file that uses them includes
+ * replication/origin.h.
+ */
+#if PG_VERSION_NUM >= 190000
+#define replorigin_session_origin (replorigin_xact_state.origin)
+#define replorigin_session_origin_lsn (replorigin_xact_state.origin_lsn)
+#define replorigin_session_origin_timestamp (replorigin_xact_state.origin_timestamp)
+#endif
+
+/*
+ * How an LSN is written in messages: 19 writes the low half with eight
+ * digits ("%X/%08X"), in its own messages and in pg_lsn's output, so that
+ * users see one spelling of each LSN; before 19, "%X/%X".  Use it with
+ * LSN_FORMAT_ARGS, by string concatenation:
+ * errmsg("... at " PA_LSN_FORMAT, LSN_FORMAT_ARGS(lsn)).  Commands sent to
+ * a provider keep "%X/%X", which every version reads.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_LSN_FORMAT "%X/%08X"
+#else
+#define PA_LSN_FORMAT "%X/%X"
+#endif
+
+/*
+ * table_beginscan() takes, in 19, flags (ScanOptions) beyond those of a
+ * sequential scan: none here.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_TABLE_BEGINSCAN(rel, snapshot, nkeys, key) \
+	table_beginscan(rel, snapshot, nkeys, key, SO_NONE)
+#else
+#define PA_TABLE_BEGINSCAN(rel, snapshot, nkeys, key) \
+	table_beginscan(rel, snapshot, nkeys, key)
+#endif
+
+/*
+ * ExecAllocTableSlot() takes the slot's initial flags in 19 (none, as
+ * ExecInitExtraTupleSlot passes).
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_EXEC_ALLOC_TABLE_SLOT(tupleTable, desc, ops) \
+	ExecAllocTableSlot(tupleTable, desc, ops, 0)
+#else
+#define PA_EXEC_ALLOC_TABLE_SLOT(tupleTable, desc, ops) \
+	ExecAllocTableSlot(tupleTable, desc, ops)
+#endif
+
+/*
+ * RelationFindReplTupleByIndex() decided until 18 itself whether the index
+ * could hold duplicates of the key (any index but the replica identity or
+ * the primary key: then each row the scan finds is compared with the
+ * searched one); 19's caller says so, skipduplicates.  The same test here.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "replication/logicalrelation.h"
+#define PA_RELATION_FIND_REPL_TUPLE_BY_INDEX(rel, idxoid, lockmode, searchslot, outslot) \
+	RelationFindReplTupleByIndex(rel, idxoid, \
+								 GetRelationIdentityOrPK(rel) == (idxoid), \
+								 lockmode, searchslot, outslot)
+#else
+#define PA_RELATION_FIND_REPL_TUPLE_BY_INDEX(rel, idxoid, lockmode, searchslot, outslot) \
+	RelationFindReplTupleByIndex(rel, idxoid, lockmode, searchslot, outslot)
+#endif
+
+/*
+ * ReplicationSlotValidateName() gained allow_reserved_name in 19 (the name
+ * of the slot that 19's retain_dead_tuples keeps, pg_conflict_detection):
+ * a slot named by a user may not take it.
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_REPLICATION_SLOT_VALIDATE_NAME(name, elevel) \
+	ReplicationSlotValidateName(name, false, elevel)
+#else
+#define PA_REPLICATION_SLOT_VALIDATE_NAME(name, elevel) \
+	ReplicationSlotValidateName(name, elevel)
+#endif
+
+/*
  * 19's FOR ALL TABLES EXCEPT (...): GetRelationPublications() became
  * GetRelationIncludedPublications(), and GetRelationExcludedPublications()
  * names the publications that leave a table out.  Before 19 nothing does.
@@ -215,8 +297,15 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #include "utils/wait_event.h"
 #endif
 
-/* index_beginscan() takes an IndexScanInstrumentation in 18 (none here). */
-#if PG_VERSION_NUM >= 180000
+/*
+ * index_beginscan() takes an IndexScanInstrumentation in 18 (none here),
+ * and in 19 scan flags (ScanOptions; none here, as core's own replication
+ * lookups pass).
+ */
+#if PG_VERSION_NUM >= 190000
+#define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
+	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys, 0)
+#elif PG_VERSION_NUM >= 180000
 #define PA_INDEX_BEGINSCAN(heap, index, snapshot, nkeys, norderbys) \
 	index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys)
 #else

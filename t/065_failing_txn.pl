@@ -107,8 +107,10 @@ is($sub->safe_psql('postgres',
 # --- skip_transaction refuses another LSN --------------------------------
 my ($ret, $out, $err) = $sub->psql('postgres', "SELECT skip_transaction('fs', '0/1')");
 isnt($ret, 0, 'skip_transaction with a wrong LSN fails');
+# the LSN as the server writes it (0/1; 0/00000001 from PostgreSQL 19)
+my $given = $sub->safe_psql('postgres', "SELECT '0/1'::pg_lsn");
 like($err,
-	qr/remote transaction at 0\/1 is not the failing transaction of parallel_apply subscription "fs"/,
+	qr/remote transaction at \Q$given\E is not the failing transaction of parallel_apply subscription "fs"/,
 	'the error names the LSN given');
 like($err, qr/DETAIL:  The failing transaction is remote transaction $xid, committed at \Q$lsn\E\./,
 	'the detail names the failing one');

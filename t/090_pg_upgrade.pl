@@ -1,5 +1,5 @@
-# pg_upgrade of a subscriber from an older PostgreSQL (15) to this one (17
-# or 18), pgbench running on the provider throughout: every subscription
+# pg_upgrade of a subscriber from an older PostgreSQL (15) to this one (17,
+# 18 or 19), pgbench running on the provider throughout: every subscription
 # resumes where it stood, applying no transaction twice and skipping none,
 # although pg_upgrade does not carry the replication origins over
 # (src/common/origins.c's header, "Upgrades").  Subscription bench is disabled before
@@ -90,6 +90,9 @@ my $probe_sql = "${PostgreSQL::Test::Utils::tmp_check}/090_probe.sql";
 PostgreSQL::Test::Utils::append_to_file($probe_sql,
 	"SELECT pg_logical_emit_message(true, 'probe', '') \\watch 0.05\n");
 my ($probe_out, $probe_err) = ('', '');
+# pg_upgrade needs both clusters alike: initdb's default is checksums from
+# 18 on, none before
+my $old_checksums = $old->safe_psql('postgres', 'SHOW data_checksums');
 my $probe = IPC::Run::start(
 	[ 'psql', '-XAtq', '-d', $old->connstr('postgres'), '-f', $probe_sql ],
 	'>', \$probe_out, '2>', \$probe_err);
@@ -100,7 +103,9 @@ $old->stop;
 eval { $probe->kill_kill; };
 
 my $new = subscriber_node('new_sub', bare => 1, max_writers => 4,
-	$pub->pg_version >= 18 ? (init_extra => ['--no-data-checksums']) : ());
+	$pub->pg_version >= 18 && $old_checksums eq 'off'
+	? (init_extra => ['--no-data-checksums'])
+	: ());
 my $t0 = time;
 # pg_upgrade writes its scripts where it runs
 chdir ${PostgreSQL::Test::Utils::tmp_check};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Provider and subscriber of different major versions: PostgreSQL 15 on
-# this machine and NEWER (17 or 18, default 18) in its Debian root
+# this machine and NEWER (17, 18 or 19, default 18) in its Debian root
 # (tools/pg-root.sh), two servers talking over 127.0.0.1.  Each is both a
 # provider and a subscriber: 15 -> NEWER and NEWER -> 15 at once, the way
 # users upgrade with logical replication (and could go back).  Checks that
@@ -12,7 +12,7 @@
 # As root: builds the extension from this tree and installs it into 15
 # (PG15_CONFIG, default /usr/lib/postgresql/15/bin/pg_config) and into the
 # root's NEWER, then runs both servers as TEST_USER (default pa_test) under
-# /tmp/pa_cross_version (the root's /tmp for NEWER), made afresh, removed
+# WORK_DIR (default /tmp/pa_cross_version, and the same path in the root for NEWER), made afresh, removed
 # when the test passes (kept, with the servers' logs, when it fails).  It
 # stops only the servers it started.  Prints "cross-version 15 <-> NEWER: passed" or fails.
 # test/run-all.sh runs it when PG_VERSIONS names 15 and a newer version.
@@ -25,8 +25,8 @@ PG15_CONFIG=${PG15_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$repo/tools/tree.sh"
 root=$(pa_root_for "$newer")
-[ -n "$root" ] || { echo "test/cross-version.sh: NEWER is 17 or 18" >&2; exit 2; }
-work=/tmp/pa_cross_version
+[ -n "$root" ] || { echo "test/cross-version.sh: NEWER is 17, 18 or 19" >&2; exit 2; }
+work=${WORK_DIR:-/tmp/pa_cross_version}
 
 say() { printf '\n=== %s\n' "$*"; }
 fail() { echo "cross-version 15 <-> $newer: FAILED: $*" >&2; exit 1; }

@@ -20,23 +20,29 @@
 # PA_DEBUG_SWITCHES names (0, the default: a default build; 1: "make
 # PA_DEBUG_SWITCHES=1 install"); t/002 checks that it is.
 #
-# PostgreSQL versions (as root): PG_VERSIONS (default "15 17 18") selects
-# them.  15 is this machine's Debian 12 PostgreSQL (PG_CONFIG's); 17 and 18 run in Debian
-# roots made by tools/pg-root.sh (Debian 13's 17, Debian testing's 18;
+# PostgreSQL versions (as root): PG_VERSIONS (default "15 17 18 19")
+# selects them.  15 is this machine's Debian 12 PostgreSQL (PG_CONFIG's);
+# 17, 18 and 19 run in Debian roots made by tools/pg-root.sh (Debian 13's
+# 17, Debian testing's 18, Debian experimental's 19 in an unstable root;
 # made when missing, under PG_ROOTS, default /opt/roots): the tree is
 # copied into the root and this script runs there, as root in a chroot,
-# for that version alone, the same steps as for 15.  With 15 and a newer
-# version selected, test/cross-version.sh then runs 15 and that version as
-# provider and subscriber of each other, and with 15 and 17,
-# test/pg-upgrade.sh upgrades a 15 subscriber to 17 with pg_upgrade (t/090,
-# in the 17 root with Debian 12's 15 unpacked beside, tools/pg-upgrade-root.sh).
-# Each result is printed at the end; the run fails when one fails.
+# for that version alone, the same steps as for 15.  Each version gets
+# the build, pg_regress and t/002 with the default build; the whole TAP
+# suite runs on the oldest and newest of PG_VERSIONS (PA_FULL_TAP_VERSIONS),
+# the others run the smoke files of PA_SMOKE_TESTS (below, with why each).
+# With 15 and a newer version selected, test/cross-version.sh then runs 15
+# and that version as provider and subscriber of each other, and
+# test/pg-upgrade.sh upgrades a subscriber with pg_upgrade (t/090) for
+# each OLD:NEW of PA_UPGRADES (default 15 -> 17 and 18 -> 19, in NEW's
+# root; see below why not 15 -> 19).  Each step is printed at the end with
+# where it ran, its result and its time; the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
 # /tmp/parallel_apply_test; in a root, the same path inside it),
 # PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1, PA_DEBUG_SWITCHES (as
 # another user only, see above), PG_CONFIG (as another user, or for 15;
-# default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS.
+# default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS,
+# PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_UPGRADES.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -167,12 +173,89 @@ if [ "${PA_IN_ROOT:-0}" = 1 ]; then
 	exit
 fi
 
-PG_VERSIONS=${PG_VERSIONS:-15 17 18}
+PG_VERSIONS=${PG_VERSIONS:-15 17 18 19}
 PG_ROOTS=${PG_ROOTS:-/opt/roots}
-results=()
+
+# The TAP files run on a version that does not get the whole suite: one
+# per part that differs between major versions, so that a version's own
+# behaviour is seen without the whole suite's time.
+PA_SMOKE_TESTS=${PA_SMOKE_TESTS:-"
+	t/001_output_plugin.pl
+	t/002_build_options.pl
+	t/010_pipeline_basic.pl
+	t/015_initial_copy.pl
+	t/019_streaming.pl
+	t/020_parallel.pl
+	t/030_conflicts.pl
+	t/040_crash.pl
+	t/056_security_apply.pl
+	t/081_two_phase.pl
+	t/094_wait_events.pl
+	t/098_monitoring_views.pl
+"}
+# Why each:
+#   001  the output plugin on this version's decoding (reorder buffer,
+#        relation publications)
+#   002  the build the TAP run expects is installed (PA_DEBUG_SWITCHES)
+#   010  core apply: inserts, updates, deletes and truncates through
+#        receiver, dispatcher and writers (executor, origins)
+#   015  the initial copy and its hand-over to the stream
+#   019  streamed (in-progress) transactions
+#   020  several writers, commit order kept
+#   030  conflicts: index constraint checks (changed in 18)
+#   040  restart after kill -9 of each process: no transaction lost or
+#        applied twice (replication origins, changed in 16 and 19)
+#   056  the user switch: changes applied as the table owner
+#   081  two-phase transactions
+#   094  wait events (named ones from 17 on)
+#   098  the monitoring views
+# The whole suite runs on the oldest and the newest version of
+# PG_VERSIONS (PA_FULL_TAP_VERSIONS, default those two); PROVE_TESTS, when
+# set, runs on every version instead.
+
+sorted=$(printf '%s\n' $PG_VERSIONS | sort -n -u)
+PA_FULL_TAP_VERSIONS=${PA_FULL_TAP_VERSIONS:-$(printf '%s\n' "$sorted" | head -n 1) $(printf '%s\n' "$sorted" | tail -n 1)}
+user_prove_tests=${PROVE_TESTS:-}
+
+# each step: what ran, where, its result and how long it took
+steps=()
 overall=0
+# record STEP WHERE STATUS START
+record() {
+	local result=passed
+	if [ "$3" != 0 ]; then
+		result=FAILED
+		overall=1
+	fi
+	steps+=("$(printf '%-52s %-44s %-7s %5ss' "$1" "$2" "$result" $(($(date +%s) - $4)))")
+}
+
+# where VERSION: where that version's server runs
+where() {
+	case $1 in
+		15) echo "this machine (Debian 12)" ;;
+		17) echo "root $(pa_root_for 17) (Debian 13)" ;;
+		18) echo "root $(pa_root_for 18) (Debian testing)" ;;
+		19) echo "root $(pa_root_for 19) (Debian unstable+experimental)" ;;
+		*) echo "nowhere" ;;
+	esac
+}
+
 for version in $PG_VERSIONS; do
 	say "PostgreSQL $version"
+	start=$(date +%s)
+	if [ -n "$user_prove_tests" ]; then
+		tap="TAP: $user_prove_tests"
+		export PROVE_TESTS=$user_prove_tests
+	elif case " $PA_FULL_TAP_VERSIONS " in *" $version "*) true ;; *) false ;; esac; then
+		tap="TAP: all"
+		export PROVE_TESTS=
+	else
+		tap="TAP: smoke ($(echo $PA_SMOKE_TESTS | wc -w) files)"
+		PROVE_TESTS=$(echo $PA_SMOKE_TESTS)
+		export PROVE_TESTS
+	fi
+	[ "${SKIP_TAP:-0}" = 1 ] && tap="no TAP"
 	case $version in
 		15)
 			status=0
@@ -187,43 +270,54 @@ for version in $PG_VERSIONS; do
 			status=1
 			;;
 	esac
-	if [ $status = 0 ]; then
-		results+=("PostgreSQL $version: passed")
-	else
-		results+=("PostgreSQL $version: FAILED")
-		overall=1
-	fi
+	record "PostgreSQL $version: build, pg_regress, $tap" "$(where "$version")" $status "$start"
 done
+export PROVE_TESTS=$user_prove_tests
 
 # provider and subscriber of different major versions, both ways
 # (not with SKIP_TAP=1 or PROVE_TESTS, which ask for part of the suites)
 case " $PG_VERSIONS " in *" 15 "*) with15=1 ;; *) with15=0 ;; esac
-[ "${SKIP_TAP:-0}" = 1 ] || [ -n "${PROVE_TESTS:-}" ] && with15=0
+[ "${SKIP_TAP:-0}" = 1 ] || [ -n "$user_prove_tests" ] && with15=0
 for newer in $PG_VERSIONS; do
 	[ $with15 = 1 ] && [ "$newer" != 15 ] || continue
 	say "PostgreSQL 15 <-> $newer (test/cross-version.sh)"
-	if PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
-		bash "$repo/test/cross-version.sh" "$newer"; then
-		results+=("PostgreSQL 15 <-> $newer (cross-version): passed")
-	else
-		results+=("PostgreSQL 15 <-> $newer (cross-version): FAILED")
-		overall=1
-	fi
+	start=$(date +%s)
+	status=0
+	PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
+		bash "$repo/test/cross-version.sh" "$newer" || status=1
+	record "cross-version 15 <-> $newer" "this machine (15) + $(where "$newer")" $status "$start"
 done
 
-# pg_upgrade of a 15 subscriber to 17, under the same conditions
-case " $PG_VERSIONS " in *" 17 "*) with17=$with15 ;; *) with17=0 ;; esac
-if [ $with17 = 1 ]; then
-	say "pg_upgrade 15 -> 17 (test/pg-upgrade.sh)"
-	if PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
-		bash "$repo/test/pg-upgrade.sh" 17; then
-		results+=("pg_upgrade 15 -> 17: passed")
+# pg_upgrade of a subscriber, for each OLD:NEW of PA_UPGRADES (default
+# "15:17 18:19"; "" for none) whose NEW is in PG_VERSIONS, under the same
+# conditions as cross-version, in NEW's root (test/pg-upgrade.sh): from 15,
+# Debian 12's 15 unpacked beside (tools/pg-upgrade-root.sh); from 18,
+# Debian's postgresql-18 installed beside.  19 is upgraded from 18, not
+# 15: Debian's 19~rc1 pg_upgrade fails on any 15 cluster that has a table,
+# parallel_apply or not (pg_dump writes column options "pg_attver" that 19
+# refuses); PA_UPGRADES="15:19" tries it again.
+PA_UPGRADES=${PA_UPGRADES-15:17 18:19}
+for pair in $PA_UPGRADES; do
+	old=${pair%%:*}
+	newer=${pair##*:}
+	# not with SKIP_TAP=1 or PROVE_TESTS; from 15 only with 15 selected
+	[ "${SKIP_TAP:-0}" != 1 ] && [ -z "$user_prove_tests" ] || continue
+	[ "$old" != 15 ] || [ $with15 = 1 ] || continue
+	case " $PG_VERSIONS " in *" $newer "*) ;; *) continue ;; esac
+	say "pg_upgrade $old -> $newer (test/pg-upgrade.sh)"
+	start=$(date +%s)
+	status=0
+	PG15_CONFIG="$PG_CONFIG" PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" \
+		bash "$repo/test/pg-upgrade.sh" "$newer" "$old" || status=1
+	if [ "$old" = 15 ]; then
+		place="$(where "$newer") + Debian 12's 15"
 	else
-		results+=("pg_upgrade 15 -> 17: FAILED")
-		overall=1
+		place="$(where "$newer") + Debian's $old"
 	fi
-fi
+	record "pg_upgrade $old -> $newer (t/090)" "$place" $status "$start"
+done
 
-say "results"
-printf '%s\n' "${results[@]}"
+say "results: each step, where it ran, how long it took"
+printf '%s\n' "${steps[@]}"
+echo "total: $((SECONDS / 60)) min $((SECONDS % 60)) s"
 exit $overall

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Make a Debian root (tools/pg-root.sh) that holds PostgreSQL 15 beside
-# NEWER (17, the default, or 18), so that pg_upgrade can upgrade a 15
-# cluster to NEWER in one place, as t/090_pg_upgrade.pl does: Debian 13 and
-# testing ship no PostgreSQL 15, so Debian 12's packages (this machine's
+# NEWER (17, the default, 18 or 19), so that pg_upgrade can upgrade a 15
+# cluster to NEWER in one place, as t/090_pg_upgrade.pl does: Debian 13,
+# testing and unstable ship no PostgreSQL 15, so Debian 12's packages (this machine's
 # Debian) are unpacked into the root, with the libraries they need that
 # the root lacks.  They are only unpacked (dpkg -x): the root's dpkg does
 # not know them, and nothing of them runs but the binaries under
@@ -12,7 +12,7 @@
 #   tools/pg-upgrade-root.sh --umount [NEWER [DIR]]  unmount its /proc
 #
 # DIR defaults to $PG_ROOTS/SUITE (PG_ROOTS: /opt/roots; trixie for 17,
-# forky for 18), the root test/run-all.sh and test/cross-version.sh use.
+# forky for 18, sid for 19), the root test/run-all.sh and test/cross-version.sh use.
 # Run as root, on Debian 12 (apt-get download fetches its packages).
 # Idempotent: each step is skipped when done already, and each step that
 # runs is printed; /proc stays mounted in the root (tools/pg-root.sh).
@@ -31,8 +31,8 @@ PG_ROOTS=${PG_ROOTS:-/opt/roots}
 . "$(dirname "${BASH_SOURCE[0]}")/tree.sh"
 root=${2:-$(pa_root_for "$newer")}
 case $newer in
-	17|18) ;;
-	*) echo "tools/pg-upgrade-root.sh: NEWER is 17 or 18" >&2; exit 2 ;;
+	17|18|19) ;;
+	*) echo "tools/pg-upgrade-root.sh: NEWER is 17, 18 or 19" >&2; exit 2 ;;
 esac
 old=15
 oldlib=/usr/lib/postgresql/$old

@@ -5,8 +5,9 @@
 # The benchmarks that two CPUs cannot show, run on a machine with many CPUs
 # and no network, from the repository root there, as root, within SECONDS
 # (default 540) in all.  It needs .devbundle/root.tar.xz, made here by
-# bench/device/make-bundle.sh: a Debian root with PostgreSQL 18, its
-# pglogical and parallel_apply.  The root is unpacked under
+# bench/device/make-bundle.sh: a Debian root with PostgreSQL 18 (or the
+# version .devbundle/PG_VERSION names: make-bundle.sh's PG_VERSION), its
+# pglogical (none for 19) and parallel_apply.  The root is unpacked under
 # /opt/pa-devroot and each benchmark runs in it through chroot, so the
 # machine's own libraries play no part; the kernel, CPUs and disk are the
 # machine's.
@@ -23,7 +24,8 @@
 #             16 caught up by parallel_apply with
 #             1, 2, 4, 8 and 16 writers all in use (adaptive_writers off),
 #             with 16 writers and the adaptive rule (on, the default),
-#             pglogical and in-core (bench/catchup_bench.sh)
+#             pglogical (where the root has it) and in-core
+#             (bench/catchup_bench.sh)
 #
 # STAGES (default "large catchup") picks stages and their order; each
 # stage's variables can be overridden (LARGE_N, LARGE_SYSTEMS, LARGE_MAX,
@@ -37,8 +39,9 @@ set -uo pipefail
 budget=${1:-540}
 OUT=${OUT:-/tmp/pa-device-out}
 STAGES=${STAGES:-"large catchup"}
-pgbin=/usr/lib/postgresql/18/bin
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+pgversion=$(cat "$repo/.devbundle/PG_VERSION" 2>/dev/null || echo 18)
+pgbin=/usr/lib/postgresql/$pgversion/bin
 root=/opt/pa-devroot
 src=/tmp/pa_src
 t_end=$((SECONDS + budget))
@@ -48,7 +51,7 @@ say() { printf 'device %s +%ds: %s\n' "$(date -u +%H:%M:%S)" "$SECONDS" "$*" | t
 left() { echo $((t_end - SECONDS)); }
 
 # the root, unpacked once per machine
-if [[ ! -x $root/usr/lib/postgresql/18/bin/postgres ]]; then
+if [[ ! -x $root$pgbin/postgres ]]; then
 	say "unpacking the root"
 	mkdir -p "$root"
 	if command -v xz >/dev/null; then
@@ -68,6 +71,10 @@ tar -C "$repo" --exclude=./.git --exclude=./.devbundle --exclude='*.o' --exclude
 	tar -C "$root$src" -xf -
 # the build in the root is the one make-bundle.sh made
 rev=$(cat "$repo/.devbundle/REV" 2>/dev/null || echo unknown)
+
+# pglogical where the root has it (Debian has none for 19)
+catchup_systems="pa adaptive pglogical incore"
+[[ -f $root/usr/lib/postgresql/$pgversion/lib/pglogical.so ]] || catchup_systems="pa adaptive incore"
 
 # a command in the root, with a clean environment
 in_root=(chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
@@ -113,7 +120,7 @@ for s in $STAGES; do
 			stage catchup 120 100000 bash -c "cd $src && PGBIN=$pgbin \
 				SCALE=${CATCHUP_SCALE:-16} NXACTS=${CATCHUP_NXACTS:-150000} \
 				CLIENTS=${CATCHUP_CLIENTS:-32} JOBS=${CATCHUP_JOBS:-16} RUNS=${CATCHUP_RUNS:-2} WARMUP=1 \
-				WRITERS='${CATCHUP_WRITERS:-1 2 4 8 16}' SYSTEMS='${CATCHUP_SYSTEMS:-pa adaptive pglogical incore}' \
+				WRITERS='${CATCHUP_WRITERS:-1 2 4 8 16}' SYSTEMS='${CATCHUP_SYSTEMS:-$catchup_systems}' \
 				WORKLOAD=${CATCHUP_WORKLOAD:-tpcb} \
 				PA_CONF='parallel_apply.adaptive_writers = off' ADAPTIVE_WRITERS=16 \
 				WORKDIR=/tmp/pa_bench/catchup bash bench/catchup_bench.sh" ;;

@@ -359,11 +359,11 @@ pa_progress_resume(PaSubscription *sub, int nwriters)
 			pfree(name);
 			if (!had_origins)
 				ereport(LOG,
-						(errmsg("parallel_apply subscription \"%s\": replication origins missing (after pg_upgrade?), resuming from the recorded position %X/%X",
+						(errmsg("parallel_apply subscription \"%s\": replication origins missing (after pg_upgrade?), resuming from the recorded position " PA_LSN_FORMAT,
 								sub->name, LSN_FORMAT_ARGS(stopped))));
 			else
 				ereport(LOG,
-						(errmsg("parallel_apply subscription \"%s\": resuming from the recorded position %X/%X, ahead of its replication origins' %X/%X",
+						(errmsg("parallel_apply subscription \"%s\": resuming from the recorded position " PA_LSN_FORMAT ", ahead of its replication origins' " PA_LSN_FORMAT,
 								sub->name, LSN_FORMAT_ARGS(stopped),
 								LSN_FORMAT_ARGS(start))));
 			start = stopped;

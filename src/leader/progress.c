@@ -127,7 +127,7 @@ pa_progress_fold_origins(Oid subid)
 	foreach(lc, legacy)
 		replorigin_drop_by_name(lfirst(lc), true, false);
 	ereport(LOG,
-			(errmsg("parallel_apply subscription \"%s\" now keeps one replication origin, \"%s\", at %X/%X",
+			(errmsg("parallel_apply subscription \"%s\" now keeps one replication origin, \"%s\", at " PA_LSN_FORMAT,
 					MyPaLeader->sub->name, pa_writer_origin_name(subid, 0),
 					LSN_FORMAT_ARGS(replorigin_get_progress(shared, false))),
 			 errdetail("The origins of its writers 1 and up that a build with one origin per writer left were folded into it and dropped: %d.",

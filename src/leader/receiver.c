@@ -811,7 +811,7 @@ pa_leader_main(Datum arg)
 		start_streaming(start);
 		L->streaming = true;
 		ereport(LOG,
-				(errmsg("parallel_apply subscription \"%s\" streaming from %X/%X with %d writers",
+				(errmsg("parallel_apply subscription \"%s\" streaming from " PA_LSN_FORMAT " with %d writers",
 						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
 
 		stream_loop();

@@ -569,7 +569,7 @@ pa_sync_relation(const char *nspname, const char *relname,
 		PG_END_TRY();
 		walrcv_disconnect(snapconn);
 		ereport(LOG,
-				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of %X/%X",
+				(errmsg("parallel_apply subscription \"%s\": table \"%s.%s\" joined its publications and was copied as of " PA_LSN_FORMAT,
 						stream_sub->name, nspname, relname, LSN_FORMAT_ARGS(snap_lsn))));
 	}
 	else

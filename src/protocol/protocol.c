@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "protocol/protocol.h"
 
 /* See PA_BINARY_SAFE_TYPE_LIMIT. */
@@ -1008,7 +1009,7 @@ pa_read_stream_commit(StringInfo in, TransactionId *xid, PaCommitData *commit)
 	if (commit->flags != 0)
 		malformed("Unknown STREAM_COMMIT flags.");
 	if (commit->end_lsn <= commit->commit_lsn)
-		malformed("STREAM_COMMIT ends at %X/%X, not after its commit at %X/%X.",
+		malformed("STREAM_COMMIT ends at " PA_LSN_FORMAT ", not after its commit at " PA_LSN_FORMAT ".",
 				  LSN_FORMAT_ARGS(commit->end_lsn),
 				  LSN_FORMAT_ARGS(commit->commit_lsn));
 }

@@ -48,6 +48,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/tuplestore.h"
 
+#include "compat.h"
 #include "protocol/protocol.h"
 
 PG_FUNCTION_INFO_V1(pa_peek_changes_text);
@@ -355,7 +356,7 @@ render_begin(StringInfo buf, RenderState *st, StringInfo in)
 	st->in_prepared = false;
 	appendStringInfoString(buf, "BEGIN");
 	if (st->verbose)
-		appendStringInfo(buf, " final_lsn=%X/%X xid=%u commit_time=%s",
+		appendStringInfo(buf, " final_lsn=" PA_LSN_FORMAT " xid=%u commit_time=%s",
 						 LSN_FORMAT_ARGS(st->begin.final_lsn),
 						 st->begin.xid,
 						 timestamptz_to_str(st->begin.commit_time));
@@ -372,7 +373,7 @@ render_commit(StringInfo buf, RenderState *st, StringInfo in)
 	st->in_txn = false;
 	appendStringInfoString(buf, "COMMIT");
 	if (st->verbose)
-		appendStringInfo(buf, " commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
+		appendStringInfo(buf, " commit_lsn=" PA_LSN_FORMAT " end_lsn=" PA_LSN_FORMAT " commit_time=%s",
 						 LSN_FORMAT_ARGS(commit.commit_lsn),
 						 LSN_FORMAT_ARGS(commit.end_lsn),
 						 timestamptz_to_str(commit.commit_time));
@@ -396,7 +397,7 @@ render_begin_prepare(StringInfo buf, RenderState *st, StringInfo in)
 	append_value(buf, st->begin_prepare.gid,
 				 strlen(st->begin_prepare.gid));
 	if (st->verbose)
-		appendStringInfo(buf, " prepare_lsn=%X/%X xid=%u prepare_time=%s",
+		appendStringInfo(buf, " prepare_lsn=" PA_LSN_FORMAT " xid=%u prepare_time=%s",
 						 LSN_FORMAT_ARGS(st->begin_prepare.prepare_lsn),
 						 st->begin_prepare.xid,
 						 timestamptz_to_str(st->begin_prepare.prepare_time));
@@ -416,7 +417,7 @@ render_prepare(StringInfo buf, RenderState *st, StringInfo in)
 	if (prepare.flags & PA_PREPARE_AT_COMMIT)
 		appendStringInfoString(buf, " at_commit");
 	if (st->verbose)
-		appendStringInfo(buf, " prepare_lsn=%X/%X end_lsn=%X/%X prepare_time=%s",
+		appendStringInfo(buf, " prepare_lsn=" PA_LSN_FORMAT " end_lsn=" PA_LSN_FORMAT " prepare_time=%s",
 						 LSN_FORMAT_ARGS(prepare.prepare_lsn),
 						 LSN_FORMAT_ARGS(prepare.end_lsn),
 						 timestamptz_to_str(prepare.prepare_time));
@@ -446,7 +447,7 @@ render_finish_prepared(StringInfo buf, RenderState *st, StringInfo in,
 	append_value(buf, fin.gid, strlen(fin.gid));
 	if (st->verbose)
 	{
-		appendStringInfo(buf, " %s_lsn=%X/%X end_lsn=%X/%X %s_time=%s xid=%u",
+		appendStringInfo(buf, " %s_lsn=" PA_LSN_FORMAT " end_lsn=" PA_LSN_FORMAT " %s_time=%s xid=%u",
 						 commit_p ? "commit" : "rollback",
 						 LSN_FORMAT_ARGS(fin.finish_lsn),
 						 LSN_FORMAT_ARGS(fin.finish_end_lsn),
@@ -454,7 +455,7 @@ render_finish_prepared(StringInfo buf, RenderState *st, StringInfo in,
 						 timestamptz_to_str(fin.finish_time),
 						 fin.xid);
 		if (!commit_p)
-			appendStringInfo(buf, " prepare_end_lsn=%X/%X prepare_time=%s",
+			appendStringInfo(buf, " prepare_end_lsn=" PA_LSN_FORMAT " prepare_time=%s",
 							 LSN_FORMAT_ARGS(fin.prepare_end_lsn),
 							 timestamptz_to_str(fin.prepare_time));
 	}
@@ -517,7 +518,7 @@ render_stream_commit(StringInfo buf, RenderState *st, StringInfo in)
 	end_stream(st, "STREAM COMMIT", xid, true);
 	appendStringInfoString(buf, "STREAM COMMIT");
 	if (st->verbose)
-		appendStringInfo(buf, " xid=%u commit_lsn=%X/%X end_lsn=%X/%X commit_time=%s",
+		appendStringInfo(buf, " xid=%u commit_lsn=" PA_LSN_FORMAT " end_lsn=" PA_LSN_FORMAT " commit_time=%s",
 						 xid, LSN_FORMAT_ARGS(commit.commit_lsn),
 						 LSN_FORMAT_ARGS(commit.end_lsn),
 						 timestamptz_to_str(commit.commit_time));
@@ -550,7 +551,7 @@ render_origin(StringInfo buf, RenderState *st, StringInfo in)
 
 	require_txn(st, "ORIGIN", true);
 	pa_read_origin(in, &origin, &origin_lsn);
-	appendStringInfo(buf, "ORIGIN %s origin_lsn=%X/%X",
+	appendStringInfo(buf, "ORIGIN %s origin_lsn=" PA_LSN_FORMAT,
 					 origin[0] ? origin : "(dropped)",
 					 LSN_FORMAT_ARGS(origin_lsn));
 }
@@ -639,7 +640,7 @@ render_logical_message(StringInfo buf, RenderState *st, StringInfo in)
 					 msg.prefix);
 	append_value(buf, msg.content, (int) msg.size);
 	if (st->verbose)
-		appendStringInfo(buf, " lsn=%X/%X", LSN_FORMAT_ARGS(msg.lsn));
+		appendStringInfo(buf, " lsn=" PA_LSN_FORMAT, LSN_FORMAT_ARGS(msg.lsn));
 }
 
 static void

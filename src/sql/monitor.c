@@ -77,6 +77,7 @@
 
 #include "common/catalog.h"
 #include "common/pipeline.h"
+#include "compat.h"
 #include "sql/monitor.h"
 
 PG_FUNCTION_INFO_V1(pa_subscription_status);
@@ -751,7 +752,7 @@ describe_state(PaSubscription *sub, PaSubSlot *snap, bool have_slot,
 	else if (snap->error_commit_lsn != InvalidXLogRecPtr)
 	{
 		state = "error";
-		reason = psprintf("remote transaction %u committed at %X/%X fails and is applied again: see last_error",
+		reason = psprintf("remote transaction %u committed at " PA_LSN_FORMAT " fails and is applied again: see last_error",
 						  snap->error_xid, LSN_FORMAT_ARGS(snap->error_commit_lsn));
 	}
 	else if (snap->last_error[0] != '\0')

@@ -689,7 +689,7 @@ check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
 					 errhint("Name the provider's existing slot: slot_name := '...'.")));
 		return;
 	}
-	(void) ReplicationSlotValidateName(slot_name, ERROR);
+	(void) PA_REPLICATION_SLOT_VALIDATE_NAME(slot_name, ERROR);
 	if (!create_slot && two_phase)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1092,9 +1092,9 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 	if (lsn != failing)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("remote transaction at %X/%X is not the failing transaction of parallel_apply subscription \"%s\"",
+				 errmsg("remote transaction at " PA_LSN_FORMAT " is not the failing transaction of parallel_apply subscription \"%s\"",
 						LSN_FORMAT_ARGS(lsn), sub->name),
-				 errdetail("The failing transaction is remote transaction %u, committed at %X/%X.",
+				 errdetail("The failing transaction is remote transaction %u, committed at " PA_LSN_FORMAT ".",
 						   xid, LSN_FORMAT_ARGS(failing)),
 				 errhint("Pass subscription_status().error_commit_lsn.")));
 
@@ -1107,7 +1107,7 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 		stop_pipeline(sub);
 	nudge_supervisor();
 	ereport(NOTICE,
-			(errmsg("remote transaction %u committed at %X/%X will be skipped",
+			(errmsg("remote transaction %u committed at " PA_LSN_FORMAT " will be skipped",
 					xid, LSN_FORMAT_ARGS(lsn))));
 	PG_RETURN_VOID();
 }
@@ -1140,7 +1140,7 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" has its replication origins", sub->name),
-				 errdetail("They hold its position, %X/%X; a position is given only to a subscription whose origins are missing.",
+				 errdetail("They hold its position, " PA_LSN_FORMAT "; a position is given only to a subscription whose origins are missing.",
 						   LSN_FORMAT_ARGS(pa_progress_start_lsn(sub->subid)))));
 
 	values[0] = ObjectIdGetDatum(sub->subid);
@@ -1499,7 +1499,7 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_QUERY_CANCELED),
 					 errmsg("timed out waiting for parallel_apply subscription \"%s\" to catch up",
 							name),
-					 errdetail("Applied up to %X/%X, waiting for %X/%X.%s%s",
+					 errdetail("Applied up to " PA_LSN_FORMAT ", waiting for " PA_LSN_FORMAT ".%s%s",
 							   LSN_FORMAT_ARGS(applied), LSN_FORMAT_ARGS(target),
 							   err[0] ? " Last error: " : "", err)));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -642,7 +642,7 @@ find_row_seq(ApplyState *state, ApplyTarget *target,
 	}
 
 	InitDirtySnapshot(snap);
-	scan = table_beginscan(rel, &snap, 0, NULL);
+	scan = PA_TABLE_BEGINSCAN(rel, &snap, 0, NULL);
 	scanslot = table_slot_create(rel, NULL);
 
 retry:
@@ -731,9 +731,10 @@ find_row(ApplyState *state, ApplyTarget *target, TupleTableSlot *searchslot,
 		if (notsent == NULL)
 		{
 			state->search_index = idxoid;
-			return RelationFindReplTupleByIndex(trel, idxoid,
-												LockTupleExclusive,
-												searchslot, *localslot);
+			return PA_RELATION_FIND_REPL_TUPLE_BY_INDEX(trel, idxoid,
+														LockTupleExclusive,
+														searchslot,
+														*localslot);
 		}
 	}
 

@@ -23,6 +23,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "writer/conflict.h"
 #include "writer/writer_internal.h"
 
@@ -61,7 +62,7 @@ pa_writer_conflict(PaConflictType type, Relation rel, const char *detail)
 	c->relname = psprintf("%s.%s",
 						  get_namespace_name(RelationGetNamespace(rel)),
 						  RelationGetRelationName(rel));
-	c->detail = psprintf("%s\nRemote transaction %u of parallel_apply subscription \"%s\", committed at %X/%X.",
+	c->detail = psprintf("%s\nRemote transaction %u of parallel_apply subscription \"%s\", committed at " PA_LSN_FORMAT ".",
 						 detail, MyWriter->cur->hdr.xid,
 						 MyWriter->subname,
 						 LSN_FORMAT_ARGS(MyWriter->cur->hdr.commit_lsn));

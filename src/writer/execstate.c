@@ -297,7 +297,7 @@ pa_exec_slot(PaExecState *exec, TupleDesc desc, const TupleTableSlotOps *ops)
 	}
 
 	oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
-	slot = ExecAllocTableSlot(&estate->es_tupleTable, desc, ops);
+	slot = PA_EXEC_ALLOC_TABLE_SLOT(&estate->es_tupleTable, desc, ops);
 	MemoryContextSwitchTo(oldcxt);
 
 	/* a slot beyond the pool ends the kept state (pa_exec_end) */

@@ -85,6 +85,7 @@
 
 #include "common/catalog.h"
 #include "common/relmap.h"
+#include "compat.h"
 #include "protocol/protocol.h"
 #include "writer/twophase.h"
 
@@ -171,9 +172,9 @@ pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("prepared transaction \"%s\" of parallel_apply subscription \"%s\" does not exist",
 						gid, pa_relmap_subname()),
-				 errdetail("The provider committed prepared transaction \"%s\" (remote transaction %u, COMMIT PREPARED at %X/%X), which this subscription prepared here; it was finished here by other means since.",
+				 errdetail("The provider committed prepared transaction \"%s\" (remote transaction %u, COMMIT PREPARED at " PA_LSN_FORMAT "), which this subscription prepared here; it was finished here by other means since.",
 						   fin.gid, fin.xid, LSN_FORMAT_ARGS(fin.finish_lsn)),
-				 errhint("Apply the transaction's changes here by hand and skip its COMMIT PREPARED with skip_transaction(%s, '%X/%X'), or recreate the subscription.",
+				 errhint("Apply the transaction's changes here by hand and skip its COMMIT PREPARED with skip_transaction(%s, '" PA_LSN_FORMAT "'), or recreate the subscription.",
 						 quote_literal_cstr(pa_relmap_subname()),
 						 LSN_FORMAT_ARGS(fin.finish_lsn))));
 	}

@@ -39,6 +39,7 @@
 #include "common/catalog.h"
 #include "common/origins.h"
 #include "common/waitevents.h"
+#include "compat.h"
 #include "writer/readahead.h"
 #include "writer/twophase.h"
 #include "writer/writer_internal.h"
@@ -80,7 +81,7 @@ pa_writer_after_commit(int first, int n, XLogRecPtr local_end)
 	{
 		if (MyWriter->skipped != NULL)
 			ereport(LOG,
-					(errmsg("parallel_apply subscription \"%s\" completed skipping transaction at LSN %X/%X",
+					(errmsg("parallel_apply subscription \"%s\" completed skipping transaction at LSN " PA_LSN_FORMAT,
 							MyWriter->subname,
 							LSN_FORMAT_ARGS(MyWriter->skipped->hdr.commit_lsn)),
 					 errdetail("Remote transaction %u was skipped as skip_transaction() asked; none of its changes were applied.",
@@ -284,10 +285,10 @@ clear_skip_lsn(void)
 	PopActiveSnapshot();
 	if (n > 0 && MyWriter->skipped == NULL)
 		ereport(WARNING,
-				(errmsg("parallel_apply subscription \"%s\": skip LSN %X/%X cleared without skipping",
+				(errmsg("parallel_apply subscription \"%s\": skip LSN " PA_LSN_FORMAT " cleared without skipping",
 						MyWriter->subname,
 						LSN_FORMAT_ARGS(MyWriter->skip_lsn)),
-				 errdetail("No remote transaction committed at %X/%X; it had been applied before.",
+				 errdetail("No remote transaction committed at " PA_LSN_FORMAT "; it had been applied before.",
 						   LSN_FORMAT_ARGS(MyWriter->skip_lsn))));
 }
 

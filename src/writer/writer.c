@@ -220,6 +220,7 @@
 #include "common/queue.h"
 #include "common/relmap.h"
 #include "common/stoplog.h"
+#include "compat.h"
 #include "writer/writer_internal.h"
 
 static PaWriter MyWriterData;
@@ -423,9 +424,9 @@ disable_and_exit(void)
 		ereport(LOG,
 				(errmsg("parallel_apply subscription \"%s\" has been disabled because of an error",
 						slot->name),
-				 errdetail("Remote transaction %u committed at %X/%X failed.",
+				 errdetail("Remote transaction %u committed at " PA_LSN_FORMAT " failed.",
 						   xid, LSN_FORMAT_ARGS(lsn)),
-				 errhint("Fix the data and call enable_subscription(), or skip the transaction with skip_transaction('%s', '%X/%X') first.",
+				 errhint("Fix the data and call enable_subscription(), or skip the transaction with skip_transaction('%s', '" PA_LSN_FORMAT "') first.",
 						 slot->name, LSN_FORMAT_ARGS(lsn))));
 	else
 		ereport(LOG,
