@@ -263,8 +263,10 @@ sub wait_up
 sub try_psql
 {
 	my ($node, $sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 1);
-	return $ret == 0 ? $out : undef;
+	my $timed_out = 0;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 1,
+		timeout => 120, timed_out => \$timed_out);
+	return !$timed_out && defined $ret && $ret == 0 ? $out : undef;
 }
 
 sub pids_where
@@ -333,6 +335,8 @@ sub maintain_load
 	{
 		return if harness_running($job->{h});
 		reap($job->{h});
+		my $rc = eval { $job->{h}->result } // -1;
+		logmsg($E, "  load job $job->{kind} failed: " . substr($job->{out}, 0, 200)) if $rc != 0;
 		delete $E->{job};
 	}
 	$E->{next}{big} //= $now + 2;
@@ -360,9 +364,15 @@ sub maintain_load
 sub start_job
 {
 	my ($E, $kind, $sql) = @_;
+	# on standard input: each statement sent alone (COMMIT PREPARED may
+	# not run in the implicit transaction of a multi-statement string)
 	my %j = (kind => $kind, out => '');
+	my $file = "$E->{tmp}/job_$kind.sql";
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $sql;
+	close $fh;
 	$j{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{pub}->connstr('postgres'), '-c', $sql ],
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{pub}->connstr('postgres'), '-f', $file ],
 		'>', \$j{out}, '2>&1', IPC::Run::timeout(120));
 	$E->{job} = \%j;
 	return;
@@ -461,7 +471,9 @@ SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' ||
        (SELECT coalesce(sum(delta), 0) FROM pgbench_history) || ' ' ||
        (SELECT count(*) || ' ' || coalesce(max(v), 0) || ' ' || count(DISTINCT v) FROM seqt) || ' ' ||
        coalesce((SELECT lag_bytes FROM subscription_status() WHERE subscription_name = 'fz'), -1) || ' ' ||
-       coalesce((SELECT extract(epoch FROM apply_lag) FROM subscription_status() WHERE subscription_name = 'fz'), 0)
+       coalesce((SELECT extract(epoch FROM apply_lag) FROM subscription_status() WHERE subscription_name = 'fz'), 0) || ' ' ||
+       (SELECT count(*) FROM big) || ' ' ||
+       (SELECT count(*) FROM ptx) || ' ' || (SELECT sum(n) FROM pcount)
 };
 
 sub sample
@@ -470,12 +482,19 @@ sub sample
 	my ($ret, $out) = $E->{sub}->psql('postgres', $sample_sql);
 	return if $ret != 0 || $out eq '';
 	$E->{samples}++;
-	my ($a, $t, $b, $h, $cnt, $max, $dist, $lag, $alag) = split / /, $out;
+	my ($a, $t, $b, $h, $cnt, $max, $dist, $lag, $alag, $big, $ptx, $pcount) = split / /, $out;
 	my @bad;
 	push @bad, "TPC-B sums differ: accounts $a, tellers $t, branches $b, history $h"
 	  unless $a == $t && $t == $b && $b == $h;
 	push @bad, "insert sequence: $cnt rows, max $max, $dist distinct"
 	  unless $cnt == $max && $cnt == $dist;
+	# a large transaction is seen whole or not at all: it adds a batch of
+	# 20000 rows and deletes one
+	push @bad, "big has $big rows, not a multiple of 20000 (part of a large transaction)"
+	  unless $big % 20000 == 0;
+	# a prepared transaction inserts a row and counts it
+	push @bad, "ptx has $ptx rows, pcount counts $pcount (part of a prepared transaction)"
+	  unless $ptx == $pcount;
 	if (@bad)
 	{
 		$E->{bad_samples}++;
@@ -518,11 +537,44 @@ sub failure
 # ---------------------------------------------------------------------
 # The checks after a fault, the load stopped
 
-sub digest
+# One query giving every table's digest, a line each: "table count:md5",
+# md5 of the rows' text in key order (pgbench_history, which has no key:
+# every column).
+sub digest_sql
 {
-	my ($node, $table) = @_;
-	my $order = $table eq 'pgbench_history' ? 't::text' : 't.' . ($table =~ /^pgbench_(\w)/ ? "${1}id" : 'id');
-	return try_psql($node, "SELECT count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY $order)), '-') FROM $table t");
+	my (@tables) = @_;
+	my @q;
+	foreach my $t (@tables)
+	{
+		my $order = $t eq 'pgbench_history' ? 'tid, bid, aid, delta, mtime, filler'
+		  : $t =~ /^pgbench_(\w)/ ? "${1}id" : 'id';
+		push @q, "SELECT '$t' || ' ' || count(*) || ':' || coalesce(md5(string_agg(t::text, E'\\n' ORDER BY $order)), '-') FROM $t t";
+	}
+	return join("\nUNION ALL\n", @q);
+}
+
+# The digests of @tables on both nodes at once: two hashes, table => digest.
+sub digests
+{
+	my ($E, @tables) = @_;
+	my $sql = digest_sql(@tables);
+	my (%h, %out, %err);
+	foreach my $side (qw(pub sub))
+	{
+		$out{$side} = '';
+		$err{$side} = '';
+		$h{$side} = IPC::Run::start(
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{$side}->connstr('postgres'), '-c', $sql ],
+			'>', \$out{$side}, '2>', \$err{$side}, IPC::Run::timeout(300));
+	}
+	my %d;
+	foreach my $side (qw(pub sub))
+	{
+		eval { $h{$side}->finish };
+		$d{$side} = { map { split / /, $_, 2 } split /\n/, $out{$side} };
+		$d{$side}{_error} = $err{$side} if $err{$side} ne '';
+	}
+	return ($d{pub}, $d{sub});
 }
 
 # Caught up; the invariants; returns the seconds it took to catch up
@@ -542,14 +594,17 @@ sub check_all
 	}
 	my $caught = time - $t;
 	my @bad;
+	$t = time;
 
 	# every table identical, ordered by its key
 	my $tables = try_psql($pub, "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'") // '';
+	my ($dp, $ds) = digests($E, split / /, $tables);
+	push @bad, "the digests failed: provider: " . ($dp->{_error} // '') . ' subscriber: ' . ($ds->{_error} // '')
+	  if $dp->{_error} || $ds->{_error};
 	foreach my $tab (split / /, $tables)
 	{
-		my ($p, $s) = (digest($pub, $tab), digest($sub, $tab));
-		push @bad, "table $tab differs: provider $p, subscriber " . ($s // 'missing')
-		  unless defined $s && $p eq $s;
+		my ($p, $s) = ($dp->{$tab} // 'missing', $ds->{$tab} // 'missing');
+		push @bad, "table $tab differs: provider $p, subscriber $s" unless $p eq $s;
 	}
 	# TPC-B sums, the insert sequence
 	my $r = try_psql($sub, q{SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT sum(tbalance) FROM pgbench_tellers)
@@ -568,6 +623,7 @@ sub check_all
 	# says it flushed, and no origin is past what it says it applied
 	my $pos_ok = 0;
 	my $last = '';
+	my $tp = time;
 	for (1 .. 100)
 	{
 		my $confirmed = try_psql($pub, "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$E->{slot}'") // '';
@@ -585,6 +641,7 @@ SELECT '$confirmed'::pg_lsn = flushed_lsn AND o <= applied_lsn AND flushed_lsn <
 		usleep(100_000);
 	}
 	push @bad, "positions disagree: $last" unless $pos_ok;
+	logmsg($E, sprintf('  checks took %.1f s, positions %.1f s', time - $t, time - $tp));
 
 	failure($E, $label, $_) foreach @bad;
 	ok(!@bad, "$label: caught up in " . sprintf('%.1f', $caught) . ' s, invariants hold');
@@ -683,7 +740,10 @@ my %faults = (
 	},
 	refresh => sub {
 		my ($E) = @_;
-		my ($ret, $out, $err) = $E->{sub}->psql('postgres', "SELECT refresh_subscription('$SUBNAME')");
+		my $timed_out = 0;
+		my ($ret, $out, $err) = $E->{sub}->psql('postgres', "SELECT refresh_subscription('$SUBNAME')",
+			timeout => 120, timed_out => \$timed_out);
+		failure($E, 'refresh_subscription returns', 'it did not return within 120 s') if $timed_out;
 		# refused while the provider cannot be reached (a fault in flight)
 		logmsg($E, "  refresh_subscription: " . ($ret == 0 ? "$out table(s) added" : "error: $err"));
 	},
@@ -764,7 +824,9 @@ sub run_campaign
 		$faults{$kind}->($E);
 		my $fault_s = time - $tf;
 		run_for($E, rnd_real($E, 0.3, 1.5));
+		my $ts = time;
 		stop_load($E);
+		logmsg($E, sprintf('  load stopped in %.1f s', time - $ts));
 		my $caught = check_all($E, "fault $i ($kind)");
 		my $st = $E->{stats}{$kind} //= { n => 0, rec => [], lag => 0 };
 		$st->{n}++;
