@@ -25,7 +25,7 @@ use PaTest;
 my $SUBNAME = 'fz';
 my $WRITERS = 4;
 my $TIMEOUT_S = 3;    # wal_sender_timeout and wal_receiver_timeout
-my $STALL_S = 10;     # a stall holds the connections this long
+my $STALL_S = 8;      # a stall holds the connections this long
 
 # The fault kinds, in a fixed order (the seed shuffles them).
 our @ALL_KINDS = qw(
@@ -385,10 +385,10 @@ sub big_sql
 {
 	my ($E) = @_;
 	my $n = ++$E->{big_n};
-	my $rows = 20000;
+	my $rows = 10000;
 	my $end = $E->{load_rng}->() < 0.2 ? 'ROLLBACK' : 'COMMIT';
 	return qq{BEGIN;
-INSERT INTO big SELECT $n * $rows + g, $n, repeat(md5(g::text), 2) FROM generate_series(1, $rows) g;
+INSERT INTO big SELECT $n * $rows + g, $n, md5(g::text) FROM generate_series(1, $rows) g;
 UPDATE big SET pad = left(pad, 30) WHERE batch = $n - 1;
 DELETE FROM big WHERE batch = $n - 3;
 $end;};
@@ -489,9 +489,9 @@ sub sample
 	push @bad, "insert sequence: $cnt rows, max $max, $dist distinct"
 	  unless $cnt == $max && $cnt == $dist;
 	# a large transaction is seen whole or not at all: it adds a batch of
-	# 20000 rows and deletes one
-	push @bad, "big has $big rows, not a multiple of 20000 (part of a large transaction)"
-	  unless $big % 20000 == 0;
+	# 10000 rows and deletes one
+	push @bad, "big has $big rows, not a multiple of 10000 (part of a large transaction)"
+	  unless $big % 10000 == 0;
 	# a prepared transaction inserts a row and counts it
 	push @bad, "ptx has $ptx rows, pcount counts $pcount (part of a prepared transaction)"
 	  unless $ptx == $pcount;
@@ -527,6 +527,7 @@ sub run_for
 sub failure
 {
 	my ($E, $what, $detail) = @_;
+	return if @{ $E->{failures} } >= 200;    # enough to read
 	my $f = { n => $E->{fault_n} // 0, kind => $E->{fault_kind} // 'setup', what => $what, detail => $detail };
 	push @{ $E->{failures} }, $f;
 	diag("INVARIANT BROKEN after fault $f->{n} ($f->{kind}): $what: $detail (replay: SEED=$E->{seed})");
@@ -557,7 +558,9 @@ sub digest_sql
 sub digests
 {
 	my ($E, @tables) = @_;
-	my $sql = digest_sql(@tables);
+	# sorted in memory: the subscriber's temporary files are on the small
+	# filesystem of the disk_full fault
+	my $sql = "SET work_mem = '256MB';\n" . digest_sql(@tables);
 	my (%h, %out, %err);
 	foreach my $side (qw(pub sub))
 	{
@@ -717,11 +720,20 @@ my %faults = (
 	disk_full => sub {
 		my ($E) = @_;
 		my $filler = "$E->{fs}/filler";
-		# fill it up (dd stops at ENOSPC), and meanwhile make spill files
+		my $offset = -s $E->{sub}->logfile;
+		# fill it up (dd stops at ENOSPC), then stream a large transaction,
+		# which the subscriber keeps in a temporary file as it arrives
 		system("dd if=/dev/zero of=$filler bs=1M status=none 2>/dev/null");
-		$E->{next}{big} = 0;
-		run_for($E, rnd_real($E, 2, 5));
+		my $deadline = time + 10;
+		run_for($E, 0.1) while $E->{job} && time < $deadline;
+		start_job($E, 'big', big_sql($E)) unless $E->{job};
+		run_for($E, 0.1) while $E->{job} && time < $deadline;
+		run_for($E, rnd_real($E, 0.5, 2));
 		unlink $filler;
+		my $log = PostgreSQL::Test::Utils::slurp_file($E->{sub}->logfile, $offset);
+		my $hit = () = $log =~ /No space left on device/g;
+		$E->{enospc}++ if $hit;
+		logmsg($E, "  the subscriber met ENOSPC $hit time(s)");
 	},
 	alter_group => sub {
 		my ($E) = @_;
@@ -818,12 +830,12 @@ sub run_campaign
 		$E->{fault_n} = $i;
 		$E->{fault_kind} = $kind;
 		$E->{cur_lag_bytes} = 0;
-		run_for($E, rnd_real($E, 0.5, 2));
+		run_for($E, rnd_real($E, 0.3, 1.2));
 		logmsg($E, "fault $i/$n: $kind");
 		my $tf = time;
 		$faults{$kind}->($E);
 		my $fault_s = time - $tf;
-		run_for($E, rnd_real($E, 0.3, 1.5));
+		run_for($E, rnd_real($E, 0.2, 0.8));
 		my $ts = time;
 		stop_load($E);
 		logmsg($E, sprintf('  load stopped in %.1f s', time - $ts));
@@ -870,6 +882,7 @@ sub report
 	$md .= "- PostgreSQL: $E->{version}\n";
 	$md .= sprintf("- wall time: %.0f s; faults injected: %d\n", time - $E->{t0}, $E->{fault_n} // 0);
 	$md .= "- samples of the subscriber during the run: $E->{samples}, bad: $E->{bad_samples}\n";
+	$md .= "- disk_full faults during which the subscriber met ENOSPC: " . ($E->{enospc} // 0) . "\n";
 	$md .= "- highest lag seen: $E->{max_lag_bytes} bytes, apply lag " . sprintf('%.1f', $E->{max_apply_lag}) . " s\n";
 	$md .= "- kinds skipped here: " . (join(', ', grep { my $k = $_; !grep { $_ eq $k } kinds($E) } @ALL_KINDS) || 'none') . "\n\n";
 	$md .= "Recovery: seconds from the load's stop after the fault to wait_for_catchup's return.\n\n";
