@@ -30,7 +30,6 @@ diag("fault campaign: SEED=$seed FAULTS=$n (replay a failure with the same SEED 
 
 my $E = PaFaults->new(seed => $seed);
 $E->setup;
-$E->{logfh} = \*STDERR if $ENV{FAULT_VERBOSE};
 my $ok = eval { $E->run_campaign($n); 1 };
 my $err = $@;
 $E->cleanup;

@@ -13,13 +13,14 @@
 # disk_full fault only when FAULT_TMPFS names a small filesystem it may
 # write).
 #
-# Environment: SEED (printed by every run; the same SEED and FAULTS replay
-# the same schedule), FAULTS (default 50, about 4 minutes here; 1000 for
-# the long campaign), FAULT_KINDS (a subset), REPORT (a markdown report
-# written to that path), PG_CONFIG (default
-# /usr/lib/postgresql/15/bin/pg_config), TEST_USER (default pa_test),
-# TEST_DIR (default /tmp/parallel_apply_faults), SKIP_INSTALL=1 (as root:
-# the extension is installed already).
+# Environment: SEED (printed by every run; the same SEED and FAULTS
+# replay the same schedule), FAULTS (default 50, the short campaign; 1000
+# for the long one; the durations measured are in bench/RESULTS.md, "Fault
+# campaign"), FAULT_KINDS (a subset, e.g. "net_stall,kill_writer"), REPORT
+# (a markdown report written to that path), FAULT_VERBOSE=1 (each step on
+# the output too), PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
+# TEST_USER (default pa_test), TEST_DIR (default /tmp/parallel_apply_faults),
+# SKIP_INSTALL=1 (as root: the extension is installed already).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -22,7 +22,11 @@ use POSIX qw(floor);
 use lib 't/lib';
 use PaTest;
 
-my $SUBNAME = 'fz';
+# Two subscriptions, each in a database of its own on both sides: fz in
+# postgres (pgbench, the insert sequence, the large transactions: streamed,
+# which a two_phase subscription is not), tp in tp with two_phase (the
+# prepared transactions).
+my @SUBS = ({ name => 'fz', db => 'postgres' }, { name => 'tp', db => 'tp' });
 my $WRITERS = 4;
 my $TIMEOUT_S = 3;    # wal_sender_timeout and wal_receiver_timeout
 my $STALL_S = 8;      # a stall holds the connections this long
@@ -66,8 +70,8 @@ sub logmsg
 {
 	my ($E, $msg) = @_;
 	my $line = sprintf("[%7.1f] %s", time - $E->{t0}, $msg);
-	note($line);
-	print {$E->{logfh}} "$line\n" if $E->{logfh};
+	# FAULT_VERBOSE=1: on prove's output too, else in the test's log only
+	$ENV{FAULT_VERBOSE} ? diag($line) : note($line);
 	return;
 }
 
@@ -159,14 +163,19 @@ log_line_prefix = '%m [%p] %b:%a '
 	my $schema = q{
 CREATE TABLE seqt (id serial PRIMARY KEY, v bigint NOT NULL UNIQUE);
 CREATE TABLE big (id bigint PRIMARY KEY, batch int NOT NULL, pad text);
+};
+	$pub->safe_psql('postgres', $schema . 'CREATE PUBLICATION pub FOR ALL TABLES;');
+	$sub->safe_psql('postgres', $schema);
+	my $tp_schema = q{
 CREATE TABLE ptx (id bigint PRIMARY KEY, g text NOT NULL, v int);
 CREATE TABLE pcount (id int PRIMARY KEY, n bigint NOT NULL);
 };
-	$pub->safe_psql('postgres', $schema . q{
+	$_->safe_psql('postgres', 'CREATE DATABASE tp') foreach ($pub, $sub);
+	$pub->safe_psql('tp', $tp_schema . q{
 INSERT INTO pcount SELECT i, 0 FROM generate_series(0, 4) i;
 CREATE PUBLICATION pub FOR ALL TABLES;
 });
-	$sub->safe_psql('postgres', $schema);
+	$sub->safe_psql('tp', $tp_schema . 'CREATE EXTENSION parallel_apply;');
 
 	# the proxy between them
 	$E->{proxy_port} = PostgreSQL::Test::Cluster::get_free_port();
@@ -185,13 +194,21 @@ CREATE PUBLICATION pub FOR ALL TABLES;
 	die "the proxy does not forward: $E->{proxy_log}" unless $ok;
 
 	my $failover = $E->{failover_ok} ? ', failover := true' : '';
-	$sub->safe_psql('postgres',
-		"SELECT create_subscription('$SUBNAME', \$d\$" . proxy_dsn($E)
-		  . "\$d\$, ARRAY['pub'], num_writers := $WRITERS, two_phase := true$failover)");
-	wait_caught_up($sub, $SUBNAME);
-	$E->{subid} = $sub->safe_psql('postgres', "SELECT sub_id FROM parallel_apply.subscription WHERE sub_name = '$SUBNAME'");
-	$E->{dboid} = $sub->safe_psql('postgres', "SELECT oid FROM pg_database WHERE datname = 'postgres'");
-	$E->{slot} = $sub->safe_psql('postgres', "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$SUBNAME'");
+	$E->{subs} = [];
+	foreach my $s (@SUBS)
+	{
+		my %x = %$s;
+		my $db = $x{db};
+		my $tp = $x{name} eq 'tp' ? ', two_phase := true' : '';
+		$sub->safe_psql($db,
+			"SELECT create_subscription('$x{name}', \$d\$" . proxy_dsn($E, $db)
+			  . "\$d\$, ARRAY['pub'], num_writers := $WRITERS$tp$failover)");
+		wait_caught_up($sub, $x{name}, db => $db);
+		$x{subid} = $sub->safe_psql($db, "SELECT sub_id FROM parallel_apply.subscription WHERE sub_name = '$x{name}'");
+		$x{dboid} = $sub->safe_psql($db, "SELECT oid FROM pg_database WHERE datname = '$db'");
+		$x{slot} = $sub->safe_psql($db, "SELECT slot_name FROM subscription_status() WHERE subscription_name = '$x{name}'");
+		push @{ $E->{subs} }, \%x;
+	}
 
 	# the scripts of the load
 	$E->{seq_script} = "$tmp/seq.sql";
@@ -202,8 +219,8 @@ CREATE PUBLICATION pub FOR ALL TABLES;
 
 sub proxy_dsn
 {
-	my ($E) = @_;
-	return "host=127.0.0.1 port=$E->{proxy_port} dbname=postgres";
+	my ($E, $db) = @_;
+	return "host=127.0.0.1 port=$E->{proxy_port} dbname=" . ($db // 'postgres');
 }
 
 sub set_upstream
@@ -262,9 +279,9 @@ sub wait_up
 
 sub try_psql
 {
-	my ($node, $sql) = @_;
+	my ($node, $sql, $db) = @_;
 	my $timed_out = 0;
-	my ($ret, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 1,
+	my ($ret, $out, $err) = $node->psql($db // 'postgres', $sql, on_error_stop => 1,
 		timeout => 120, timed_out => \$timed_out);
 	return !$timed_out && defined $ret && $ret == 0 ? $out : undef;
 }
@@ -364,6 +381,7 @@ sub maintain_load
 sub start_job
 {
 	my ($E, $kind, $sql) = @_;
+	my $db = $kind eq 'ptx' ? 'tp' : 'postgres';
 	# on standard input: each statement sent alone (COMMIT PREPARED may
 	# not run in the implicit transaction of a multi-statement string)
 	my %j = (kind => $kind, out => '');
@@ -372,7 +390,7 @@ sub start_job
 	print $fh $sql;
 	close $fh;
 	$j{h} = IPC::Run::start(
-		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{pub}->connstr('postgres'), '-f', $file ],
+		[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{pub}->connstr($db), '-f', $file ],
 		'>', \$j{out}, '2>&1', IPC::Run::timeout(120));
 	$E->{job} = \%j;
 	return;
@@ -415,11 +433,11 @@ $end PREPARED '$gid';};
 sub finish_prepared
 {
 	my ($E, $how) = @_;
-	my $gids = try_psql($E->{pub}, "SELECT string_agg(gid, ' ') FROM pg_prepared_xacts WHERE gid LIKE 'fz\\_%'");
+	my $gids = try_psql($E->{pub}, "SELECT string_agg(gid, ' ') FROM pg_prepared_xacts WHERE gid LIKE 'fz\\_%'", 'tp');
 	return 0 unless defined $gids;
 	foreach my $g (split / /, $gids)
 	{
-		try_psql($E->{pub}, "$how PREPARED '$g'");
+		try_psql($E->{pub}, "$how PREPARED '$g'", 'tp');
 	}
 	return 1;
 }
@@ -472,15 +490,18 @@ SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' ||
        (SELECT count(*) || ' ' || coalesce(max(v), 0) || ' ' || count(DISTINCT v) FROM seqt) || ' ' ||
        coalesce((SELECT lag_bytes FROM subscription_status() WHERE subscription_name = 'fz'), -1) || ' ' ||
        coalesce((SELECT extract(epoch FROM apply_lag) FROM subscription_status() WHERE subscription_name = 'fz'), 0) || ' ' ||
-       (SELECT count(*) FROM big) || ' ' ||
-       (SELECT count(*) FROM ptx) || ' ' || (SELECT sum(n) FROM pcount)
+       (SELECT count(*) FROM big)
 };
+my $sample_tp_sql = q{SELECT (SELECT count(*) FROM ptx) || ' ' || (SELECT sum(n) FROM pcount)};
 
 sub sample
 {
 	my ($E) = @_;
 	my ($ret, $out) = $E->{sub}->psql('postgres', $sample_sql);
 	return if $ret != 0 || $out eq '';
+	my ($ret2, $out2) = $E->{sub}->psql('tp', $sample_tp_sql);
+	return if $ret2 != 0 || $out2 eq '';
+	$out .= " $out2";
 	$E->{samples}++;
 	my ($a, $t, $b, $h, $cnt, $max, $dist, $lag, $alag, $big, $ptx, $pcount) = split / /, $out;
 	my @bad;
@@ -557,7 +578,7 @@ sub digest_sql
 # The digests of @tables on both nodes at once: two hashes, table => digest.
 sub digests
 {
-	my ($E, @tables) = @_;
+	my ($E, $db, @tables) = @_;
 	# sorted in memory: the subscriber's temporary files are on the small
 	# filesystem of the disk_full fault
 	my $sql = "SET work_mem = '256MB';\n" . digest_sql(@tables);
@@ -567,7 +588,7 @@ sub digests
 		$out{$side} = '';
 		$err{$side} = '';
 		$h{$side} = IPC::Run::start(
-			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{$side}->connstr('postgres'), '-c', $sql ],
+			[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $E->{$side}->connstr($db), '-c', $sql ],
 			'>', \$out{$side}, '2>', \$err{$side}, IPC::Run::timeout(300));
 	}
 	my %d;
@@ -588,26 +609,32 @@ sub check_all
 	my ($pub, $sub) = @{$E}{qw(pub sub)};
 	my $t = time;
 	wait_up($sub, 60) or do { failure($E, 'subscriber up', 'the subscriber does not answer after 60 s'); return undef; };
-	my ($ret, $out, $err) = $sub->psql('postgres', "SELECT wait_for_catchup('$SUBNAME', '120 s')");
-	if ($ret != 0)
+	foreach my $x (@{ $E->{subs} })
 	{
-		failure($E, 'caught up', "wait_for_catchup: $err");
-		dump_pipeline($sub);
-		return undef;
+		my ($ret, $out, $err) = $sub->psql($x->{db}, "SELECT wait_for_catchup('$x->{name}', '120 s')");
+		if ($ret != 0)
+		{
+			failure($E, "$x->{name} caught up", "wait_for_catchup: $err");
+			dump_pipeline($sub, $x->{db});
+			return undef;
+		}
 	}
 	my $caught = time - $t;
 	my @bad;
 	$t = time;
 
 	# every table identical, ordered by its key
-	my $tables = try_psql($pub, "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'") // '';
-	my ($dp, $ds) = digests($E, split / /, $tables);
-	push @bad, "the digests failed: provider: " . ($dp->{_error} // '') . ' subscriber: ' . ($ds->{_error} // '')
-	  if $dp->{_error} || $ds->{_error};
-	foreach my $tab (split / /, $tables)
+	foreach my $db (map { $_->{db} } @{ $E->{subs} })
 	{
-		my ($p, $s) = ($dp->{$tab} // 'missing', $ds->{$tab} // 'missing');
-		push @bad, "table $tab differs: provider $p, subscriber $s" unless $p eq $s;
+		my $tables = try_psql($pub, "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", $db) // '';
+		my ($dp, $ds) = digests($E, $db, split / /, $tables);
+		push @bad, "the digests in $db failed: provider: " . ($dp->{_error} // '') . ' subscriber: ' . ($ds->{_error} // '')
+		  if $dp->{_error} || $ds->{_error};
+		foreach my $tab (split / /, $tables)
+		{
+			my ($p, $s) = ($dp->{$tab} // 'missing', $ds->{$tab} // 'missing');
+			push @bad, "table $db.$tab differs: provider $p, subscriber $s" unless $p eq $s;
+		}
 	}
 	# TPC-B sums, the insert sequence
 	my $r = try_psql($sub, q{SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT sum(tbalance) FROM pgbench_tellers)
@@ -624,26 +651,29 @@ sub check_all
 	# the slot's confirmed position and the origins agree with what the
 	# subscriber reports: the provider's slot confirms what the subscriber
 	# says it flushed, and no origin is past what it says it applied
-	my $pos_ok = 0;
-	my $last = '';
 	my $tp = time;
-	for (1 .. 100)
+	foreach my $x (@{ $E->{subs} })
 	{
-		my $confirmed = try_psql($pub, "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$E->{slot}'") // '';
-		$confirmed = '0/0' if $confirmed eq '';
-		my $st = try_psql($sub, qq{
+		my $pos_ok = 0;
+		my $last = '';
+		for (1 .. 100)
+		{
+			my $confirmed = try_psql($pub, "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$x->{slot}'") // '';
+			$confirmed = '0/0' if $confirmed eq '';
+			my $st = try_psql($sub, qq{
 SELECT '$confirmed'::pg_lsn = flushed_lsn AND o <= applied_lsn AND flushed_lsn <= applied_lsn,
        'status applied ' || applied_lsn || ' flushed ' || flushed_lsn || ', origin ' || o || ', slot confirmed $confirmed'
   FROM subscription_status(),
        (SELECT coalesce(max(remote_lsn), '0/0') AS o FROM pg_replication_origin_status
-         WHERE external_id LIKE 'pa\\_$E->{dboid}\\_$E->{subid}\\_%') x
- WHERE subscription_name = '$SUBNAME'}) // '';
-		my ($cmp, $what) = split /\|/, $st, 2;
-		$last = $what // $st;
-		if (($cmp // '') eq 't') { $pos_ok = 1; last; }
-		usleep(100_000);
+         WHERE external_id LIKE 'pa\\_$x->{dboid}\\_$x->{subid}\\_%') x
+ WHERE subscription_name = '$x->{name}'}, $x->{db}) // '';
+			my ($cmp, $what) = split /\|/, $st, 2;
+			$last = $what // $st;
+			if (($cmp // '') eq 't') { $pos_ok = 1; last; }
+			usleep(100_000);
+		}
+		push @bad, "$x->{name}: positions disagree: $last" unless $pos_ok;
 	}
-	push @bad, "positions disagree: $last" unless $pos_ok;
 	logmsg($E, sprintf('  checks took %.1f s, positions %.1f s', time - $t, time - $tp));
 
 	failure($E, $label, $_) foreach @bad;
@@ -672,13 +702,16 @@ sub kill9_where
 	return $pid;
 }
 
-sub writer_where { return "backend_type = 'parallel_apply writer' AND application_name LIKE 'parallel_apply writer $SUBNAME:%'"; }
+sub writer_where { return "backend_type = 'parallel_apply writer' AND application_name ~ '^parallel_apply writer (fz|tp):'"; }
+
+# one of the subscriptions, drawn
+sub pick_sub { my ($E) = @_; return $E->{subs}[ rnd_int($E, 0, $#{ $E->{subs} }) ]; }
 
 my %faults = (
 	kill_writer => sub { my ($E) = @_; kill9_where($E, $E->{sub}, writer_where(), 'writer'); },
 	kill_receiver => sub {
 		my ($E) = @_;
-		kill9_where($E, $E->{sub}, "application_name = 'parallel_apply receiver $SUBNAME'", 'receiver');
+		kill9_where($E, $E->{sub}, "application_name IN ('parallel_apply receiver fz', 'parallel_apply receiver tp')", 'receiver');
 	},
 	kill_supervisor => sub {
 		my ($E) = @_;
@@ -690,7 +723,7 @@ my %faults = (
 	},
 	kill_walsender => sub {
 		my ($E) = @_;
-		kill9_where($E, $E->{pub}, "backend_type = 'walsender' AND application_name = '$SUBNAME'", 'walsender');
+		kill9_where($E, $E->{pub}, "backend_type = 'walsender' AND application_name IN ('fz', 'tp')", 'walsender');
 	},
 	sub_immediate => sub { my ($E) = @_; $E->{sub}->stop('immediate'); usleep(rnd_int($E, 0, 1000) * 1000); $E->{sub}->start; },
 	prov_immediate => sub { my ($E) = @_; $E->{pub}->stop('immediate'); usleep(rnd_int($E, 0, 1000) * 1000); $E->{pub}->start; },
@@ -708,8 +741,15 @@ my %faults = (
 		$E->{proxy}->signal('USR2');
 		my $t = time;
 		run_for($E, 0.5);
-		my ($ret, $out, $err) = $E->{sub}->psql('postgres',
-			"SELECT wait_for_catchup('$SUBNAME', '" . ($STALL_S - 1) . " s')");
+		my ($ret, $out, $err) = (0, '', '');
+		foreach my $x (@{ $E->{subs} })
+		{
+			my $left = $STALL_S - 1 - (time - $t);
+			$left = 1 if $left < 1;
+			($ret, $out, $err) = $E->{sub}->psql($x->{db},
+				"SELECT wait_for_catchup('$x->{name}', '" . sprintf('%.1f', $left) . " s')");
+			last if $ret != 0;
+		}
 		my $took = time - $t;
 		failure($E, 'a stalled connection is replaced', "not caught up during a ${STALL_S} s stall (wal_receiver_timeout ${TIMEOUT_S} s): $err")
 		  if $ret != 0;
@@ -724,10 +764,13 @@ my %faults = (
 		# fill it up (dd stops at ENOSPC), then stream a large transaction,
 		# which the subscriber keeps in a temporary file as it arrives
 		system("dd if=/dev/zero of=$filler bs=1M status=none 2>/dev/null");
-		my $deadline = time + 10;
-		run_for($E, 0.1) while $E->{job} && time < $deadline;
-		start_job($E, 'big', big_sql($E)) unless $E->{job};
-		run_for($E, 0.1) while $E->{job} && time < $deadline;
+		my $deadline = time + 15;
+		my $b0 = $E->{big_n};
+		$E->{next}{big} = 0;
+		$E->{next}{$_} = time + 100 foreach qw(ptx join);
+		run_for($E, 0.1) while ($E->{big_n} == $b0 || $E->{job}) && time < $deadline;
+		$E->{next}{ptx} = time;
+		$E->{next}{join} = time + 5;
 		run_for($E, rnd_real($E, 0.5, 2));
 		unlink $filler;
 		my $log = PostgreSQL::Test::Utils::slurp_file($E->{sub}->logfile, $offset);
@@ -738,22 +781,26 @@ my %faults = (
 	alter_group => sub {
 		my ($E) = @_;
 		my $n = (1, 2, 3, 4, 6, 8)[ rnd_int($E, 0, 5) ];
-		logmsg($E, "  alter_group_config(num_writers := $n)");
-		try_psql($E->{sub}, "SELECT alter_group_config(num_writers := $n)")
+		my $x = pick_sub($E);
+		logmsg($E, "  alter_group_config(num_writers := $n) in $x->{db}");
+		try_psql($E->{sub}, "SELECT alter_group_config(num_writers := $n)", $x->{db})
 		  // failure($E, 'alter_group_config', 'failed');
 	},
 	disable_enable => sub {
 		my ($E) = @_;
-		defined try_psql($E->{sub}, "SELECT disable_subscription('$SUBNAME')")
+		my $x = pick_sub($E);
+		logmsg($E, "  disable_subscription('$x->{name}')");
+		defined try_psql($E->{sub}, "SELECT disable_subscription('$x->{name}')", $x->{db})
 		  or failure($E, 'disable_subscription', 'failed');
 		run_for($E, rnd_real($E, 0.2, 2));
-		defined try_psql($E->{sub}, "SELECT enable_subscription('$SUBNAME')")
+		defined try_psql($E->{sub}, "SELECT enable_subscription('$x->{name}')", $x->{db})
 		  or failure($E, 'enable_subscription', 'failed');
 	},
 	refresh => sub {
 		my ($E) = @_;
 		my $timed_out = 0;
-		my ($ret, $out, $err) = $E->{sub}->psql('postgres', "SELECT refresh_subscription('$SUBNAME')",
+		my $x = pick_sub($E);
+		my ($ret, $out, $err) = $E->{sub}->psql($x->{db}, "SELECT refresh_subscription('$x->{name}')",
 			timeout => 120, timed_out => \$timed_out);
 		failure($E, 'refresh_subscription returns', 'it did not return within 120 s') if $timed_out;
 		# refused while the provider cannot be reached (a fault in flight)
@@ -775,7 +822,8 @@ my %faults = (
 	failover => sub {
 		my ($E) = @_;
 		my ($old, $standby) = @{$E}{qw(pub standby)};
-		poll_until($standby, "SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name = '$E->{slot}' AND synced AND NOT temporary", timeout => 60)
+		my $slots = join(', ', map { "'$_->{slot}'" } @{ $E->{subs} });
+		poll_until($standby, "SELECT count(*) = 2 FROM pg_replication_slots WHERE slot_name IN ($slots) AND synced AND NOT temporary", timeout => 60)
 		  or failure($E, 'failover', 'the standby has not synchronized the slot');
 		# its load dies with it
 		$old->stop('immediate');
@@ -862,8 +910,11 @@ sub run_campaign
 sub no_errors_since_last
 {
 	my ($E) = @_;
-	my $st = try_psql($E->{sub}, "SELECT state FROM subscription_status() WHERE subscription_name = '$SUBNAME'") // '';
-	is($st, 'streaming', 'the subscription streams at the end');
+	foreach my $x (@{ $E->{subs} })
+	{
+		my $st = try_psql($E->{sub}, "SELECT state FROM subscription_status() WHERE subscription_name = '$x->{name}'", $x->{db}) // '';
+		is($st, 'streaming', "$x->{name} streams at the end");
+	}
 	return;
 }
 
@@ -884,7 +935,7 @@ sub report
 	$md .= "- samples of the subscriber during the run: $E->{samples}, bad: $E->{bad_samples}\n";
 	$md .= "- disk_full faults during which the subscriber met ENOSPC: " . ($E->{enospc} // 0) . "\n";
 	$md .= "- highest lag seen: $E->{max_lag_bytes} bytes, apply lag " . sprintf('%.1f', $E->{max_apply_lag}) . " s\n";
-	$md .= "- kinds skipped here: " . (join(', ', grep { my $k = $_; !grep { $_ eq $k } kinds($E) } @ALL_KINDS) || 'none') . "\n\n";
+	$md .= "- kinds not run (failover: before PostgreSQL 17; disk_full: no filesystem to fill; others: not in FAULT_KINDS): " . (join(', ', grep { my $k = $_; !grep { $_ eq $k } kinds($E) } @ALL_KINDS) || 'none') . "\n\n";
 	$md .= "Recovery: seconds from the load's stop after the fault to wait_for_catchup's return.\n\n";
 	$md .= "| fault | count | recovery median (s) | recovery max (s) | highest lag (bytes) | not recovered |\n|---|---|---|---|---|---|\n";
 	foreach my $k (@ALL_KINDS)
