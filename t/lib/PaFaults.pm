@@ -878,12 +878,12 @@ sub run_campaign
 		$E->{fault_n} = $i;
 		$E->{fault_kind} = $kind;
 		$E->{cur_lag_bytes} = 0;
-		run_for($E, rnd_real($E, 0.3, 1.2));
+		run_for($E, rnd_real($E, 0.2, 0.8));
 		logmsg($E, "fault $i/$n: $kind");
 		my $tf = time;
 		$faults{$kind}->($E);
 		my $fault_s = time - $tf;
-		run_for($E, rnd_real($E, 0.2, 0.8));
+		run_for($E, rnd_real($E, 0.2, 0.6));
 		my $ts = time;
 		stop_load($E);
 		logmsg($E, sprintf('  load stopped in %.1f s', time - $ts));
