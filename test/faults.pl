@@ -15,7 +15,13 @@
 # Environment: SEED, FAULTS, FAULT_KINDS (a subset, e.g. "net_stall
 # kill_writer"), REPORT (a markdown report written there), FAULT_TMPFS (a
 # small filesystem the subscriber's temporary files go to: test/faults.sh
-# mounts one as root; without it the disk_full fault is skipped).
+# mounts one as root; without it the disk_full fault is skipped),
+# FAULT_FAILOVER=0 (PostgreSQL 17 and later: no standby, no failover
+# fault), FAULT_VERBOSE=1 (each step on prove's output).
+#
+# The failover fault (PostgreSQL 17 and later) is written but was never
+# run by its author, who had only 15: t/lib/PaFaults.pm, make_standby()
+# and the failover entry of %faults.
 # Run it with test/faults.sh; it is not part of t/ (it takes minutes).
 use strict;
 use warnings;

@@ -131,7 +131,8 @@ log_line_prefix = '%m [%p] %b:%a '
 
 	# on 17 and later: a physical standby that syncs the slot, the target
 	# of the failover fault
-	$E->{failover_ok} = $E->{version} >= 17;
+	# (FAULT_FAILOVER=0 leaves it out there too)
+	$E->{failover_ok} = $E->{version} >= 17 && ($ENV{FAULT_FAILOVER} // '1') ne '0';
 	make_standby($E) if $E->{failover_ok};
 
 	# the subscriber's temporary files (spill files, streamed transactions:
@@ -858,7 +859,8 @@ sub schedule
 {
 	my ($E, $n) = @_;
 	my @k = kinds($E);
-	diag('failover: skipped, PostgreSQL ' . $E->{version} . ' (a provider failover with failover slots needs 17 or later)')
+	diag('failover: skipped, ' . ($E->{version} >= 17 ? 'FAULT_FAILOVER=0'
+		  : "PostgreSQL $E->{version} (a provider failover with failover slots needs 17 or later)"))
 	  unless $E->{failover_ok};
 	my @s;
 	push @s, shuffle_with($E, @k) while @s < $n;
