@@ -657,7 +657,7 @@ sub check_all
 	{
 		my $pos_ok = 0;
 		my $last = '';
-		for (1 .. 100)
+		for (1 .. 300)
 		{
 			my $confirmed = try_psql($pub, "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$x->{slot}'") // '';
 			$confirmed = '0/0' if $confirmed eq '';
