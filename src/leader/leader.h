@@ -200,6 +200,10 @@ typedef struct PaLeader
 	TimestampTz last_send;		/* when it was sent */
 	TimestampTz msg_send_time;	/* the provider's, of its last message */
 	TimestampTz msg_receipt_time;	/* and when it was received */
+	TimestampTz reading_since;	/* the loop reads again from then on (the
+								 * stream's start, a dispatcher wait's end) */
+	TimestampTz ping_sent;		/* when a reply was last asked for a
+								 * silent provider */
 	WalReceiverConn *position_conn; /* asks the provider its WAL position */
 	bool		position_failed;	/* could not connect: said once */
 	TimestampTz position_asked; /* when it was asked last */

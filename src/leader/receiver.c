@@ -304,6 +304,8 @@ wait_for_dispatcher(PaDispatchWait *wait)
 		return;					/* replaying: not in COPY mode yet */
 	pa_progress_update(false);
 	pa_progress_feedback(false, false);
+	/* the provider's silence counts only while the loop reads */
+	L->reading_since = GetCurrentTimestamp();
 }
 
 /*
@@ -504,6 +506,44 @@ housekeeping(TimestampTz *last_xact, bool drained)
 }
 
 /*
+ * As PostgreSQL's walreceiver and apply worker: a provider from which
+ * nothing came for wal_receiver_timeout while the loop was reading is
+ * taken to be gone, and the pipeline ends with an error (the supervisor
+ * starts it again, on a new connection).  A connection that went silent
+ * without ending (a frozen provider, a lost route, a half-open TCP
+ * connection) would otherwise hold the subscription until the socket
+ * ends, which may be never.  Halfway through, a status update asks for a
+ * reply, which a live walsender sends at once, so that an idle stream is
+ * not taken for a silent one.  The time the loop waits for the dispatcher
+ * does not count: it reads nothing then.
+ */
+static void
+check_provider_silence(void)
+{
+	PaLeader   *L = MyPaLeader;
+	TimestampTz last;
+	TimestampTz now;
+
+	if (wal_receiver_timeout <= 0)
+		return;
+	last = Max(L->msg_receipt_time, L->reading_since);
+	now = GetCurrentTimestamp();
+	if (TimestampDifferenceExceeds(last, now, wal_receiver_timeout))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("terminating parallel_apply receiver of subscription \"%s\" due to timeout",
+						L->sub->name),
+				 errdetail("Nothing was received from the provider for %d ms (wal_receiver_timeout).",
+						   wal_receiver_timeout)));
+	if (L->ping_sent <= last &&
+		TimestampDifferenceExceeds(last, now, wal_receiver_timeout / 2))
+	{
+		L->ping_sent = now;
+		pa_progress_feedback(true, true);
+	}
+}
+
+/*
  * The leader's loop: the only place it waits.  While the dispatcher has
  * something to finish (see the header comment), it waits for that and
  * reads nothing; else it reads what is there, and then waits for the
@@ -515,6 +555,8 @@ stream_loop(void)
 	PaLeader   *L = MyPaLeader;
 	TimestampTz last_xact = GetCurrentTimestamp();
 	WaitEventSet *wes = NULL;
+
+	L->reading_since = last_xact;
 
 	for (;;)
 	{
@@ -580,6 +622,7 @@ stream_loop(void)
 			(event.events & WL_LATCH_SET))
 			ResetLatch(MyLatch);
 		pg_atomic_write_u64(&L->slot->wake_leader_at, 0);
+		check_provider_silence();
 	}
 }
 
