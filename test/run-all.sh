@@ -34,8 +34,10 @@
 # and the newest (PA_CROSS_VERSIONS) as provider and subscriber of each
 # other, and
 # test/pg-upgrade.sh upgrades a subscriber with pg_upgrade (t/090) for
-# each OLD:NEW of PA_UPGRADES (default 15 -> 17 and 18 -> 19, in NEW's
-# root; see below why not 15 -> 19).  Each step is printed at the end with
+# each OLD:NEW of PA_UPGRADES (default 18 -> 19, in 19's root; see below
+# why not 15 -> 19; "15:17 18:19" adds 15 -> 17).  On the versions with the
+# whole suite, the short fault campaign runs after it (test/faults.sh;
+# PA_FAULTS=0 leaves it out).  Each step is printed at the end with
 # where it ran, its result and its time; the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
@@ -43,7 +45,8 @@
 # PROVE_TESTS (a subset of t/*.pl), SKIP_TAP=1, PA_DEBUG_SWITCHES (as
 # another user only, see above), PG_CONFIG (as another user, or for 15;
 # default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS,
-# PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_CROSS_VERSIONS, PA_UPGRADES.
+# PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_CROSS_VERSIONS, PA_UPGRADES,
+# PA_FAULTS, FAULT_FAILOVER (test/faults.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -146,6 +149,14 @@ run_here() (
 	chown -R "$TEST_USER" "$TEST_DIR"
 	export PROVE_TESTS=${PROVE_TESTS:-}
 	as_user 'run_tap 1 "$PROVE_TESTS"' || status=1
+
+	# the short fault campaign, on the versions that get the whole suite:
+	# it builds and installs the default build itself
+	if [ "${PA_RUN_FAULTS:-0}" = 1 ]; then
+		say "the fault campaign, short (test/faults.sh, FAULTS=${FAULTS:-50})"
+		PG_CONFIG="$PG_CONFIG" TEST_USER="$TEST_USER" \
+			bash "$repo/test/faults.sh" || status=1
+	fi
 	exit $status
 )
 
@@ -163,7 +174,9 @@ run_in_root() {
 		PA_IN_ROOT=1 PG_VERSIONS="$version" \
 		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \
 		TEST_USER="$TEST_USER" TEST_DIR="$TEST_DIR" SKIP_TAP="${SKIP_TAP:-0}" \
-		PROVE_TESTS="${PROVE_TESTS:-}" bash "$src/test/run-all.sh" || status=1
+		PROVE_TESTS="${PROVE_TESTS:-}" PA_RUN_FAULTS="${PA_RUN_FAULTS:-0}" \
+		FAULT_FAILOVER="${FAULT_FAILOVER:-}" \
+		bash "$src/test/run-all.sh" || status=1
 	[ $mounted = 1 ] || bash "$repo/tools/pg-root.sh" --umount "$version" "$root"
 	return $status
 }
@@ -257,6 +270,12 @@ for version in $PG_VERSIONS; do
 		export PROVE_TESTS
 	fi
 	[ "${SKIP_TAP:-0}" = 1 ] && tap="no TAP"
+	# the fault campaign where the whole suite runs (PA_FAULTS=0: nowhere)
+	export PA_RUN_FAULTS=0
+	if [ "$tap" = "TAP: all" ] && [ "${PA_FAULTS:-1}" != 0 ]; then
+		PA_RUN_FAULTS=1
+		tap="$tap, fault campaign"
+	fi
 	case $version in
 		15)
 			status=0
@@ -295,14 +314,15 @@ for newer in $PA_CROSS_VERSIONS; do
 done
 
 # pg_upgrade of a subscriber, for each OLD:NEW of PA_UPGRADES (default
-# "15:17 18:19"; "" for none) whose NEW is in PG_VERSIONS, under the same
+# "18:19", the newest, to keep CI under an hour; "15:17 18:19" as well
+# from 15; "" for none) whose NEW is in PG_VERSIONS, under the same
 # conditions as cross-version, in NEW's root (test/pg-upgrade.sh): from 15,
 # Debian 12's 15 unpacked beside (tools/pg-upgrade-root.sh); from 18,
 # Debian's postgresql-18 installed beside.  19 is upgraded from 18, not
 # 15: Debian's 19~rc1 pg_upgrade fails on any 15 cluster that has a table,
 # parallel_apply or not (pg_dump writes column options "pg_attver" that 19
 # refuses); PA_UPGRADES="15:19" tries it again.
-PA_UPGRADES=${PA_UPGRADES-15:17 18:19}
+PA_UPGRADES=${PA_UPGRADES-18:19}
 for pair in $PA_UPGRADES; do
 	old=${pair%%:*}
 	newer=${pair##*:}
