@@ -42,8 +42,19 @@ fi
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
+# provider and subscribers on CPUs of their own (as separate machines) where
+# the machine has two CPUs or more and taskset exists
+if (( $(nproc) >= 2 )) && command -v taskset >/dev/null; then
+	pin=split
+	echo "== CPU pinning: split (the provider and its pgbench on CPU 0, the subscribers on CPUs 1-$(( $(nproc) - 1 )), taskset)"
+else
+	pin=none
+	echo "== CPU pinning: none ($(nproc) CPU(s)$(command -v taskset >/dev/null || echo ', no taskset'))"
+fi
+
 echo "== benchmark suite, short default (bench/suite.py)"
 SUITE_INVOKED_BY="bench/run.sh" exec "$py" "$here/suite.py" \
+	--pin "$pin" \
 	--experiments catchup,sustained,lag,syncrep \
 	--systems pa,pglogical,incore,physical \
 	--writers 1,4 \
