@@ -49,6 +49,9 @@
 #
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
+#   WARMUP_XACTS=NXACTS   the backlog of each warm-up round (smaller: a
+#                         shorter warm-up; 20000 TPC-B transactions already
+#                         update most pages of pgbench_accounts at scale 10)
 #   WARMUP=1              untimed rounds before the runs (a backlog each system
 #                         applies and is vacuumed after), so that the timed runs
 #                         find the subscribers' tables as a replicating
@@ -110,7 +113,7 @@ BENCH_NAME=catchup_bench
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
 bench_load_defaults 100000 10 8 2 3
-: "${WARMUP:=1}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
+: "${WARMUP:=1}" "${WARMUP_XACTS:=${NXACTS:-100000}}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
 : "${WRITERS:=1 2 4 8}" "${SYSTEMS:=pa pglogical incore}" "${ROUTE_WRITERS:=2}" "${ADAPTIVE_WRITERS:=8}" "${PA_CONF:=}"
 : "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
 : "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}" "${PIN:=}"
@@ -127,8 +130,9 @@ if [[ -n $PIN ]]; then
 	(( $(nproc) >= 2 )) || die "PIN=split needs 2 CPUs"
 	command -v taskset >/dev/null || die "PIN=split needs taskset (util-linux)"
 fi
-bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS
+bench_check_uint WARMUP_XACTS NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS
 (( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
+(( WARMUP_XACTS >= CLIENTS )) || die "WARMUP_XACTS ($WARMUP_XACTS) must be >= CLIENTS ($CLIENTS)"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
 [[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
@@ -148,7 +152,7 @@ for s in $SYSTEMS; do
 done
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
 bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS PIN \
-	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
+	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WARMUP_XACTS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
 	ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT PA_CONF
 PDB=bench
 CSV=$WORKDIR/catchup_results.csv
@@ -715,15 +719,18 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 	qp "CHECKPOINT"
 	START_LSN=$(qp "SELECT pg_current_wal_lsn()")
 	(( RUN >= 1 )) || log "warm-up round $(( RUN + WARMUP ))/$WARMUP (untimed, not recorded)"
-	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT ($WORKLOAD)"
+	per_client=$PER_CLIENT
+	(( RUN >= 1 )) || per_client=$(( WARMUP_XACTS / CLIENTS ))
+	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $per_client ($WORKLOAD)"
 	t0=$(now)
-	$(pin_prefix prov) pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" "${PGBENCH_SCRIPT[@]}" \
+	$(pin_prefix prov) pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$per_client" "${PGBENCH_SCRIPT[@]}" \
 		-h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$PDB" >>"$PGBENCH_LOG" 2>&1 ||
 		{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench load failed"; }
 	t1=$(now)
 	END_LSN=$(qp "SELECT pg_current_wal_lsn()")
 	processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$PGBENCH_LOG" | tail -n 1)
-	[[ $processed == "$XACTS" ]] || die "pgbench processed '$processed' transactions, expected $XACTS"
+	[[ $processed == "$(( per_client * CLIENTS ))" ]] ||
+		die "pgbench processed '$processed' transactions, expected $(( per_client * CLIENTS ))"
 	load_tps=$(sed -n 's/^tps = \([0-9]*\)\..*/\1/p' "$PGBENCH_LOG" | tail -n 1)
 
 	# The target: the last commit record of the backlog.  A subscriber's
@@ -823,7 +830,7 @@ done
 report_header "logical replication catch-up benchmark"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
-echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
+echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP WARMUP_XACTS=$WARMUP_XACTS SYNC=$SYNC"
 echo "           WRITERS=\"$WRITERS\" HISTORY_PK=$HISTORY_PK PORT=$PORT..$(( PORT + ${#CLUSTERS[@]} - 1 ))"
 echo "           subscriber apply synchronous_commit=$SYNC (parallel_apply synchronous_commit := '$SYNC',"
 echo "           in-core WITH (synchronous_commit = $SYNC), pglogical.synchronous_commit = $SYNC)"

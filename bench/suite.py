@@ -1154,7 +1154,8 @@ class Suite:
         if not systems:
             return
         wd = os.path.join(a.workdir, "catchup")
-        env = {"NXACTS": str(a.backlog), "SCALE": str(a.scale), "CLIENTS": str(a.backlog_clients),
+        env = {"NXACTS": str(a.backlog), "SCALE": str(a.scale),
+               "WARMUP_XACTS": str(a.warmup_backlog or min(a.backlog, 20000)), "CLIENTS": str(a.backlog_clients),
                "JOBS": str(min(a.jobs, a.backlog_clients)), "RUNS": str(a.catchup_runs),
                "WRITERS": " ".join(map(str, a.writers)), "SYSTEMS": " ".join(systems), "SYNC": a.sub_sync,
                "WORKLOAD": a.workload, "INSERT_COLUMNS": str(a.insert_columns),
@@ -1402,7 +1403,8 @@ class Suite:
               f"pgbench -j min(clients, {a.jobs}); runs {a.runs}",
             f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}, "
             f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}",
-            f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s)",
+            f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s) "
+            f"after an untimed warm-up backlog of {a.warmup_backlog or min(a.backlog, 20000)}",
             f"- memory: scale {a.memory_scale}, subscriber shared_buffers {a.memory_shared_buffers}, "
             f"cap {a.memory_limit} (cgroup as root, else page-cache eviction), backlog {a.memory_backlog}, "
             f"clients {','.join(map(str, a.memory_clients))} for {a.memory_duration}s, "
@@ -1815,6 +1817,9 @@ def parse_args(argv):
     ap.add_argument("--backlog", type=int, default=100000, help="catchup: backlog transactions")
     ap.add_argument("--backlog-clients", type=int, default=8, help="catchup, memory: clients making the backlog")
     ap.add_argument("--catchup-runs", type=int, default=3, help="catchup: backlogs (catchup_bench.sh RUNS)")
+    ap.add_argument("--warmup-backlog", type=int, default=None,
+                    help="catchup: transactions of the untimed warm-up backlog before the runs "
+                         "(catchup_bench.sh WARMUP_XACTS; default min(--backlog, 20000))")
     ap.add_argument("--sync-clients", type=int, default=8, help="syncrep: pgbench clients")
     ap.add_argument("--sync-duration", type=int, default=30, help="syncrep: seconds per mode")
     ap.add_argument("--sync-modes", default="remote_write,on,remote_apply", help="syncrep: synchronous_commit values")
