@@ -782,7 +782,8 @@ class Deployment:
         for x in self.systems:
             if x.kind == "physical":
                 continue
-            x.cluster.initdb("subscriber", x.kind, self.extra_sub_conf, SHARED_BUFFERS=self.sub_shared_buffers,
+            conf = list(self.extra_sub_conf) + (a.pa_conf if x.kind == "pa" else [])
+            x.cluster.initdb("subscriber", x.kind, conf, SHARED_BUFFERS=self.sub_shared_buffers,
                              PA_MAX_WRITERS=max(8, x.writers or 1), SYNC=a.sub_sync)
             x.cluster.start(self.cgroups.get(x.key))
         if self.prov.q1("postgres", "SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'") != 1:
@@ -1160,7 +1161,7 @@ class Suite:
                "WRITERS": " ".join(map(str, a.writers)), "SYSTEMS": " ".join(systems), "SYNC": a.sub_sync,
                "WORKLOAD": a.workload, "INSERT_COLUMNS": str(a.insert_columns),
                "PORT": str(a.port + 40), "WORKDIR": wd, "PGBIN": a.pgbin,
-               "PIN": "split" if a.pin == "split" else "",
+               "PIN": "split" if a.pin == "split" else "", "PA_CONF": ";".join(a.pa_conf),
                "CATCHUP_TIMEOUT": str(a.catchup_timeout), "SETUP_TIMEOUT": str(a.setup_timeout),
                "BENCH_USER": self.runner.user, "KEEP_DATA": "1" if a.keep_data else "0"}
         self.progress.step(f"catchup: bench/catchup_bench.sh ({' '.join(f'{k}={v}' for k, v in env.items() if k in ('NXACTS', 'RUNS', 'WRITERS', 'SYSTEMS', 'WORKLOAD'))})")
@@ -1394,7 +1395,8 @@ class Suite:
             f"- machine: {os.cpu_count()} CPUs ({cpu}), {mem:.1f} GiB RAM, {os.uname().sysname} "
             f"{os.uname().release}, {os_name}; load average at start {open('/proc/loadavg').read().split()[0]}",
             f"- PostgreSQL: {pgv} (PGBIN {a.pgbin}); pglogical {pgl}",
-            f"- parallel_apply: repository {rev}, installed library md5 {so_md5}",
+            f"- parallel_apply: repository {rev}, installed library md5 {so_md5}"
+            + (f"; its subscribers' postgresql.conf adds: {'; '.join(a.pa_conf)}" if a.pa_conf else ""),
             f"- command: `{cmd}`",
             f"- experiments: {', '.join(a.experiments)}; systems: {', '.join(a.systems)}; "
             f"parallel_apply writers: {','.join(map(str, a.writers))}",
@@ -1848,6 +1850,9 @@ def parse_args(argv):
     ap.add_argument("--pin", choices=["split", "none"], default="none",
                     help="split: the provider's server and pgbench on CPU 0, every subscriber's (and the physical "
                          "standby's) server on CPUs 1..N-1 (taskset), as separate machines; none: no pinning")
+    ap.add_argument("--pa-conf", default="",
+                    help="lines (';'-separated) added to each parallel_apply subscriber's postgresql.conf, e.g. "
+                         "'parallel_apply.adaptive_writers = off' (catchup: catchup_bench.sh PA_CONF)")
     ap.add_argument("--keep-data", action="store_true", help="keep the data directories")
     ap.add_argument("--no-charts", action="store_true")
     a = ap.parse_args(argv)
@@ -1860,6 +1865,7 @@ def parse_args(argv):
     for s in a.systems + a.memory_systems:
         if s not in SYSTEM_KINDS:
             ap.error(f"unknown system '{s}'")
+    a.pa_conf = [l.strip() for l in a.pa_conf.split(";") if l.strip()]
     a.writers = csv_list(a.writers, int)
     a.memory_writers = csv_list(a.memory_writers, int) if a.memory_writers else a.writers
     a.clients = csv_list(a.clients, int)
