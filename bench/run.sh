@@ -2,8 +2,8 @@
 # The main job, one command on a fresh Debian 12 machine, as root: install
 # what is missing (PostgreSQL 15, pglogical for the comparison, Python's
 # psycopg2 and matplotlib), build and install parallel_apply, then run a
-# short default of the benchmark suite (bench/suite.py, about 15 minutes on
-# this project's 2-CPU machine):
+# short default of the benchmark suite (bench/suite.py, 23 minutes in one
+# run on this project's 2-CPU machine while other work loaded it):
 #
 #   - on 2 CPUs or more (with taskset), the provider's server and pgbench on
 #     CPU 0 and every subscriber's on the other CPUs (--pin split), as two
