@@ -8,6 +8,8 @@
 #   make PA_DEBUG_SWITCHES=1 install  a build with the benchmark-only
 #                                     switches (see below); never for
 #                                     a subscriber whose data matters
+#   make dist                         the release tarball for PGXN
+#                                     (docs/packaging.md)
 
 MODULE_big = parallel_apply
 # The layout shows the architecture (README.md, "Layout").
@@ -125,6 +127,19 @@ check-temp:
 	$(pgxsdir)/src/test/regress/pg_regress --temp-instance=tmp_check/regress \
 		--temp-config=$(srcdir)/test/regress.conf --bindir=$(bindir) \
 		--inputdir=$(srcdir) $(REGRESS)
+
+# The release tarball for PGXN, parallel_apply-VERSION.tar.gz (VERSION:
+# META.json's): what HEAD holds (git archive: what is not committed is not
+# in it), under parallel_apply-VERSION/.  Refused when the versions
+# disagree (test/versions.sh).
+PA_RELEASE = $(shell perl -MJSON::PP -0777 -ne 'print decode_json($$_)->{version}' $(srcdir)/META.json)
+dist:
+	bash $(srcdir)/test/versions.sh $(srcdir)
+	git -C $(srcdir) archive --format=tar.gz --prefix=parallel_apply-$(PA_RELEASE)/ HEAD >parallel_apply-$(PA_RELEASE).tar.gz
+	@git -C $(srcdir) diff --quiet HEAD -- || \
+		echo "make dist: uncommitted changes are not in parallel_apply-$(PA_RELEASE).tar.gz" >&2
+
+.PHONY: dist
 
 # The TAP suite alone (PostgreSQL::Test::Cluster, prove); each test makes
 # its own clusters.  PROVE_TESTS='t/001_x.pl' runs one file.

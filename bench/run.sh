@@ -27,12 +27,12 @@
 # and writes CSV, markdown and PNG charts (path printed at the end).  It exits
 # non-zero if a run's tables differ or a catch-up hangs.
 #
-#   sudo bash bench/run.sh                       # the short default
-#   sudo bash bench/run.sh --duration 30         # any suite.py option overrides the default
+#   bash bench/run.sh                       # the short default
+#   bash bench/run.sh --duration 30         # any suite.py option overrides the default
 #   SKIP_SETUP=1 PGBIN=/path/bin bash bench/run.sh   # use what is installed, no package/build step
 #
 # The full suite (every experiment, the memory-constrained subscriber too):
-#   sudo /usr/bin/python3 bench/suite.py          # see bench/README.md, section "Suite"
+#   /usr/bin/python3 bench/suite.py          # see bench/README.md, section "Suite"
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -93,7 +93,7 @@ try:
     import psycopg2
 except ImportError:  # pragma: no cover
     sys.exit("bench/suite.py needs psycopg2 (Debian: apt-get install python3-psycopg2, "
-             "or sudo bash tools/setup.sh --bench ...); run it with /usr/bin/python3")
+             "or, as root, bash tools/setup.sh --bench ...); run it with /usr/bin/python3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

@@ -7,7 +7,7 @@
 # the initial copy and the stream of inserts, updates and deletes leave
 # identical rows on both sides, for each direction.
 #
-#   sudo bash test/cross-version.sh [NEWER]
+#   bash test/cross-version.sh [NEWER]
 #
 # As root: builds the extension from this tree and installs it into 15
 # (PG15_CONFIG, default /usr/lib/postgresql/15/bin/pg_config) and into the

@@ -4,7 +4,7 @@
 # in the Debian root of tools/pg-upgrade-root.sh (NEWER from Debian, 15
 # unpacked from this machine's Debian 12 packages).
 #
-#   sudo bash test/pg-upgrade.sh [NEWER]
+#   bash test/pg-upgrade.sh [NEWER]
 #
 # As root: makes or completes the root, builds the extension from this
 # tree with 15's PGXS here (PG15_CONFIG, default
