@@ -7,7 +7,8 @@
 #
 #   - on 2 CPUs or more (with taskset), the provider's server and pgbench on
 #     CPU 0 and every subscriber's on the other CPUs (--pin split), as two
-#     machines, so that the sustained experiment measures apply capacity,
+#     machines: a subscriber that cannot keep up falls behind instead of
+#     taking the provider's CPU,
 #   - catch-up of a 100,000-transaction pgbench backlog (after an untimed
 #     warm-up of 20,000) by parallel_apply with 1 and 4 writers, pglogical
 #     and in-core (bench/catchup_bench.sh): long enough, at least 10 s for
@@ -23,8 +24,8 @@
 # the provider's, and measuring each system's apply CPU per transaction.
 # It prints first parallel_apply's ratios against in-core and pglogical
 # (catch-up apply TPS, sustained TPS), then the machine, the command and
-# the results tables
-# and writes CSV, markdown and PNG charts (path printed at the end).  It exits
+# the results tables, and writes CSV, markdown and PNG charts (path printed
+# at the end).  It exits
 # non-zero if a run's tables differ or a catch-up hangs.
 #
 #   bash bench/run.sh                       # the short default
