@@ -49,6 +49,9 @@
 #
 # Environment (all optional):
 #   NXACTS=100000  SCALE=10  CLIENTS=8  JOBS=2  RUNS=3
+#   WARMUP_XACTS=NXACTS   the backlog of each warm-up round (smaller: a
+#                         shorter warm-up; 20000 TPC-B transactions already
+#                         update most pages of pgbench_accounts at scale 10)
 #   WARMUP=1              untimed rounds before the runs (a backlog each system
 #                         applies and is vacuumed after), so that the timed runs
 #                         find the subscribers' tables as a replicating
@@ -96,6 +99,10 @@
 #                         subscriber's postgresql.conf, e.g.
 #                         "parallel_apply.adaptive_writers = off"
 #   PA_REV=<text>         how the report names the parallel_apply build
+#   PIN=                  split: the provider's server and pgbench on CPU 0,
+#                         every subscriber's server on CPUs 1..N-1 (taskset),
+#                         as a provider and a subscriber on machines of their
+#                         own; empty: every process on every CPU
 #                         (default: git describe of this repository)
 #
 # Exits non-zero on any failure, including a catch-up that did not finish and
@@ -106,10 +113,10 @@ BENCH_NAME=catchup_bench
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
 bench_load_defaults 100000 10 8 2 3
-: "${WARMUP:=1}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
+: "${WARMUP:=1}" "${WARMUP_XACTS:=${NXACTS:-100000}}" "${SYNC:=off}" "${WORKLOAD:=tpcb}" "${HISTORY_PK:=0}" "${INSERT_COLUMNS:=0}"
 : "${WRITERS:=1 2 4 8}" "${SYSTEMS:=pa pglogical incore}" "${ROUTE_WRITERS:=2}" "${ADAPTIVE_WRITERS:=8}" "${PA_CONF:=}"
 : "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
-: "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}"
+: "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}" "${PIN:=}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 # the workload files and the baseline check (beside this script, also in
@@ -118,8 +125,14 @@ WORKLOADS=$BENCH_DIR/workloads
 CHECK_SCRIPT=$BENCH_DIR/baseline_check.sh
 
 bench_find_pgbin pgbench pg_dump pg_waldump
-bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS
+if [[ -n $PIN ]]; then
+	[[ $PIN == split ]] || die "PIN must be split or empty (got '$PIN')"
+	(( $(nproc) >= 2 )) || die "PIN=split needs 2 CPUs"
+	command -v taskset >/dev/null || die "PIN=split needs taskset (util-linux)"
+fi
+bench_check_uint WARMUP_XACTS NXACTS SCALE CLIENTS JOBS RUNS PORT CATCHUP_TIMEOUT SETUP_TIMEOUT ROUTE_WRITERS ADAPTIVE_WRITERS CHECK_RUNS
 (( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
+(( WARMUP_XACTS >= CLIENTS )) || die "WARMUP_XACTS ($WARMUP_XACTS) must be >= CLIENTS ($CLIENTS)"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
 [[ $SYNC == on || $SYNC == off ]] || die "SYNC must be on or off (got '$SYNC')"
 [[ $WORKLOAD == tpcb || $WORKLOAD == insert ]] || die "WORKLOAD must be tpcb or insert (got '$WORKLOAD')"
@@ -138,8 +151,8 @@ for s in $SYSTEMS; do
 		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive)"
 done
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
-bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS \
-	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
+bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS PIN \
+	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WARMUP_XACTS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
 	ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT PA_CONF
 PDB=bench
 CSV=$WORKDIR/catchup_results.csv
@@ -309,7 +322,7 @@ for s in "${SYS_LIST[@]}"; do
 done
 for c in "${CLUSTERS[@]}"; do
 	log "starting $c on port ${CPORT[$c]}"
-	cluster_start "$c"
+	cluster_start "$c" $(pin_prefix "$c")
 done
 
 PG_VERSION_SRV=$(q prov postgres -c "SHOW server_version")
@@ -524,7 +537,7 @@ replay_route() {
 
 catchup() {
 	local s=$1 target=$2 start=$3 c=$1 db=$SDB
-	local t0 t1 tf="" busy0 total0 deadline state err before after logsize
+	local t0 t1 tf="" busy0 total0 deadline state err before after logsize sub0 sub1
 	SECS=NA FIRST=NA CPU_PCT=NA FINAL_LSN="" STATS="" SEEN_ERROR="" SLOT_START=""
 
 	q "$c" "$db" -c "$prewarm_sql" >/dev/null
@@ -543,6 +556,7 @@ catchup() {
 	local co_pid=$POLLER_PID co_in=${POLLER[1]}
 	co_query "SELECT 1" || die "poller did not answer"
 
+	sub0=$(cluster_cpu_secs "$c")
 	cpu_jiffies
 	busy0=$CPU_BUSY total0=$CPU_TOTAL
 	t0=$EPOCHREALTIME
@@ -565,8 +579,12 @@ catchup() {
 		read -r -t "$POLL_SECS" -u "$SLEEP_FD" _ || true
 	done
 	cpu_jiffies
-	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="NA NA NA" WORK="NA NA NA NA NA NA NA"
-	[[ -z $t1 ]] || apply_cpu "$s"
+	APPLY_CPU=NA LEADER_CPU=NA WALSENDER_CPU=NA APPLY_CTR="NA NA NA" WORK="NA NA NA NA NA NA NA" SUB_CPU=NA
+	if [[ -n $t1 ]]; then
+		apply_cpu "$s"
+		sub1=$(cluster_cpu_secs "$c")
+		[[ -z $sub0 || -z $sub1 ]] || SUB_CPU=$(awk -v a="$sub0" -v b="$sub1" 'BEGIN { printf "%.3f", b - a }')
+	fi
 	printf '\\q\n' >&"$co_in" 2>/dev/null || true
 	wait "$co_pid" 2>/dev/null || true
 
@@ -644,9 +662,9 @@ catchup() {
 # ---------------------------------------------------------------------------
 PER_CLIENT=$(( NXACTS / CLIENTS ))
 XACTS=$(( PER_CLIENT * CLIENTS ))
-echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc" >"$CSV"
+echo "run,position,system,writers,workload,sync,xacts,seconds,apply_tps,first_commit_secs,cpu_busy_pct,start_lsn,last_commit_lsn,end_lsn,slot_restart_lsn,slot_confirmed_flush_lsn,final_applied_lsn,identical,differences,stats,apply_cpu_s,leader_cpu_s,walsender_cpu_s,replay_tps,apply_vcsw,apply_nvcsw,apply_minflt,sub_wal_records,sub_wal_fpi,sub_wal_bytes,sub_tup_ins,sub_tup_upd,sub_tup_hot_upd,sub_buffers_alloc,sub_cluster_cpu_s" >"$CSV"
 declare -A SECS_OF SAME_OF TPS_OF CPU_OF STATS_OF LOAD_INFO ORDER_OF FIRST_OF
-declare -A APPLY_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF REPLAY_OF
+declare -A APPLY_CPU_OF SUB_CPU_OF LEADER_CPU_OF WALSENDER_CPU_OF REPLAY_OF
 nsys=${#SYS_LIST[@]}
 shift_by=$(( (nsys + RUNS - 1) / RUNS ))
 (( shift_by >= 1 )) || shift_by=1
@@ -701,15 +719,18 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 	qp "CHECKPOINT"
 	START_LSN=$(qp "SELECT pg_current_wal_lsn()")
 	(( RUN >= 1 )) || log "warm-up round $(( RUN + WARMUP ))/$WARMUP (untimed, not recorded)"
-	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT ($WORKLOAD)"
+	per_client=$PER_CLIENT
+	(( RUN >= 1 )) || per_client=$(( WARMUP_XACTS / CLIENTS ))
+	log "run $RUN/$RUNS: load: pgbench -n -c $CLIENTS -j $JOBS -t $per_client ($WORKLOAD)"
 	t0=$(now)
-	pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$PER_CLIENT" "${PGBENCH_SCRIPT[@]}" \
+	$(pin_prefix prov) pgbench -n -c "$CLIENTS" -j "$JOBS" -t "$per_client" "${PGBENCH_SCRIPT[@]}" \
 		-h "$SOCK" -p "${CPORT[prov]}" -U "$DBUSER" "$PDB" >>"$PGBENCH_LOG" 2>&1 ||
 		{ tail -n 20 "$PGBENCH_LOG" >&2; die "pgbench load failed"; }
 	t1=$(now)
 	END_LSN=$(qp "SELECT pg_current_wal_lsn()")
 	processed=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$PGBENCH_LOG" | tail -n 1)
-	[[ $processed == "$XACTS" ]] || die "pgbench processed '$processed' transactions, expected $XACTS"
+	[[ $processed == "$(( per_client * CLIENTS ))" ]] ||
+		die "pgbench processed '$processed' transactions, expected $(( per_client * CLIENTS ))"
 	load_tps=$(sed -n 's/^tps = \([0-9]*\)\..*/\1/p' "$PGBENCH_LOG" | tail -n 1)
 
 	# The target: the last commit record of the backlog.  A subscriber's
@@ -739,7 +760,7 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 		s=${SYS_LIST[$(( (((RUN - 1) * shift_by + i) % nsys + nsys) % nsys ))]}
 		[[ -z ${SETUP_FAILED[$s]:-} ]] || continue
 		REPLAY_TPS=NA
-		cluster_start "$s"
+		cluster_start "$s" $(pin_prefix "$s")
 		[[ $s != *_route ]] || (( RUN < 1 )) || replay_route "$s"
 		log "run $RUN/$RUNS: catch-up $s"
 		catchup "$s" "$LAST_COMMIT" "$START_LSN"
@@ -764,10 +785,10 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 		SECS_OF[$s,$RUN]=$SECS SAME_OF[$s,$RUN]=$SAME TPS_OF[$s,$RUN]=$tps
 		ORDER_OF[$RUN]+="$s "
 		log "run $RUN/$RUNS: $s ${SECS}s ($tps xacts/s), cpu ${CPU_PCT}%, identical: $SAME ${STATS:+($STATS)}"
-		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS,${APPLY_CTR// /,},${WORK// /,}" >>"$CSV"
+		echo "$RUN,$(( i + 1 )),$s,${SYS_WRITERS[$s]},$WORKLOAD,$SYNC,$XACTS,$SECS,$tps,$FIRST,$CPU_PCT,$START_LSN,$LAST_COMMIT,$END_LSN,${SLOT_START%% *},${SLOT_START##* },$FINAL_LSN,$SAME,\"$DIFF\",\"$STATS\",$APPLY_CPU,$LEADER_CPU,$WALSENDER_CPU,$REPLAY_TPS,${APPLY_CTR// /,},${WORK// /,},$SUB_CPU" >>"$CSV"
 		CPU_OF[$s,$RUN]=$CPU_PCT STATS_OF[$s,$RUN]=$STATS FIRST_OF[$s,$RUN]=$FIRST
 		REPLAY_OF[$s,$RUN]=$REPLAY_TPS
-		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
+		APPLY_CPU_OF[$s,$RUN]=$APPLY_CPU SUB_CPU_OF[$s,$RUN]=$SUB_CPU LEADER_CPU_OF[$s,$RUN]=$LEADER_CPU WALSENDER_CPU_OF[$s,$RUN]=$WALSENDER_CPU
 		q "$s" "$SDB" -c "VACUUM ANALYZE" >/dev/null
 		sub_stop "$s"
 	done
@@ -809,7 +830,7 @@ done
 report_header "logical replication catch-up benchmark"
 echo "systems:   parallel_apply (repo $REPO_REV, installed .so md5 $PA_SO_MD5), pglogical $PGL_VERSION, in-core pgoutput"
 [[ -z $PGL_NOTE ]] || echo "           NOTE: $PGL_NOTE"
-echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP SYNC=$SYNC"
+echo "settings:  WORKLOAD=$WORKLOAD NXACTS=$NXACTS SCALE=$SCALE CLIENTS=$CLIENTS JOBS=$JOBS RUNS=$RUNS WARMUP=$WARMUP WARMUP_XACTS=$WARMUP_XACTS SYNC=$SYNC"
 echo "           WRITERS=\"$WRITERS\" HISTORY_PK=$HISTORY_PK PORT=$PORT..$(( PORT + ${#CLUSTERS[@]} - 1 ))"
 echo "           subscriber apply synchronous_commit=$SYNC (parallel_apply synchronous_commit := '$SYNC',"
 echo "           in-core WITH (synchronous_commit = $SYNC), pglogical.synchronous_commit = $SYNC)"
@@ -817,6 +838,11 @@ echo "           every cluster: shared_buffers=1GB max_wal_size=4GB checkpoint_t
 echo "           subscribers: wal_retrieve_retry_interval=100ms; caches prewarmed (pg_prewarm) and CHECKPOINT"
 echo "           before each catch-up; VACUUM ANALYZE after it (not timed)"
 echo "workdir:   $WORKDIR (clusters ran as OS user $(id -un))"
+if [[ $PIN == split ]]; then
+	echo "pinning:   PIN=split: the provider's server and pgbench on CPU 0, the subscribers' servers on CPUs 1-$(( $(nproc) - 1 )) (taskset)"
+else
+	echo "pinning:   none (every process on any of the $(nproc) CPUs)"
+fi
 echo
 if [[ $WORKLOAD == tpcb ]]; then
 	echo "backlog:   $XACTS TPC-B transactions per run (pgbench -n -c $CLIENTS -j $JOBS -t $PER_CLIENT, scale $SCALE)"
@@ -864,13 +890,14 @@ echo
 echo "CPU per transaction (median over the runs, microseconds of CPU per backlog transaction; a process's"
 echo "CPU since it started, read when the catch-up finished): apply = all the subscriber's apply processes"
 echo "(parallel_apply: receiver/dispatcher and writers), leader = parallel_apply's receiver/dispatcher,"
-echo "walsender = the provider's walsender of the system's slot (decoding and sending):"
-printf '  %-16s %7s %10s %10s %13s\n' system writers apply_us leader_us walsender_us
+echo "walsender = the provider's walsender of the system's slot (decoding and sending); cluster = every"
+echo "process of the subscriber's cluster (postmaster and its children), read before enabling and when done:"
+printf '  %-16s %7s %10s %10s %13s %11s\n' system writers apply_us leader_us walsender_us cluster_us
 for s in "${SYS_LIST[@]}"; do
 	LEADER_US[$s]=$(us_per_xact LEADER_CPU_OF "$s")
 	WALSENDER_US[$s]=$(us_per_xact WALSENDER_CPU_OF "$s")
-	printf '  %-16s %7s %10s %10s %13s\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "$(us_per_xact APPLY_CPU_OF "$s")" \
-		"${LEADER_US[$s]}" "${WALSENDER_US[$s]}"
+	printf '  %-16s %7s %10s %10s %13s %11s\n' "${SYS_LABEL[$s]}" "${SYS_WRITERS[$s]}" "$(us_per_xact APPLY_CPU_OF "$s")" \
+		"${LEADER_US[$s]}" "${WALSENDER_US[$s]}" "$(us_per_xact SUB_CPU_OF "$s")"
 done
 echo
 echo "ratios (apply TPS of parallel_apply / apply TPS of the baseline, medians; above 1.00 parallel_apply is faster):"

@@ -109,7 +109,7 @@ CHUNK = 100000         # rows per chunk of the ordered checksum
 CSV_FIELDS = ["experiment", "run", "system", "writers", "workload", "scale", "clients",
               "duration_s", "sync_mode", "sub_sync", "xacts", "provider_tps", "latency_ms", "catchup_s",
               "sustained_tps", "apply_tps", "max_lag_bytes", "max_sample_gap_ms", "wal_mb",
-              "cpu_pct", "identical", "notes"]
+              "cpu_pct", "apply_cpu_us_per_xact", "walsender_cpu_us_per_xact", "identical", "notes"]
 
 
 class SuiteError(Exception):
@@ -330,8 +330,9 @@ class Cluster:
         self.cgroup = cgroup
         self.suite.started.append(self)
         self.running = True
+        prefix = (cgroup.prefix() if cgroup else []) + self.suite.pin(self.name)
         p = r.run([r.bin("pg_ctl"), "start", "-D", self.datadir, "-l", self.logfile, "-w", "-t", "300"],
-                  as_server=True, check=False, prefix=cgroup.prefix() if cgroup else ())
+                  as_server=True, check=False, prefix=prefix)
         if p.returncode != 0:
             raise SuiteError(f"server {self.name} did not start:\n{self.log_tail(30)}")
 
@@ -526,6 +527,28 @@ class System:
         sql, params = self.applied_sql()
         return int(self.q1(sql, params, key) or 0)
 
+    def walsender_pid(self):
+        """The provider's walsender of this system's slot, None if none."""
+        try:
+            return self.dep.prov.q1(PDB, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s",
+                                    (self.slot,))
+        except psycopg2.Error:
+            return None
+
+    def cpu_reading(self):
+        """(subscriber cluster CPU s, walsender pid, its CPU s) now."""
+        wpid = self.walsender_pid()
+        return cluster_cpu_s(self.cluster.datadir), wpid, proc_cpu_s(wpid)
+
+    def cpu_columns(self, before, xacts):
+        """apply_cpu_us_per_xact and walsender_cpu_us_per_xact since
+        `before` (a cpu_reading); a walsender that changed gives none."""
+        sub0, wpid, ws0 = before
+        sub1 = cluster_cpu_s(self.cluster.datadir)
+        ws1 = proc_cpu_s(wpid) if wpid and wpid == self.walsender_pid() else None
+        return {"apply_cpu_us_per_xact": us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "",
+                "walsender_cpu_us_per_xact": us_per_xact(ws1 - ws0, xacts) if None not in (ws0, ws1) else ""}
+
     def last_error(self):
         if self.kind != "pa":
             return ""
@@ -659,6 +682,49 @@ def cpu_pct(before):
     return round(100 * (b1 - before[0]) / max(t1 - before[1], 1))
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name (index 0 is
+    the state, 1 the parent's pid, 11 utime, 12 stime); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def proc_cpu_s(pid):
+    """CPU seconds (utime + stime) a process used so far, None if gone."""
+    f = proc_stat_fields(pid) if pid else None
+    return (int(f[11]) + int(f[12])) / CLK_TCK if f else None
+
+
+def cluster_cpu_s(datadir):
+    """CPU seconds (utime + stime) used so far by a cluster's postmaster
+    (datadir/postmaster.pid) and every process whose parent it is; None
+    when it does not run.  Two readings around a measurement give the
+    cluster's CPU for it (a process that exits in between is lost)."""
+    try:
+        with open(os.path.join(datadir, "postmaster.pid")) as f:
+            pm = f.readline().strip()
+    except OSError:
+        return None
+    total = proc_cpu_s(pm)
+    if total is None:
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        f = proc_stat_fields(pid)
+        if f and f[1] == pm:
+            total += (int(f[11]) + int(f[12])) / CLK_TCK
+    return total
+
+
+def us_per_xact(seconds, xacts):
+    return round(1e6 * seconds / xacts, 1) if seconds is not None and xacts else ""
+
+
 # ---------------------------------------------------------------------------
 # A deployment: provider, data, and the systems on their clusters.
 # ---------------------------------------------------------------------------
@@ -716,7 +782,8 @@ class Deployment:
         for x in self.systems:
             if x.kind == "physical":
                 continue
-            x.cluster.initdb("subscriber", x.kind, self.extra_sub_conf, SHARED_BUFFERS=self.sub_shared_buffers,
+            conf = list(self.extra_sub_conf) + (a.pa_conf if x.kind == "pa" else [])
+            x.cluster.initdb("subscriber", x.kind, conf, SHARED_BUFFERS=self.sub_shared_buffers,
                              PA_MAX_WRITERS=max(8, x.writers or 1), SYNC=a.sub_sync)
             x.cluster.start(self.cgroups.get(x.key))
         if self.prov.q1("postgres", "SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'") != 1:
@@ -850,7 +917,7 @@ class Deployment:
         cmd += ["-T", str(duration)] if duration else ["-t", str(xacts // clients)]
         cmd += ["-b", "tpcb-like"] if a.workload == "tpcb" else ["-f", s.insert_script]
         env = {"PGOPTIONS": f"-c synchronous_commit={sync_mode}"} if sync_mode else None
-        p = s.runner.run(cmd + [PDB], env_extra=env, check=False,
+        p = s.runner.run(cmd + [PDB], env_extra=env, check=False, prefix=s.pin("prov"),
                          timeout=timeout or (duration or 0) + a.catchup_timeout)
         with open(os.path.join(self.workdir, "pgbench.log"), "a") as f:
             f.write(f"$ {' '.join(cmd)}\n{p.stdout}\n")
@@ -911,6 +978,7 @@ class Deployment:
         logpos = system.cluster.log_size()
         wal0 = self.provider_lsn()
         sampler = LagSampler(self, system)
+        proc0 = system.cpu_reading()
         cpu0 = cpu_jiffies()
         sampler.start()
         t0 = time.monotonic()
@@ -919,6 +987,7 @@ class Deployment:
         target = self.marker()
         t_caught = self.wait_applied(system, target, a.catchup_timeout)
         cpu = cpu_pct(cpu0)
+        cpu_cols = system.cpu_columns(proc0, n)
         max_lag = sampler.finish()
         wal = target - wal0
         for t, lag in sampler.samples:
@@ -927,7 +996,7 @@ class Deployment:
                        provider_tps=round(tps), latency_ms=round(lat, 2) if lat else "",
                        max_lag_bytes=max_lag if max_lag is not None else "",
                        max_sample_gap_ms=round(sampler.max_gap * 1000), wal_mb=round(wal / 1048576, 1),
-                       cpu_pct=cpu, notes=extra)
+                       cpu_pct=cpu, notes=extra, **cpu_cols)
         if sampler.error:
             self.suite.problem(f"{self.name} {system.key}: lag sampler failed: {sampler.error}")
         if t_caught is None:
@@ -952,12 +1021,15 @@ class Deployment:
         counters0 = system.counters()
         io0 = system.read_bytes()
         logpos = system.cluster.log_size()
+        sub0 = cluster_cpu_s(system.cluster.datadir)
         cpu0 = cpu_jiffies()
         t0 = time.monotonic()
         system.enable()
         t1 = self.wait_applied(system, target, a.catchup_timeout)
         cpu = cpu_pct(cpu0)
-        row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra)
+        sub1 = cluster_cpu_s(system.cluster.datadir)
+        row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra,
+                       apply_cpu_us_per_xact=us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "")
         if t1 is None:
             self.fail_system(system, f"did not catch up within {a.catchup_timeout}s ({experiment})",
                              f"{experiment}_hung")
@@ -994,6 +1066,15 @@ class Suite:
         self.cgroups = []
         self.out = args.out
         self.insert_script = None
+
+    def pin(self, cluster_name):
+        """--pin split: the command prefix that puts the provider (cluster
+        "prov", and its pgbench) on CPU 0 and every other cluster on CPUs
+        1..N-1, as a provider and a subscriber on machines of their own."""
+        if self.args.pin != "split":
+            return []
+        n = os.cpu_count() or 1
+        return ["taskset", "-c", "0" if cluster_name == "prov" else f"1-{n - 1}"]
 
     def problem(self, text):
         log("PROBLEM: " + text)
@@ -1074,11 +1155,13 @@ class Suite:
         if not systems:
             return
         wd = os.path.join(a.workdir, "catchup")
-        env = {"NXACTS": str(a.backlog), "SCALE": str(a.scale), "CLIENTS": str(a.backlog_clients),
+        env = {"NXACTS": str(a.backlog), "SCALE": str(a.scale),
+               "WARMUP_XACTS": str(a.warmup_backlog or min(a.backlog, 20000)), "CLIENTS": str(a.backlog_clients),
                "JOBS": str(min(a.jobs, a.backlog_clients)), "RUNS": str(a.catchup_runs),
                "WRITERS": " ".join(map(str, a.writers)), "SYSTEMS": " ".join(systems), "SYNC": a.sub_sync,
                "WORKLOAD": a.workload, "INSERT_COLUMNS": str(a.insert_columns),
                "PORT": str(a.port + 40), "WORKDIR": wd, "PGBIN": a.pgbin,
+               "PIN": "split" if a.pin == "split" else "", "PA_CONF": ";".join(a.pa_conf),
                "CATCHUP_TIMEOUT": str(a.catchup_timeout), "SETUP_TIMEOUT": str(a.setup_timeout),
                "BENCH_USER": self.runner.user, "KEEP_DATA": "1" if a.keep_data else "0"}
         self.progress.step(f"catchup: bench/catchup_bench.sh ({' '.join(f'{k}={v}' for k, v in env.items() if k in ('NXACTS', 'RUNS', 'WRITERS', 'SYSTEMS', 'WORKLOAD'))})")
@@ -1103,6 +1186,8 @@ class Suite:
                           "system": label, "writers": r["writers"], "workload": r["workload"], "scale": a.scale,
                           "clients": a.backlog_clients, "xacts": r["xacts"],
                           "catchup_s": r["seconds"], "apply_tps": r["apply_tps"], "cpu_pct": r["cpu_busy_pct"],
+                          "apply_cpu_us_per_xact": us_per_xact(num(r.get("sub_cluster_cpu_s")), num(r["xacts"])),
+                          "walsender_cpu_us_per_xact": us_per_xact(num(r.get("walsender_cpu_s")), num(r["xacts"])),
                           "identical": r["identical"], "notes": r["stats"]})
 
     # -- experiments 2 and 3: sustained load with apply running, lag sampled
@@ -1310,7 +1395,8 @@ class Suite:
             f"- machine: {os.cpu_count()} CPUs ({cpu}), {mem:.1f} GiB RAM, {os.uname().sysname} "
             f"{os.uname().release}, {os_name}; load average at start {open('/proc/loadavg').read().split()[0]}",
             f"- PostgreSQL: {pgv} (PGBIN {a.pgbin}); pglogical {pgl}",
-            f"- parallel_apply: repository {rev}, installed library md5 {so_md5}",
+            f"- parallel_apply: repository {rev}, installed library md5 {so_md5}"
+            + (f"; its subscribers' postgresql.conf adds: {'; '.join(a.pa_conf)}" if a.pa_conf else ""),
             f"- command: `{cmd}`",
             f"- experiments: {', '.join(a.experiments)}; systems: {', '.join(a.systems)}; "
             f"parallel_apply writers: {','.join(map(str, a.writers))}",
@@ -1319,7 +1405,8 @@ class Suite:
               f"pgbench -j min(clients, {a.jobs}); runs {a.runs}",
             f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}, "
             f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}",
-            f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s)",
+            f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s) "
+            f"after an untimed warm-up backlog of {a.warmup_backlog or min(a.backlog, 20000)}",
             f"- memory: scale {a.memory_scale}, subscriber shared_buffers {a.memory_shared_buffers}, "
             f"cap {a.memory_limit} (cgroup as root, else page-cache eviction), backlog {a.memory_backlog}, "
             f"clients {','.join(map(str, a.memory_clients))} for {a.memory_duration}s, "
@@ -1331,6 +1418,10 @@ class Suite:
             "wal_retrieve_retry_interval=100ms, wal_receiver_timeout=0, max_worker_processes=40; "
             f"subscriber apply synchronous_commit={a.sub_sync} (parallel_apply, in-core WITH, "
             "pglogical.synchronous_commit; syncrep: each of --sync-sub-sync); physical standby: pg_basebackup of the provider, hot_standby=on",
+            "- CPU pinning: " + (f"split: the provider's server and pgbench on CPU 0, every subscriber's and the "
+                                 f"standby's server on CPUs 1-{(os.cpu_count() or 2) - 1} (taskset)"
+                                 if a.pin == "split" else
+                                 f"none: the provider, its pgbench and the subscribers share all {os.cpu_count()} CPUs"),
             f"- work directory {a.workdir} (servers run as OS user {r.user}), ports {a.port}..",
         ]
         return "\n".join(lines)
@@ -1381,7 +1472,7 @@ def median_rows(rows, key_fields):
     for key, rs in groups.items():
         m = dict(rs[0])
         for f in ("provider_tps", "latency_ms", "catchup_s", "sustained_tps", "apply_tps", "max_lag_bytes",
-                  "wal_mb", "cpu_pct", "xacts"):
+                  "wal_mb", "cpu_pct", "xacts", "apply_cpu_us_per_xact", "walsender_cpu_us_per_xact"):
             vals = [num(r[f]) for r in rs]
             if any(v is None and r[f] not in ("", None) for v, r in zip(vals, rs)):
                 m[f] = "NA"
@@ -1414,40 +1505,100 @@ def md_table(header, rows):
     return "\n".join(out)
 
 
+def ratio_lines(suite):
+    """The summary's lead: parallel_apply (its best writer count) against
+    in-core and pglogical, catch-up apply TPS and sustained TPS, from this
+    run's medians."""
+    a, rows = suite.args, suite.rows
+    out = []
+
+    def best(meds, field, system):
+        ms = [m for m in meds if m["system"] == system and num(m[field]) is not None]
+        return max(ms, key=lambda m: num(m[field])) if ms else None
+
+    def vs(pa, field, other, label, detail):
+        if not other or not num(other[field]):
+            return None
+        return f"{num(pa[field]) / num(other[field]):.2f} x {label} ({cell(other[field])}{detail(other)})"
+
+    for exp, field, what, detail in (
+            ("catchup", "apply_tps", f"catch-up apply TPS (backlog of {a.backlog:,} transactions)",
+             lambda m: ""),
+            ("sustained", "sustained_tps", "sustained TPS (best over the client sweep)",
+             lambda m: f" at {cell(m['clients'])} clients")):
+        meds = median_rows([r for r in rows if r["experiment"] == exp], ["system", "writers", "clients"])
+        pa = best(meds, field, "parallel_apply")
+        if not pa:
+            continue
+        others = [vs(pa, field, best(meds, field, sysname), sysname, detail)
+                  for sysname in ("in-core", "pglogical")]
+        others = [o for o in others if o]
+        pa_cpu = num(pa["apply_cpu_us_per_xact"])
+        kept_up = exp == "sustained" and all(num(m["catchup_s"]) is not None
+                                             and num(m["catchup_s"]) < 0.1 * a.duration for m in meds)
+        out.append(f"- {what}: parallel_apply, writers {int(num(pa['writers']))}: {cell(pa[field])}"
+                   f"{detail(pa)} = " + (", ".join(others) if others else "no baseline measured")
+                   + (f"; its subscriber used {pa_cpu:,.0f} us of CPU per transaction" if pa_cpu else "")
+                   + ("; every system kept up (catch-up under a tenth of the load's time): the provider "
+                      "was the limit, these ratios are its run-to-run noise, not apply capacity"
+                      if kept_up else ""))
+    return out
+
+
 def render_markdown(suite, charts):
     a = suite.args
     rows = suite.rows
-    parts = [suite.header, ""]
+    title, _, rest = suite.header.partition("\n")
+    parts = [title, ""]
+    lead = ratio_lines(suite)
+    if lead:
+        parts += ["## Summary: parallel_apply against the baselines (this run)", "",
+                  "Ratios above 1.00: parallel_apply is faster.  Each figure is the median over this "
+                  "invocation's runs; parallel_apply at the writer count that did best.", ""] + lead + [""]
+    parts += [rest.lstrip("\n"), ""]
     note_runs = f"median of {a.runs} runs" if a.runs > 1 else "one run"
     catch = [r for r in rows if r["experiment"] == "catchup"]
     if catch:
         med = median_rows(catch, ["system", "writers", "workload"])
         parts += [f"## Catch-up (bench/catchup_bench.sh, backlog {a.backlog} transactions, "
                   f"median of {a.catchup_runs} run(s))", "",
-                  md_table(["system", "catch-up s", "apply TPS", "identical"],
-                           [[sys_name(m), cell(m["catchup_s"], 3), cell(m["apply_tps"]), m["identical"]]
-                            for m in med]), ""]
+                  "How to read: apply stopped, a backlog made on the provider, apply resumed; catch-up s = "
+                  "seconds until everything was applied (lower is better), apply TPS = backlog / catch-up s "
+                  "(higher is better); apply CPU = CPU time of the whole subscriber cluster (postmaster and its "
+                  "children) during the catch-up per transaction, walsender CPU = the provider's walsender's "
+                  "(microseconds, lower is cheaper).", "",
+                  md_table(["system", "catch-up s", "apply TPS", "apply CPU us/xact", "walsender CPU us/xact",
+                            "identical"],
+                           [[sys_name(m), cell(m["catchup_s"], 3), cell(m["apply_tps"]),
+                             cell(m["apply_cpu_us_per_xact"], 1), cell(m["walsender_cpu_us_per_xact"], 1),
+                             m["identical"]] for m in med]), ""]
     sus = [r for r in rows if r["experiment"] == "sustained"]
     if sus:
         med = median_rows(sus, ["system", "writers", "clients"])
         parts += [f"## Sustained load and replay lag ({a.workload}, scale {a.scale}, {a.duration}s per run, "
                   f"{note_runs})", "",
-                  "provider TPS and latency: pgbench on the provider with the system applying; catch-up s: from "
-                  "the end of the load until the system applied everything; sustained TPS = transactions / "
-                  "(load + catch-up seconds); max lag: largest (provider WAL position - applied position) "
-                  "sampled every 100 ms.", "",
+                  "How to read: provider TPS and latency: pgbench on the provider with the system applying "
+                  "(higher TPS, lower latency is better); catch-up s: from "
+                  "the end of the load until the system applied everything (lower is better); sustained TPS = "
+                  "transactions / (load + catch-up seconds), what the system kept up with (higher is better); "
+                  "max lag: largest (provider WAL position - applied position) "
+                  "sampled every 100 ms (lower is better); CPU %: the whole machine's busy share; apply CPU: "
+                  "the subscriber cluster's (the standby's for physical) CPU from the start of the load until "
+                  "caught up, per transaction (microseconds, lower is cheaper; it includes the suite's 100 ms "
+                  "lag samples and 20 ms catch-up polls).", "",
                   md_table(["system", "clients", "provider TPS", "latency ms", "catch-up s", "sustained TPS",
-                            "max lag", "CPU %", "identical"],
+                            "max lag", "CPU %", "apply CPU us/xact", "walsender CPU us/xact", "identical"],
                            [[sys_name(m), cell(m["clients"]), cell(m["provider_tps"]), cell(m["latency_ms"], 2),
                              cell(m["catchup_s"], 3), cell(m["sustained_tps"]),
                              fmt_bytes(num(m["max_lag_bytes"])) if num(m["max_lag_bytes"]) is not None else "-",
-                             cell(m["cpu_pct"]), m["identical"]] for m in med]), ""]
+                             cell(m["cpu_pct"]), cell(m["apply_cpu_us_per_xact"], 1),
+                             cell(m["walsender_cpu_us_per_xact"], 1), m["identical"]] for m in med]), ""]
         best = {}
         for m in med:
             v = num(m["sustained_tps"])
             if v is not None and v > best.get(sys_name(m), (0, 0))[0]:
                 best[sys_name(m)] = (v, m["clients"])
-        parts += ["Maximum sustainable TPS (the best sustained TPS over the client sweep):", "",
+        parts += ["Maximum sustainable TPS (the best sustained TPS over the client sweep; higher is better):", "",
                   md_table(["system", "max sustained TPS", "at clients"],
                            [[k, f"{v[0]:,.0f}", v[1]] for k, v in best.items()]), ""]
     sync = [r for r in rows if r["experiment"] == "syncrep"]
@@ -1473,7 +1624,8 @@ def render_markdown(suite, charts):
                   "Provider TPS with the system named in synchronous_standby_names, per provider "
                   "synchronous_commit and the subscriber apply's own synchronous_commit (\"apply off\", "
                   "\"apply on\"; the physical standby has no such setting: the same figure in both), "
-                  "relative to the standalone provider in brackets.", "",
+                  "relative to the standalone provider in brackets (1.00: synchronous replication cost nothing; "
+                  "higher is better).", "",
                   md_table(["system"] + [f"{mode}, apply {ss}" for mode, ss in cols], pivot), "",
                   "Every run:", "",
                   md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "latency ms",
@@ -1488,11 +1640,13 @@ def render_markdown(suite, charts):
         parts += [f"## Memory-constrained subscriber (scale {a.memory_scale}, method {method}: "
                   + (f"cgroup cap {a.memory_limit}, " if method == "cgroup" else "page cache evicted, no cap, ")
                   + f"subscriber shared_buffers {a.memory_shared_buffers}, {note_runs})", "",
-                  f"Catch-up of a {a.memory_backlog}-transaction backlog, subscriber page cache evicted first:", "",
-                  md_table(["system", "catch-up s", "apply TPS", "CPU %", "identical", "notes"],
+                  f"Catch-up of a {a.memory_backlog}-transaction backlog, subscriber page cache evicted first "
+                  "(catch-up s lower and apply TPS higher is better; apply CPU as in the catch-up table):", "",
+                  md_table(["system", "catch-up s", "apply TPS", "CPU %", "apply CPU us/xact", "identical", "notes"],
                            [[sys_name(m), cell(m["catchup_s"], 3), cell(m["apply_tps"]), cell(m["cpu_pct"]),
-                             m["identical"], m["notes"]] for m in cu]), "",
-                  f"Sustained load ({a.memory_duration}s), subscriber page cache evicted before each run:", "",
+                             cell(m["apply_cpu_us_per_xact"], 1), m["identical"], m["notes"]] for m in cu]), "",
+                  f"Sustained load ({a.memory_duration}s), subscriber page cache evicted before each run "
+                  "(columns as in the sustained table):", "",
                   md_table(["system", "clients", "provider TPS", "catch-up s", "sustained TPS", "max lag",
                             "identical", "notes"],
                            [[sys_name(m), cell(m["clients"]), cell(m["provider_tps"]), cell(m["catchup_s"], 3),
@@ -1670,6 +1824,9 @@ def parse_args(argv):
     ap.add_argument("--backlog", type=int, default=100000, help="catchup: backlog transactions")
     ap.add_argument("--backlog-clients", type=int, default=8, help="catchup, memory: clients making the backlog")
     ap.add_argument("--catchup-runs", type=int, default=3, help="catchup: backlogs (catchup_bench.sh RUNS)")
+    ap.add_argument("--warmup-backlog", type=int, default=None,
+                    help="catchup: transactions of the untimed warm-up backlog before the runs "
+                         "(catchup_bench.sh WARMUP_XACTS; default min(--backlog, 20000))")
     ap.add_argument("--sync-clients", type=int, default=8, help="syncrep: pgbench clients")
     ap.add_argument("--sync-duration", type=int, default=30, help="syncrep: seconds per mode")
     ap.add_argument("--sync-modes", default="remote_write,on,remote_apply", help="syncrep: synchronous_commit values")
@@ -1695,6 +1852,12 @@ def parse_args(argv):
     ap.add_argument("--pgbin", default=default_pgbin(), help="PostgreSQL binaries (env PGBIN)")
     ap.add_argument("--bench-user", default=os.environ.get("BENCH_USER", "pa_bench"),
                     help="OS user the servers run as when started as root")
+    ap.add_argument("--pin", choices=["split", "none"], default="none",
+                    help="split: the provider's server and pgbench on CPU 0, every subscriber's (and the physical "
+                         "standby's) server on CPUs 1..N-1 (taskset), as separate machines; none: no pinning")
+    ap.add_argument("--pa-conf", default="",
+                    help="lines (';'-separated) added to each parallel_apply subscriber's postgresql.conf, e.g. "
+                         "'parallel_apply.adaptive_writers = off' (catchup: catchup_bench.sh PA_CONF)")
     ap.add_argument("--keep-data", action="store_true", help="keep the data directories")
     ap.add_argument("--no-charts", action="store_true")
     a = ap.parse_args(argv)
@@ -1707,6 +1870,7 @@ def parse_args(argv):
     for s in a.systems + a.memory_systems:
         if s not in SYSTEM_KINDS:
             ap.error(f"unknown system '{s}'")
+    a.pa_conf = [l.strip() for l in a.pa_conf.split(";") if l.strip()]
     a.writers = csv_list(a.writers, int)
     a.memory_writers = csv_list(a.memory_writers, int) if a.memory_writers else a.writers
     a.clients = csv_list(a.clients, int)
@@ -1723,6 +1887,11 @@ def parse_args(argv):
             ap.error("writer counts must be in 1..64")
     if not 1024 <= a.port <= 65535 - 60:
         ap.error("--port must leave room for 60 ports")
+    if a.pin == "split":
+        if (os.cpu_count() or 1) < 2:
+            ap.error("--pin split needs at least 2 CPUs")
+        if not shutil.which("taskset"):
+            ap.error("--pin split needs taskset (util-linux)")
     a.workdir = os.path.abspath(a.workdir)
     a.out = os.path.abspath(a.out or os.path.join(a.workdir, f"results-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"))
     for b in ("initdb", "pg_ctl", "postgres", "psql", "pgbench", "pg_dump", "pg_basebackup", "pg_config"):

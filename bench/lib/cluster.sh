@@ -402,6 +402,41 @@ proc_cpu_secs() {
 		awk -v t="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / t }' <<<"$f"
 	fi
 }
+# cluster_cpu_secs NAME: CPU seconds (utime + stime, /proc/PID/stat) that
+# the cluster's postmaster and every process whose parent it is have used
+# so far; "" when it does not run.  Two readings around a measurement give
+# the whole cluster's CPU for it (a process that exits between them is lost)
+cluster_cpu_secs() {
+	local pm pid f ticks=0
+	local -a st
+	read -r pm 2>/dev/null <"$(cdata "$1")/postmaster.pid" || return 0
+	[[ -r /proc/$pm/stat ]] || return 0
+	for f in /proc/[0-9]*/stat; do
+		read -r -a st 2>/dev/null <"$f" || continue
+		pid=${f#/proc/}
+		pid=${pid%/stat}
+		# a command with spaces shifts the fields: take them after the last ")"
+		if [[ ${st[1]} != *")" ]]; then
+			local line
+			read -r line <"$f" 2>/dev/null || continue
+			read -r -a st <<<"x x ${line##*) }"
+		fi
+		[[ $pid == "$pm" || ${st[3]} == "$pm" ]] || continue
+		ticks=$(( ticks + st[13] + st[14] ))
+	done
+	awk -v t="$ticks" -v h="$CLK_TCK" 'BEGIN { printf "%.3f", t / h }'
+}
+# pin_prefix NAME: with PIN=split, the command that puts cluster NAME on
+# its CPUs: the provider ("prov") on CPU 0, every other cluster on CPUs
+# 1..N-1 (taskset), as two machines; nothing otherwise
+pin_prefix() {
+	[[ ${PIN:-} == split ]] || return 0
+	if [[ $1 == prov ]]; then
+		echo "taskset -c 0"
+	else
+		echo "taskset -c 1-$(( $(nproc) - 1 ))"
+	fi
+}
 # proc_counters PID: "voluntary_ctxt_switches nonvoluntary_ctxt_switches
 # minflt" of a process since it started ("" if it is gone): how often it
 # slept waiting (for data, a lock, I/O), was preempted, and faulted in a page
