@@ -49,8 +49,11 @@
  * walsender on the same host, or anything else), the probe is known to
  * fail before it starts, so it is not made.  The machine-wide figure
  * counts CPUs taken by other programs as taken, which is what matters;
- * it does not see a cgroup's CPU quota (a container limited to fewer CPUs
- * than its host shows relies on the commit rate, as before).
+ * only the CPUs the leader may run on count (its affinity: a server pinned
+ * with taskset to some CPUs does not count the others' idle time; its
+ * writers, forked by the same postmaster, share the mask).  It does not
+ * see a cgroup's CPU quota (a container limited to fewer CPUs than its
+ * host shows relies on the commit rate, as before).
  *
  * src/leader/adapt.c
  *
@@ -58,7 +61,11 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "storage/fd.h"
 #include "utils/timestamp.h"
@@ -126,38 +133,58 @@ static struct
 	bool		cpu_ok;
 	uint64		cpu_total;
 	uint64		cpu_idle;
+	int			cpu_n;			/* CPUs counted */
 	double		free_cpus;		/* in the last window; -1: not known */
 	uint64		n_no_cpu;		/* probes not made for want of a CPU */
 }			ad;
 
 /*
- * The machine's CPU time so far, in ticks: all of it and the idle part
- * (idle and iowait), from the first line of /proc/stat.  False where it
- * cannot be read.
+ * The CPU time so far of the CPUs this process may run on, in ticks: all
+ * of it and the idle part (idle and iowait), from /proc/stat's per-CPU
+ * lines ("cpuN user nice system idle iowait ..."); *ncpu, how many.  False
+ * where it cannot be read.
  */
 static bool
-read_cpu_ticks(uint64 *total, uint64 *idle)
+read_cpu_ticks(uint64 *total, uint64 *idle, int *ncpu)
 {
 	FILE	   *f;
 	char		line[256];
-	unsigned long long v[8] = {0};
-	int			n;
+#ifdef __linux__
+	cpu_set_t	set;
+	bool		have_set = sched_getaffinity(0, sizeof(set), &set) == 0;
+#endif
 
 	f = AllocateFile("/proc/stat", "r");
 	if (f == NULL)
 		return false;
-	n = 0;
-	if (fgets(line, sizeof(line), f) != NULL)
-		n = sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-				   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-	FreeFile(f);
-	if (n < 5)
-		return false;
 	*total = 0;
-	for (int i = 0; i < n; i++)
-		*total += v[i];
-	*idle = v[3] + v[4];		/* idle, iowait */
-	return true;
+	*idle = 0;
+	*ncpu = 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+	{
+		unsigned long long v[8] = {0};
+		int			cpu;
+		int			n;
+
+		if (strncmp(line, "cpu", 3) != 0)
+			break;				/* the cpu lines come first */
+		if (!isdigit((unsigned char) line[3]))
+			continue;			/* the first line, all CPUs together */
+		n = sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
+				   &cpu, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+		if (n < 6)
+			continue;
+#ifdef __linux__
+		if (have_set && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)))
+			continue;
+#endif
+		for (int i = 0; i < n - 1; i++)
+			*total += v[i];
+		*idle += v[3] + v[4];	/* idle, iowait */
+		(*ncpu)++;
+	}
+	FreeFile(f);
+	return *ncpu > 0;
 }
 
 /*
@@ -169,22 +196,20 @@ start_window(TimestampTz now, uint64 committed)
 {
 	uint64		total = 0;
 	uint64		idle = 0;
+	int			ncpu = 0;
 	bool		ok = pa_adaptive_writers && pa_pool_size() > 1 &&
-		read_cpu_ticks(&total, &idle);
+		read_cpu_ticks(&total, &idle, &ncpu);
 
 	ad.free_cpus = -1;
-	if (ok && ad.cpu_ok && total > ad.cpu_total)
-	{
-		long		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-		ad.free_cpus = (double) (idle - ad.cpu_idle) * Max(ncpu, 1) /
+	if (ok && ad.cpu_ok && ncpu == ad.cpu_n && total > ad.cpu_total)
+		ad.free_cpus = (double) (idle - ad.cpu_idle) * ncpu /
 			(double) (total - ad.cpu_total);
-	}
 #ifdef PA_DEBUG_SWITCHES
 	if (pa_debug_free_cpus >= 0)
 		ad.free_cpus = pa_debug_free_cpus;
 #endif
 	ad.cpu_ok = ok;
+	ad.cpu_n = ncpu;
 	ad.cpu_total = total;
 	ad.cpu_idle = idle;
 	ad.win_start = now;
