@@ -137,7 +137,7 @@ bench_as_user()
 	DBUSER=postgres
 	PKGLIBDIR=$("$PGBIN/pg_config" --pkglibdir 2>/dev/null || echo /usr/lib/postgresql/15/lib)
 	SHAREDIR=$("$PGBIN/pg_config" --sharedir 2>/dev/null || echo /usr/share/postgresql/15)
-	PG_MAJOR=$("$PGBIN/postgres" --version | sed -n 's/.* \([0-9][0-9]*\)\.[0-9].*/\1/p')
+	PG_MAJOR=$("$PGBIN/postgres" --version | sed -n 's/^[^0-9]* \([0-9][0-9]*\).*/\1/p')
 	is_uint "$PG_MAJOR" || die "cannot tell the PostgreSQL major version of $PGBIN/postgres"
 	PG_VERSION_BIN=$("$PGBIN/postgres" --version)
 	PA_SO_MD5=$(md5sum "$PKGLIBDIR/parallel_apply.so" 2>/dev/null | cut -c1-12 || echo "-")
