@@ -15,11 +15,8 @@
  * rest parked: dispatch/inuse.c).  Off, the target is the whole pool.
  *
  * What is measured, per window of ADAPT_WINDOW_MS, from the dispatching
- * path (a clock read every 16 transactions).  A window lasts until it has
- * ADAPT_MIN_TXNS transactions, up to four times ADAPT_WINDOW_MS, so that
- * a slow stream (a subscriber that reads from storage applies a few
- * thousand transactions a second) is measured too; one longer than that
- * (an idle gap, or too few transactions) decides nothing:
+ * path (a clock read every 16 transactions; a window with an idle gap or
+ * with fewer than ADAPT_MIN_TXNS transactions decides nothing):
  *
  * - the commit rate: transactions committed by all writers per second;
  * - a backlog: at least half of the window's transactions went to a
@@ -380,9 +377,8 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 		return;
 	now = GetCurrentTimestamp();
 	ms = (long) ((now - ad.win_start) / 1000);
-	if (ms < ADAPT_WINDOW_MS ||
-		(ad.win_dispatched < ADAPT_MIN_TXNS && ms < 4 * ADAPT_WINDOW_MS))
-		return;					/* the window goes on */
+	if (ms < ADAPT_WINDOW_MS)
+		return;
 	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
 	valid = ms <= 4 * ADAPT_WINDOW_MS && ad.win_dispatched >= ADAPT_MIN_TXNS;
