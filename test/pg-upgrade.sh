@@ -45,6 +45,19 @@ in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-
 
 rm -rf "$work" "$root$work"
 id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$TEST_USER"
+
+# build_install VERSION DIR: copy the tree to DIR in the root, build it
+# there for VERSION as TEST_USER (failing on a compiler warning), install
+build_install() {
+	say "building and installing for $1 in the root"
+	pa_copy_tree "$repo" "$root$2"
+	in_root chown -R "$TEST_USER" "$work"
+	in_root runuser -u "$TEST_USER" -- make -s -C "$2" \
+		PG_CONFIG=/usr/lib/postgresql/$1/bin/pg_config 2>&1 | grep -E 'warning|error' &&
+		fail "the $1 build"
+	in_root make -s -C "$2" PG_CONFIG=/usr/lib/postgresql/$1/bin/pg_config install >/dev/null
+}
+
 if [ "$old" = 15 ]; then
 	say "the root: $root with 15 and $newer (tools/pg-upgrade-root.sh)"
 	PG_ROOTS="$PG_ROOTS" TEST_USER="$TEST_USER" bash "$repo/tools/pg-upgrade-root.sh" "$newer" "$root"
@@ -67,22 +80,10 @@ else
 			fail "apt-get install postgresql-$old postgresql-server-dev-$old in $root"
 	fi
 
-	say "building and installing for $old in the root"
-	pa_copy_tree "$repo" "$root$work/src$old"
-	in_root chown -R "$TEST_USER" "$work"
-	in_root runuser -u "$TEST_USER" -- make -s -C "$work/src$old" \
-		PG_CONFIG=/usr/lib/postgresql/$old/bin/pg_config 2>&1 | grep -E 'warning|error' &&
-		fail "the $old build"
-	in_root make -s -C "$work/src$old" PG_CONFIG=/usr/lib/postgresql/$old/bin/pg_config install >/dev/null
+	build_install "$old" "$work/src$old"
 fi
 
-say "building and installing for $newer in the root"
-pa_copy_tree "$repo" "$root$work/src"
-in_root chown -R "$TEST_USER" "$work"
-in_root runuser -u "$TEST_USER" -- make -s -C "$work/src" \
-	PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config 2>&1 | grep -E 'warning|error' &&
-	fail "the $newer build"
-in_root make -s -C "$work/src" PG_CONFIG=/usr/lib/postgresql/$newer/bin/pg_config install >/dev/null
+build_install "$newer" "$work/src"
 
 say "t/090_pg_upgrade.pl: $old -> $newer"
 start=$(date +%s)
