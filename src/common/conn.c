@@ -24,6 +24,14 @@
  * of a new subscription, a new DSN, owner or password_required so).
  * drop_subscription() alone connects without it, to drop the slot.
  *
+ * A wait on the provider may have a deadline (pa_deadline_arm): a
+ * provider that stopped answering (frozen, a lost route, a connection
+ * held open by something in between) must not hold a worker in
+ * libpqwalreceiver's wait, where nothing else notices.  The deadline is
+ * a timeout that cancels the wait as a cancel request would; the caller
+ * catches that error and, when pa_deadline_disarm() says the deadline
+ * fired, reports the timeout instead (pa_deadline_error).
+ *
  * src/common/conn.c
  *
  *-------------------------------------------------------------------------
@@ -35,10 +43,72 @@
 #include "fmgr.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
+#include "replication/walreceiver.h"
 #include "utils/builtins.h"
+#include "utils/timeout.h"
 
 #include "common/conn.h"
 #include "compat.h"
+
+static volatile sig_atomic_t deadline_fired = false;
+static TimeoutId deadline_timeout = MAX_TIMEOUTS;
+
+static void
+deadline_handler(void)
+{
+	deadline_fired = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+/* A deadline ms from now for the waits that follow; none when ms <= 0. */
+void
+pa_deadline_arm(int ms)
+{
+	deadline_fired = false;
+	if (ms <= 0)
+		return;
+	if (deadline_timeout == MAX_TIMEOUTS)
+		deadline_timeout = RegisterTimeout(USER_TIMEOUT, deadline_handler);
+	enable_timeout_after(deadline_timeout, ms);
+}
+
+/*
+ * No deadline any more; whether it fired.  A deadline that fired after
+ * the answer came leaves no cancel behind.
+ */
+bool
+pa_deadline_disarm(void)
+{
+	bool		fired = deadline_fired;
+
+	if (deadline_timeout != MAX_TIMEOUTS)
+		disable_timeout(deadline_timeout, false);
+	if (fired)
+	{
+		deadline_fired = false;
+		QueryCancelPending = false;
+	}
+	return fired;
+}
+
+/*
+ * In a PG_CATCH after a deadline fired: the cancel's error is replaced by
+ * one that says what timed out (errmsg: msg; cxt: the memory context of
+ * the PG_TRY).
+ */
+void
+pa_deadline_error(MemoryContext cxt, const char *msg)
+{
+	MemoryContextSwitchTo(cxt);
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg_internal("%s", msg),
+			 errdetail("The provider did not answer within %d ms (wal_receiver_timeout).",
+					   wal_receiver_timeout)));
+}
 
 /* Whether a subscription of owner connects with a password only. */
 bool

@@ -12,6 +12,8 @@
 
 #include "replication/walreceiver.h"
 
+#include "compat.h"
+
 extern WalReceiverConn *pa_provider_connect(const char *dsn,
 											const char *appname,
 											const char *subname,
@@ -27,6 +29,11 @@ extern WalRcvExecResult *pa_provider_exec(WalReceiverConn *conn,
 										  const Oid *types,
 										  WalRcvExecStatus expected,
 										  const char *what);
+
+/* A deadline for the waits on the provider that follow (conn.c). */
+extern void pa_deadline_arm(int ms);
+extern bool pa_deadline_disarm(void);
+PA_NORETURN extern void pa_deadline_error(MemoryContext cxt, const char *msg);
 
 /* 'a', 'b', ...: items as quoted SQL literals, for a query on the provider. */
 extern char *pa_literal_list(List *items);

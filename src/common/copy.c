@@ -15,6 +15,16 @@
  * publish the table (row filters, column list), and streams COPY ... TO
  * STDOUT into the local table with COPY FROM's machinery (copy_into).
  *
+ * The copy never waits on the provider for ever: each command on the
+ * connection has conn.c's deadline (wal_receiver_timeout), and a COPY
+ * that sends nothing for that long is looked at from a second, short
+ * connection (copy_provider_busy): a provider backend that still reads
+ * the table (a row filter that keeps few rows of a large one) is waited
+ * for; one that is blocked writing to us, or done, means the connection
+ * is lost or held somewhere between, and the copy ends with an error (its
+ * worker starts it again).  The wait for data alone cannot tell these
+ * apart: COPY sends nothing while it scans.
+ *
  * src/common/copy.c
  *
  *-------------------------------------------------------------------------
@@ -42,6 +52,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "common/catalog.h"
 #include "common/conn.h"
@@ -50,9 +61,15 @@
 #include "common/waitevents.h"
 #include "compat.h"
 
-/* the connection of the copy under way, and what was read from it */
+/*
+ * The connection of the copy under way, what was read from it and when,
+ * and how to open a second one (copy_provider_busy).
+ */
 static WalReceiverConn *copy_conn;
 static StringInfoData copybuf;
+static TimestampTz copy_last_data;
+static const char *copy_dsn;
+static bool copy_must_use_password;
 
 /* Start a transaction on conn at the exported snapshot. */
 void
@@ -64,6 +81,81 @@ pa_copy_begin_snapshot(WalReceiverConn *conn, const char *snapshot)
 					 0, NULL, WALRCV_OK_COMMAND, "start a transaction");
 	sql = psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot));
 	pa_provider_exec(conn, sql, 0, NULL, WALRCV_OK_COMMAND, "import the slot's snapshot");
+}
+
+/*
+ * Whether the provider's backend of the copy still works on it: asked
+ * over a connection of its own, within the deadline.  *state: what
+ * pg_stat_activity shows of it ("active", "active DataFileRead": busy;
+ * "idle in transaction ClientRead": done; "active ClientWrite": blocked
+ * sending to us), or why it could not say.
+ */
+static bool
+copy_provider_busy(char **state)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	int			pid = walrcv_get_backend_pid(copy_conn);
+	WalReceiverConn *probe = NULL;
+	char	   *v = NULL;
+
+	pa_deadline_arm(wal_receiver_timeout);
+	PG_TRY();
+	{
+		probe = pa_provider_connect(copy_dsn, "parallel_apply initial copy",
+									NULL, false, copy_must_use_password);
+		v = pa_provider_value(probe,
+							  psprintf("SELECT (state = 'active' AND wait_event IS DISTINCT FROM 'ClientWrite')::text || ' ' || state || coalesce(' ' || wait_event, '') FROM pg_catalog.pg_stat_activity WHERE pid = %d",
+									   pid));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		(void) pa_deadline_disarm();
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (probe != NULL)
+			walrcv_disconnect(probe);
+		*state = psprintf("unknown: %s", edata->message);
+		return false;
+	}
+	PG_END_TRY();
+	(void) pa_deadline_disarm();
+	walrcv_disconnect(probe);
+	if (v == NULL)
+	{
+		*state = pstrdup("gone");
+		return false;
+	}
+	*state = strchr(v, ' ') + 1;
+	return v[0] == 't';
+}
+
+/*
+ * Nothing came on the copy's connection for wal_receiver_timeout: an
+ * error unless the provider's backend is still reading the table.
+ */
+static void
+check_copy_silence(void)
+{
+	char	   *state;
+
+	if (wal_receiver_timeout <= 0 ||
+		!TimestampDifferenceExceeds(copy_last_data, GetCurrentTimestamp(),
+									wal_receiver_timeout))
+		return;
+	if (copy_provider_busy(&state))
+	{
+		copy_last_data = GetCurrentTimestamp();
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("terminating the copy of a table due to timeout"),
+			 errdetail("Nothing was received from the provider for %d ms (wal_receiver_timeout), and its backend %d is not reading the table (%s).",
+					   wal_receiver_timeout,
+					   walrcv_get_backend_pid(copy_conn), state)));
 }
 
 /* COPY FROM's data source: the provider's COPY TO STDOUT. */
@@ -99,8 +191,10 @@ copy_read_data(void *outbuf, int minread, int maxread)
 			{
 				resetStringInfo(&copybuf);
 				appendBinaryStringInfo(&copybuf, buf, len);
+				copy_last_data = GetCurrentTimestamp();
 				break;
 			}
+			check_copy_silence();
 			(void) WaitLatchOrSocket(MyLatch,
 									 WL_SOCKET_READABLE | WL_LATCH_SET |
 									 WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -287,9 +381,12 @@ copy_into(PaSubscription *sub, Oid relid, char relkind,
 		appendStringInfo(&sql, "%s(%s)", foreach_current_index(lc) > 0 ? " OR " : " WHERE ",
 						 (char *) lfirst(lc));
 	appendStringInfoString(&sql, ") TO STDOUT");
+	pa_deadline_arm(wal_receiver_timeout);
 	res = pa_provider_exec(copy_conn, sql.data, 0, NULL, WALRCV_OK_COPY_OUT,
 						"start copying a table");
+	(void) pa_deadline_disarm();
 	walrcv_clear_result(res);
+	copy_last_data = GetCurrentTimestamp();
 
 	errcallback.callback = copy_error_callback;
 	errcallback.arg = &context;
@@ -402,41 +499,67 @@ pa_copy_table_here(PaSubscription *sub, const char *nspname,
 	Oid			relid;
 	char	   *copy_snap;
 
+	MemoryContext oldcxt = CurrentMemoryContext;
+
 	/* as its owner may connect (password_required, conn.c) */
-	copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy", NULL,
-									false, PA_SUB_MUST_USE_PASSWORD(sub));
-	pa_copy_begin_snapshot(copy_conn, snapshot);
-	copy_snap = pa_provider_value(copy_conn,
-								  "SELECT pg_catalog.pg_current_snapshot()::text");
-	remote_publication_filters(nspname, relname, sub->publications, &quals,
-							   &listpub);
-	cols = remote_columns(nspname, relname, listpub);
-	if (relkind == '\0')
-		relkind = remote_relkind(qualified);
-
-	relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
-							 AccessExclusiveLock, true);
-	if (!OidIsValid(relid))
-		pa_copy_no_target(nspname, relname, sub->name,
-						  "Create the table on the subscriber with the provider's columns, then the copy starts again.");
-
-	if (pa_relation_is_ours(relid))
+	copy_dsn = dsn;
+	copy_must_use_password = PA_SUB_MUST_USE_PASSWORD(sub);
+	PG_TRY();
 	{
-		/* a provider that sent it anyway: this node's state, keep it */
-		ereport(WARNING,
-				(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
-						nspname, relname)));
+		/* the commands on the provider within the deadline, one at a time */
+		pa_deadline_arm(wal_receiver_timeout);
+		copy_conn = pa_provider_connect(dsn, "parallel_apply initial copy",
+										NULL, false, copy_must_use_password);
+		pa_copy_begin_snapshot(copy_conn, snapshot);
+		copy_snap = pa_provider_value(copy_conn,
+									  "SELECT pg_catalog.pg_current_snapshot()::text");
+		remote_publication_filters(nspname, relname, sub->publications,
+								   &quals, &listpub);
+		cols = remote_columns(nspname, relname, listpub);
+		if (relkind == '\0')
+			relkind = remote_relkind(qualified);
+		(void) pa_deadline_disarm();
+
+		relid = RangeVarGetRelid(makeRangeVar(pstrdup(nspname), pstrdup(relname), -1),
+								 AccessExclusiveLock, true);
+		if (!OidIsValid(relid))
+			pa_copy_no_target(nspname, relname, sub->name,
+							  "Create the table on the subscriber with the provider's columns, then the copy starts again.");
+
+		if (pa_relation_is_ours(relid))
+		{
+			/* a provider that sent it anyway: this node's state, keep it */
+			ereport(WARNING,
+					(errmsg("parallel_apply: not copying into table \"%s.%s\", which belongs to extension parallel_apply",
+							nspname, relname)));
+		}
+		else
+		{
+			copy_into(sub, relid, relkind, qualified, cols, quals);
+			pa_copy_record_relid(sub->subid, relid, snap_lsn, copy_snap);
+			/* writers that know the table read its record again */
+			CacheInvalidateRelcacheByRelid(relid);
+			pa_deadline_arm(wal_receiver_timeout);
+			pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
+							 "end a transaction");
+			(void) pa_deadline_disarm();
+			ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+		}
 	}
-	else
+	PG_CATCH();
 	{
-		copy_into(sub, relid, relkind, qualified, cols, quals);
-		pa_copy_record_relid(sub->subid, relid, snap_lsn, copy_snap);
-		/* writers that know the table read its record again */
-		CacheInvalidateRelcacheByRelid(relid);
-		pa_provider_exec(copy_conn, "COMMIT", 0, NULL, WALRCV_OK_COMMAND,
-					  "end a transaction");
-		ereport(DEBUG1, (errmsg("parallel_apply: copied %s", qualified)));
+		bool		timed_out = pa_deadline_disarm();
+
+		if (copy_conn != NULL)
+			walrcv_disconnect(copy_conn);
+		copy_conn = NULL;
+		if (!timed_out)
+			PG_RE_THROW();
+		pa_deadline_error(oldcxt,
+						  psprintf("terminating the copy of table %s for parallel_apply subscription \"%s\" due to timeout",
+								   qualified, sub->name));
 	}
+	PG_END_TRY();
 	walrcv_disconnect(copy_conn);
 	copy_conn = NULL;
 }

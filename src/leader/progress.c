@@ -77,7 +77,6 @@
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
-#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "common/catalog.h"
@@ -178,73 +177,33 @@ pa_progress_message(TimestampTz send_time)
 #define PA_POSITION_ASK_MS 2000
 
 /*
- * The position query waits at most wal_receiver_timeout: a provider that
- * stopped answering (frozen, a lost route) must not hold the leader in it,
- * where it neither reads the stream nor notices that nothing comes
- * (receiver.c, check_provider_silence).  The timeout cancels the query as
- * a cancel request would; the error then says what happened.
+ * The position query waits at most wal_receiver_timeout (conn.c's
+ * deadline): a provider that stopped answering (frozen, a lost route)
+ * must not hold the leader in it, where it neither reads the stream nor
+ * notices that nothing comes (receiver.c, check_provider_silence).
  */
-static volatile sig_atomic_t position_timed_out = false;
-static TimeoutId position_timeout = MAX_TIMEOUTS;
-
-static void
-position_timeout_handler(void)
-{
-	position_timed_out = true;
-	QueryCancelPending = true;
-	InterruptPending = true;
-	SetLatch(MyLatch);
-}
-
-/* The provider's answer to sql on the position connection, or an error. */
 static char *
 position_query(const char *sql)
 {
 	PaLeader   *L = MyPaLeader;
 	MemoryContext oldcxt = CurrentMemoryContext;
 	char	   *v = NULL;
-	bool		timed = wal_receiver_timeout > 0;
 
-	if (timed)
-	{
-		if (position_timeout == MAX_TIMEOUTS)
-			position_timeout = RegisterTimeout(USER_TIMEOUT,
-											   position_timeout_handler);
-		position_timed_out = false;
-		enable_timeout_after(position_timeout, wal_receiver_timeout);
-	}
+	pa_deadline_arm(wal_receiver_timeout);
 	PG_TRY();
 	{
 		v = pa_provider_value(L->position_conn, sql);
 	}
 	PG_CATCH();
 	{
-		if (timed)
-			disable_timeout(position_timeout, false);
-		if (!position_timed_out)
+		if (!pa_deadline_disarm())
 			PG_RE_THROW();
-		MemoryContextSwitchTo(oldcxt);
-		FlushErrorState();
-		position_timed_out = false;
-		QueryCancelPending = false;
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("terminating parallel_apply receiver of subscription \"%s\" due to timeout",
-						L->sub->name),
-				 errdetail("The provider did not answer the query for its WAL position within %d ms (wal_receiver_timeout).",
-						   wal_receiver_timeout)));
+		pa_deadline_error(oldcxt,
+						  psprintf("terminating parallel_apply receiver of subscription \"%s\" due to timeout",
+								   L->sub->name));
 	}
 	PG_END_TRY();
-	if (timed)
-	{
-		disable_timeout(position_timeout, false);
-		/* it fired after the answer came: no cancel is wanted */
-		if (position_timed_out)
-		{
-			position_timed_out = false;
-			QueryCancelPending = false;
-		}
-	}
+	(void) pa_deadline_disarm();
 	return v;
 }
 

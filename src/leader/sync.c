@@ -376,10 +376,20 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 {
 	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
 												PA_SUB_MUST_USE_PASSWORD(sub));
+	char		suffix[16];
+	int			room;
 
-	/* "pt_" for the slot's "pa_": as unique as the subscription's slot */
-	create_slot(conn, psprintf("pt_%s", sub->slot_name + 3), true, export,
-				false, snapshot, consistent);
+	/*
+	 * "pt_" for the slot's "pa_", and this process's pid: a copy started
+	 * again after its connection was lost finds the old temporary slot
+	 * still there while the provider has not noticed (a connection held
+	 * open on the way), and refresh_subscription() may copy while the
+	 * leader does.  The subscription's part is shortened to fit.
+	 */
+	snprintf(suffix, sizeof(suffix), "_%d", MyProcPid);
+	room = NAMEDATALEN - 1 - 3 - (int) strlen(suffix);
+	create_slot(conn, psprintf("pt_%.*s%s", room, sub->slot_name + 3, suffix),
+				true, export, false, snapshot, consistent);
 	if (export && *snapshot == NULL)
 		ereport(ERROR,
 				(errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
