@@ -44,6 +44,7 @@
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "replication/walreceiver.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/timeout.h"
 
