@@ -27,7 +27,7 @@ OBJS += \
 # common: what every process of the subscriber shares (shared memory, the
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the
-# writers' queue segment, the copy of a table)
+# writers' queue segment, the copy of a table, the CPUs' load)
 OBJS += \
 	src/common/shmem.o \
 	src/common/catalog.o \
@@ -40,6 +40,7 @@ OBJS += \
 	src/common/waitevents.o \
 	src/common/origins.o \
 	src/common/poolshm.o \
+	src/common/cpus.o \
 	src/common/copy.o
 # launcher: the launcher and each database's supervisor
 OBJS += \

@@ -22,7 +22,7 @@
  * - a backlog: at least half of the window's transactions went to a
  *   writer that had BEHIND_INFLIGHT or more in flight already;
  * - the CPU left free: the machine's idle (and I/O-wait) time over the
- *   window, from /proc/stat, in CPUs.  Only where it can be read (Linux);
+ *   window, from /proc/stat (common/cpus.c), in CPUs.  Only where it can be read (Linux);
  *   elsewhere every CPU counts as free, and the commit rate alone decides.
  *
  * The rule.  In a steady window with a backlog and at least ADAPT_FREE_CPU
@@ -61,15 +61,9 @@
  */
 #include "postgres.h"
 
-#include <ctype.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
-
-#include "storage/fd.h"
 #include "utils/timestamp.h"
 
+#include "common/cpus.h"
 #include "leader/adapt.h"
 #include "leader/leader.h"
 #include "leader/pool.h"
@@ -139,55 +133,6 @@ static struct
 }			ad;
 
 /*
- * The CPU time so far of the CPUs this process may run on, in ticks: all
- * of it and the idle part (idle and iowait), from /proc/stat's per-CPU
- * lines ("cpuN user nice system idle iowait ..."); *ncpu, how many.  False
- * where it cannot be read.
- */
-static bool
-read_cpu_ticks(uint64 *total, uint64 *idle, int *ncpu)
-{
-	FILE	   *f;
-	char		line[256];
-#ifdef __linux__
-	cpu_set_t	set;
-	bool		have_set = sched_getaffinity(0, sizeof(set), &set) == 0;
-#endif
-
-	f = AllocateFile("/proc/stat", "r");
-	if (f == NULL)
-		return false;
-	*total = 0;
-	*idle = 0;
-	*ncpu = 0;
-	while (fgets(line, sizeof(line), f) != NULL)
-	{
-		unsigned long long v[8] = {0};
-		int			cpu;
-		int			n;
-
-		if (strncmp(line, "cpu", 3) != 0)
-			break;				/* the cpu lines come first */
-		if (!isdigit((unsigned char) line[3]))
-			continue;			/* the first line, all CPUs together */
-		n = sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
-				   &cpu, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
-		if (n < 6)
-			continue;
-#ifdef __linux__
-		if (have_set && (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)))
-			continue;
-#endif
-		for (int i = 0; i < n - 1; i++)
-			*total += v[i];
-		*idle += v[3] + v[4];	/* idle, iowait */
-		(*ncpu)++;
-	}
-	FreeFile(f);
-	return *ncpu > 0;
-}
-
-/*
  * Start a window: the clock, the commits and the CPU counters now.  The
  * CPU counters are read only while the rule can take a writer more.
  */
@@ -198,7 +143,7 @@ start_window(TimestampTz now, uint64 committed)
 	uint64		idle = 0;
 	int			ncpu = 0;
 	bool		ok = pa_adaptive_writers && pa_pool_size() > 1 &&
-		read_cpu_ticks(&total, &idle, &ncpu);
+		pa_cpus_ticks(&total, &idle, &ncpu);
 
 	ad.free_cpus = -1;
 	if (ok && ad.cpu_ok && ncpu == ad.cpu_n && total > ad.cpu_total)

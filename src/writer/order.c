@@ -24,7 +24,7 @@
  * process it waits for, and from the provider's backends and walsender on
  * the same host.  So a writer spins only while the runnable tasks (the
  * fourth field of /proc/loadavg, which counts the writer itself) are fewer
- * than the CPUs it may run on (sched_getaffinity), read at most every
+ * than the CPUs it may run on (common/cpus.c), read at most every
  * SPIN_CHECK_MS; where those cannot be read it spins as before.
  *
  * src/writer/order.c
@@ -33,79 +33,20 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
-#include "storage/fd.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/s_lock.h"
 #include "utils/elog.h"
 #include "utils/timestamp.h"
 
+#include "common/cpus.h"
 #include "common/waitevents.h"
 #include "writer/writer_internal.h"
 
 #define SPIN_BEFORE_SLEEP	2000
 #define SPIN_CHECK_MS		10
-
-/*
- * The CPUs this process may run on: its affinity mask where it can be
- * read, else the CPUs online; 0 where neither is known.
- */
-static int
-usable_cpus(void)
-{
-#ifdef __linux__
-	cpu_set_t	set;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		return CPU_COUNT(&set);
-#endif
-#ifdef _SC_NPROCESSORS_ONLN
-	return (int) Max(sysconf(_SC_NPROCESSORS_ONLN), 0);
-#else
-	return 0;
-#endif
-}
-
-/*
- * The tasks runnable on the machine now, this one included (the
- * numerator of /proc/loadavg's fourth field, "runnable/total"); -1 where
- * it cannot be read.
- */
-static int
-runnable_tasks(void)
-{
-	char		buf[128];
-	int			fd;
-	ssize_t		n;
-	int			runnable = -1;
-	const char *p;
-
-	fd = OpenTransientFile("/proc/loadavg", O_RDONLY);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	CloseTransientFile(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* "0.50 0.40 0.30 3/412 12345": the number before the slash */
-	p = strchr(buf, '/');
-	if (p == NULL)
-		return -1;
-	while (p > buf && p[-1] >= '0' && p[-1] <= '9')
-		p--;
-	if (sscanf(p, "%d/", &runnable) != 1)
-		return -1;
-	return runnable;
-}
 
 /* Whether a waiter should spin now; see "Spinning" in the header comment. */
 static bool
@@ -117,8 +58,8 @@ spin_pays(void)
 
 	if (checked == 0 || now - checked >= SPIN_CHECK_MS * 1000)
 	{
-		int			cpus = usable_cpus();
-		int			runnable = runnable_tasks();
+		int			cpus = pa_cpus_usable();
+		int			runnable = pa_cpus_runnable();
 
 		pays = cpus <= 0 || runnable < 0 || runnable < cpus;
 		checked = now;
