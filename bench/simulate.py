@@ -40,6 +40,7 @@ simulator", or --help.  --self-test checks the schedulers on small graphs.
 import argparse
 import collections
 import heapq
+import math
 import random
 import struct
 import sys
@@ -893,15 +894,21 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
         out.append("- not simulated: %s; a leader at that rate caps any speedup at %.1fx"
                    % (args.leader_note[1], cost_us / args.leader_note[0]))
     out.append("")
-    out.append("| writers | ideal (list schedule) | dispatcher (runs of %d) | before (chains) "
+    by_cost = args.run_length == 0
+    out.append("| writers | ideal (list schedule) | dispatcher (runs of %s) | before (chains) "
                "| runs of one (variant) | dispatcher: writers used; top shares | dispatcher: "
                "in-flight deps 0/1/2+ | dispatcher: waits for a dependency / a commit turn |"
-               % RUN_LENGTH)
+               % ("ceil(writers * hand-over / cost), 1-4" if by_cost else RUN_LENGTH))
     out.append("|---|---|---|---|---|---|---|---|")
     for nw in args.writers:
         ideal = ideal_schedule(txns, deps, barrier_before, costs, nw, args.commit_us,
                                args.dispatch_us)
         row = [str(nw), "%.2f" % (base / ideal)]
+        if by_cost:
+            # placement.c run_max(): HANDOVER_US against the mean cost
+            handover = (args.commit_us + args.wake_us) or 15.0
+            globals()["RUN_LENGTH"] = int(max(1, min(4, math.ceil(nw * handover / cost_us))))
+            row[0] += " (runs of %d)" % RUN_LENGTH
         main = None
         for rule in ("runs", "chains", "wait"):
             if rule != "runs" and nw == 1:
@@ -1160,10 +1167,15 @@ def main():
     ap.add_argument("--writers-read", action="store_true",
                     help="the writers read from storage (placement.c: chains do not wait)")
     ap.add_argument("--writers", default=",".join(map(str, WRITER_COUNTS)))
+    ap.add_argument("--run-length", type=int, default=4,
+                    help="placement.c's longest run (default 4); 0: by the apply cost, "
+                    "as placement.c's run_max() (commit + wake-up as the hand-over)")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:
         sys.exit(0 if self_test() else 1)
+    if args.run_length > 0:
+        globals()["RUN_LENGTH"] = args.run_length
     args.writers = [int(x) for x in args.writers.split(",")]
 
     if args.recording:

@@ -85,6 +85,7 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 {
 	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
+	TimestampTz slept_since;
 
 	if (pa_writer_committed_seq() >= target)
 		return;
@@ -109,6 +110,7 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 	if (counter)
 		(*counter)++;
 	SpinLockRelease(&slot->mutex);
+	slept_since = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -146,6 +148,7 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 											 PA_WE_DEPENDENCY));
 	}
 	ConditionVariableCancelSleep();
+	MyWriter->waited_us += GetCurrentTimestamp() - slept_since;
 	pa_writer_set_state(PA_WRITER_APPLYING);
 }
 
