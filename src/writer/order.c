@@ -86,6 +86,7 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
 	TimestampTz slept_since;
+	int64		read_us = 0;
 
 	if (pa_writer_committed_seq() >= target)
 		return;
@@ -132,9 +133,16 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 			if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 			{
 				/* the visible wait: w is applying waitfor */
+				TimestampTz read_since;
+
 				ConditionVariableCancelSleep();
+				read_since = GetCurrentTimestamp();
 				if (pa_lookahead_read_ahead())
-					continue;	/* read ahead instead; then look again */
+				{
+					/* read ahead instead, which is work; then look again */
+					read_us += GetCurrentTimestamp() - read_since;
+					continue;
+				}
 				(void) LockAcquire(&tag, ShareLock, false, false);
 				LockRelease(&tag, ShareLock, false);
 				continue;
@@ -148,7 +156,7 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 											 PA_WE_DEPENDENCY));
 	}
 	ConditionVariableCancelSleep();
-	MyWriter->waited_us += GetCurrentTimestamp() - slept_since;
+	MyWriter->waited_us += GetCurrentTimestamp() - slept_since - read_us;
 	pa_writer_set_state(PA_WRITER_APPLYING);
 }
 
