@@ -873,16 +873,22 @@ pa_relmap_skip(PaRelMapEntry *entry, const PaRelMapApply *apply)
 		return Context.table_sync;
 
 	/*
-	 * A prepared transaction comes at its PREPARE, and is in the copy when
-	 * it had ended by the copy's snapshot.  One prepared at or after the
-	 * copy's position is not: it ends later still.  One prepared before
-	 * it may have been committed before the snapshot, or after; its xid
-	 * is then near the snapshot's, so the 32-bit comparisons hold.
+	 * A transaction that committed (or, with two_phase, was prepared: it
+	 * comes at its PREPARE) at or after the copy's position is not in the
+	 * copy.  One before it is in the copy when it had ended by the copy's
+	 * snapshot: the position is read after the snapshot was taken
+	 * (leader/sync.c, temporary_snapshot), so a transaction committed
+	 * just before it may still have been running for the snapshot.  Its
+	 * xid is then near the snapshot's, or before the snapshot's xmin, so
+	 * the 32-bit comparisons hold.  A copy recorded without its snapshot
+	 * (1.0's) read exactly what committed before its position, a slot's
+	 * consistent point.
 	 */
-	if (TransactionIdIsValid(apply->prepared_xid) &&
-		entry->sync_has_snapshot && apply->commit_lsn < entry->sync_lsn)
-		return ended_in_sync_snapshot(entry, apply->prepared_xid);
-	return apply->commit_lsn < entry->sync_lsn;
+	if (apply->commit_lsn >= entry->sync_lsn)
+		return false;
+	if (entry->sync_has_snapshot && TransactionIdIsValid(apply->xid))
+		return ended_in_sync_snapshot(entry, apply->xid);
+	return true;
 }
 
 /*

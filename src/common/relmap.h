@@ -149,6 +149,7 @@ extern void pa_relmap_set_context(const PaRelMapContext *ctx);
 typedef struct PaRelMapApply
 {
 	XLogRecPtr	commit_lsn;		/* the transaction's commit LSN */
+	TransactionId xid;			/* its (top-level) xid */
 	TransactionId prepared_xid; /* its xid when it is a prepared transaction
 								 * (two_phase), else invalid */
 	Oid			binary_type_limit;	/* the binary_type_limit of the

@@ -29,17 +29,17 @@
  *
  * An attempt that fails half-way leaves the slot and the record of the
  * tables it copied.  The next one keeps both, and copies only the tables
- * not recorded, at the snapshot of a temporary slot made for it (its
- * consistent point later than the slot's), recorded with that point.  The
- * writers then apply a table's changes committed from its recorded point
- * on (relmap.c, pa_relmap_skip); earlier ones are in its copy.  So nothing
- * is copied twice, and nothing is lost or applied twice at the boundary.
- * With the position goes the snapshot the copy read (its xmin, xmax and
- * transactions in progress): a prepared transaction (two_phase) comes at
- * its PREPARE, before its commit's position is known, and it is in the
- * copy exactly when it had ended by that snapshot.
- *
- * A temporary slot never has FAILOVER: it lives only as long as its copy.
+ * not recorded, at a snapshot of now (temporary_snapshot), recorded with
+ * the snapshot the copy read (its xmin, xmax and transactions in
+ * progress) and a position of the provider's WAL read just after it.  A
+ * table that joins the publications later (pa_sync_relation) and
+ * refresh_subscription() copy so too.  The writers apply a table's
+ * changes of transactions committed (or prepared, with two_phase) from the
+ * recorded position on, and of those before it the ones the snapshot did
+ * not see as ended (relmap.c, pa_relmap_skip); the others are in the
+ * copy.  So nothing is copied twice, and nothing is lost or applied twice
+ * at the boundary.  The snapshot is not a temporary slot's, which would
+ * wait for every transaction open on the provider.
  *
  * A table is copied as the subscription's publications publish it: only
  * the columns of their column list, only the rows that match one of their
@@ -364,11 +364,22 @@ pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
 }
 
 /*
- * A snapshot of now for copying sub's tables: a temporary slot's, on a
- * replication connection of its own that the caller keeps open while the
- * snapshot is used and then disconnects (which drops the slot).  Sets
- * *snapshot (NULL without export) and *consistent, its consistent point:
- * the copy holds exactly the transactions committed before it.
+ * A snapshot of now for copying sub's tables, on a replication connection
+ * of its own that the caller keeps open while the snapshot is used and
+ * then disconnects.  Sets *snapshot (the name pg_export_snapshot() gave
+ * it; NULL without export) and *consistent, a position of the provider's
+ * WAL read after the snapshot was taken: every transaction committed at or
+ * after it is not in the copy, and one committed before it is in the copy
+ * exactly when the copy's snapshot (recorded with the table, copy.c) sees
+ * it; the writers decide so (common/relmap.c, pa_relmap_skip).
+ *
+ * Not a temporary slot's snapshot, which the provider makes only once
+ * every transaction running there has ended (a prepared one until its
+ * COMMIT or ROLLBACK PREPARED): a table joining the publication would wait
+ * for those, and the receiver with it, every other table of the
+ * subscription unapplied meanwhile (found by the fault campaign; t/101).
+ * A provider in recovery (a standby) cannot report its insert position,
+ * so there the temporary slot is made as before.
  */
 static WalReceiverConn *
 temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
@@ -376,20 +387,53 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 {
 	WalReceiverConn *conn = pa_provider_connect(sub->dsn, sub->name, NULL, false,
 												PA_SUB_MUST_USE_PASSWORD(sub));
-	char		suffix[16];
-	int			room;
+	char	   *recovery = pa_provider_value(conn, "SELECT pg_catalog.pg_is_in_recovery()::text");
 
-	/*
-	 * "pt_" for the slot's "pa_", and this process's pid: a copy started
-	 * again after its connection was lost finds the old temporary slot
-	 * still there while the provider has not noticed (a connection held
-	 * open on the way), and refresh_subscription() may copy while the
-	 * leader does.  The subscription's part is shortened to fit.
-	 */
-	snprintf(suffix, sizeof(suffix), "_%d", MyProcPid);
-	room = NAMEDATALEN - 1 - 3 - (int) strlen(suffix);
-	create_slot(conn, psprintf("pt_%.*s%s", room, sub->slot_name + 3, suffix),
-				true, export, false, snapshot, consistent);
+	*snapshot = NULL;
+	if (recovery == NULL || strcmp(recovery, "true") != 0)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		WalRcvExecResult *res;
+		TupleTableSlot *tslot;
+		bool		isnull;
+
+		pa_provider_exec(conn, "BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ",
+						 0, NULL, WALRCV_OK_COMMAND, "start a transaction");
+		/* the snapshot is taken as the statement starts, the position after */
+		res = pa_provider_exec(conn,
+							   "SELECT pg_catalog.pg_export_snapshot(), pg_catalog.pg_current_wal_insert_lsn()::text",
+							   2, types, WALRCV_OK_TUPLES, "export a snapshot");
+		tslot = MakeSingleTupleTableSlot(res->tupledesc, &TTSOpsMinimalTuple);
+		if (!tuplestore_gettupleslot(res->tuplestore, true, false, tslot))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
+							sub->name)));
+		if (export)
+			*snapshot = TextDatumGetCString(slot_getattr(tslot, 1, &isnull));
+		*consistent = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
+													  CStringGetDatum(TextDatumGetCString(slot_getattr(tslot, 2, &isnull)))));
+		ExecDropSingleTupleTableSlot(tslot);
+		walrcv_clear_result(res);
+	}
+	else
+	{
+		char		suffix[16];
+		int			room;
+
+		/*
+		 * "pt_" for the slot's "pa_", and this process's pid: a copy
+		 * started again after its connection was lost finds the old
+		 * temporary slot still there while the provider has not noticed (a
+		 * connection held open on the way), and refresh_subscription() may
+		 * copy while the leader does.  The subscription's part is shortened
+		 * to fit.
+		 */
+		snprintf(suffix, sizeof(suffix), "_%d", MyProcPid);
+		room = NAMEDATALEN - 1 - 3 - (int) strlen(suffix);
+		create_slot(conn, psprintf("pt_%.*s%s", room, sub->slot_name + 3, suffix),
+					true, export, false, snapshot, consistent);
+	}
 	if (export && *snapshot == NULL)
 		ereport(ERROR,
 				(errmsg("the provider exported no snapshot for a copy of subscription \"%s\"",
@@ -455,9 +499,9 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot,
 	if (sub->sync_data)
 	{
 		/*
-		 * The slot was there: copy what is left at a snapshot of now, from a
-		 * temporary slot on a connection of its own, held until the copies
-		 * are done.  Its changes from before that point are in the copy.
+		 * The slot was there: copy what is left at a snapshot of now
+		 * (temporary_snapshot), on a connection of its own, held until the
+		 * copies are done.
 		 */
 		if (slot_exists)
 			snapconn = temporary_snapshot(sub, true, &snapshot, &snap_lsn);
@@ -552,8 +596,8 @@ pa_sync_relation(const char *nspname, const char *relname,
 	{
 		/*
 		 * Nothing of the table has been given to a writer: its changes so
-		 * far are all before the temporary slot's consistent point, in the
-		 * copy, and the writers skip them.
+		 * far are of transactions that had committed when the snapshot of
+		 * now was taken, so in the copy, and the writers skip them.
 		 */
 		WalReceiverConn *snapconn;
 		char	   *snapshot = NULL;
@@ -601,7 +645,7 @@ pa_sync_relation(const char *nspname, const char *relname,
  * refresh_subscription(): as ALTER SUBSCRIPTION ... REFRESH PUBLICATION.
  * In the caller's transaction, with the subscription's workers stopped:
  * the tables published now that the subscription has no record of are
- * copied at the snapshot of a temporary slot (or, without copy_data,
+ * copied at a snapshot of now (temporary_snapshot; or, without copy_data,
  * recorded as applying from the provider's current position), and the
  * records of tables no longer published are removed.  Returns how many
  * tables were added.

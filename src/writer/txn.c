@@ -164,6 +164,7 @@ pa_writer_set_current(int i)
 
 	MyWriter->cur = &MyWriter->group[i];
 	MyWriter->apply.relmap.commit_lsn = MyWriter->cur->hdr.commit_lsn;
+	MyWriter->apply.relmap.xid = MyWriter->cur->hdr.xid;
 	MyWriter->apply.probe_unique =
 		MyWriter->cur->hdr.seq == MyWriter->probe_seq;
 	MyWriter->apply.relmap.prepared_xid =
