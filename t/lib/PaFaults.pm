@@ -97,10 +97,15 @@ sub new
 	return $E;
 }
 
+# shared_buffers: PostgreSQL::Test::Cluster gives a node that streams 1MB,
+# too few for the check that reads every table in one statement once some
+# 70 tables have joined (on a provider promoted from a standby, "no
+# unpinned buffers available" in the long run, seed 20261128)
 sub provider_conf
 {
 	return qq{
 restart_after_crash = on
+shared_buffers = 16MB
 max_connections = 60
 max_prepared_transactions = 10
 wal_sender_timeout = ${TIMEOUT_S}s
