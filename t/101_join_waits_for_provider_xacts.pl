@@ -34,9 +34,13 @@ wait_caught_up($sub, 's');
 # a transaction left prepared on the provider (its coordinator is away)
 $pub->safe_psql('postgres', "BEGIN; INSERT INTO a VALUES (2, 'prepared'); PREPARE TRANSACTION 'away'");
 
-# a table joins (FOR ALL TABLES: created on both sides, then written to)
+# a table joins (FOR ALL TABLES: created on both sides, then written to),
+# with a transaction prepared on it before (not in the copy, which sees it
+# running: it must arrive at its COMMIT PREPARED, after the copy)
 $sub->safe_psql('postgres', 'CREATE TABLE j (id int PRIMARY KEY)');
-$pub->safe_psql('postgres', 'CREATE TABLE j (id int PRIMARY KEY); INSERT INTO j VALUES (1)');
+$pub->safe_psql('postgres', 'CREATE TABLE j (id int PRIMARY KEY)');
+$pub->safe_psql('postgres', "BEGIN; INSERT INTO j VALUES (100); PREPARE TRANSACTION 'in_j'");
+$pub->safe_psql('postgres', 'INSERT INTO j VALUES (1)');
 # and the other table goes on changing
 $pub->safe_psql('postgres', "INSERT INTO a VALUES (3, 'after the join')");
 
@@ -44,8 +48,9 @@ ok( poll_until($sub, "SELECT EXISTS (SELECT FROM a WHERE id = 3)", timeout => 60
 	'the other table is applied while a transaction is prepared on the provider');
 rows_equal($pub, $sub, [ [ 'j', 'id' ] ], 'the joining table copied meanwhile');
 
-# once the prepared transaction ends, everything arrives
+# once the prepared transactions end, everything arrives, once
 $pub->safe_psql('postgres', "COMMIT PREPARED 'away'");
+$pub->safe_psql('postgres', "COMMIT PREPARED 'in_j'");
 wait_caught_up($sub, 's');
 rows_equal($pub, $sub, [ [ 'a', 'id' ], [ 'j', 'id' ] ], 'after COMMIT PREPARED');
 
