@@ -827,6 +827,11 @@ class Sim:
 # Reports
 # ---------------------------------------------------------------------------
 
+def run_length_by_cost(nwriters, cost_us, handover_us):
+    """placement.c run_max(): ceil(N * hand-over / cost), between 1 and 4."""
+    return int(max(1, min(4, math.ceil(nwriters * handover_us / cost_us))))
+
+
 def transaction_costs(txns, cost_us, per_row):
     """costs[seq]: the apply cost of each transaction (1-based)."""
     if per_row:
@@ -907,7 +912,7 @@ def report(title, source, txns, args, cost_us, cost_note, per_row):
         if by_cost:
             # placement.c run_max(): HANDOVER_US against the mean cost
             handover = (args.commit_us + args.wake_us) or 15.0
-            globals()["RUN_LENGTH"] = int(max(1, min(4, math.ceil(nw * handover / cost_us))))
+            globals()["RUN_LENGTH"] = run_length_by_cost(nw, cost_us, handover)
             row[0] += " (runs of %d)" % RUN_LENGTH
         main = None
         for rule in ("runs", "chains", "wait"):
@@ -1051,6 +1056,12 @@ def self_test():
     s = Sim(txns, costs, 1, commit_us=5.0)
     check("chain of 64, 1 writer, commit 5 us: 64 * 10 + 2 * 5 us", s.run(), 650.0)
     check("... in 2 local commits", s.groups, 2)
+    # run length by apply cost (placement.c run_max)
+    check("run length: 8 writers, 40 us, hand-over 15 us: ceil(3.0) = 3",
+          run_length_by_cost(8, 40.0, 15.0), 3)
+    check("... 2 writers, 40 us: 1", run_length_by_cost(2, 40.0, 15.0), 1)
+    check("... 16 writers, 40 us: 4 at most", run_length_by_cost(16, 40.0, 15.0), 4)
+    check("... 16 writers, 500 us (read from storage): 1", run_length_by_cost(16, 500.0, 15.0), 1)
     # the TXN_KEYS_MAX cap makes a barrier
     kc = KeyCollector()
     for i in range(TXN_KEYS_MAX + 1):
