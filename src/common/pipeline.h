@@ -107,9 +107,6 @@ typedef struct PaWriterSlot
 	bool		parked;			/* the leader gives it no new work
 								 * (leader/dispatch/inuse.c) */
 	pg_atomic_uint64 committed;	/* transactions committed, for the leader */
-	pg_atomic_uint64 busy_us;	/* microseconds spent applying them, waits
-								 * for dependencies and commit turns left
-								 * out (dispatch/placement.c reads it) */
 	pg_atomic_uint64 locked_seq;	/* the transaction it holds the lock of,
 									 * or last held */
 	uint32		copies_done;	/* initial copy tasks finished */

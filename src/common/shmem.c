@@ -103,7 +103,6 @@ init_subslot(PaSubSlot *s)
 	for (int w = 0; w < pa_max_writers; w++)
 	{
 		pg_atomic_init_u64(&s->writers[w].committed, 0);
-		pg_atomic_init_u64(&s->writers[w].busy_us, 0);
 		pg_atomic_init_u64(&s->writers[w].locked_seq, 0);
 	}
 }

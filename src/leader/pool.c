@@ -86,7 +86,6 @@ reset_writer_slot(int w, PaWriterState state)
 	ws->copy_failed = false;
 	SpinLockRelease(&MyPaLeader->slot->mutex);
 	pg_atomic_write_u64(&ws->committed, 0);
-	pg_atomic_write_u64(&ws->busy_us, 0);
 	pg_atomic_write_u64(&ws->locked_seq, 0);
 }
 
@@ -284,24 +283,6 @@ pa_pool_inflight(int w)
 	PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
 
 	return pw->dispatched - pg_atomic_read_u64(&ws->committed);
-}
-
-/*
- * What the writers of the pool have done so far: transactions committed
- * and the microseconds they spent applying them.
- */
-void
-pa_pool_work_done(uint64 *committed, uint64 *busy_us)
-{
-	*committed = 0;
-	*busy_us = 0;
-	for (int w = 0; w < pa_max_writers; w++)
-	{
-		PaWriterSlot *ws = &MyPaLeader->slot->writers[w];
-
-		*committed += pg_atomic_read_u64(&ws->committed);
-		*busy_us += pg_atomic_read_u64(&ws->busy_us);
-	}
 }
 
 void

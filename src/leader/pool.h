@@ -40,7 +40,6 @@ extern bool pa_pool_running(int writer);
 extern bool pa_pool_try_sendv(int writer, shm_mq_iovec *iov, int iovcnt);
 extern void pa_pool_send(int writer, const void *data, Size len);
 extern uint64 pa_pool_inflight(int writer);
-extern void pa_pool_work_done(uint64 *committed, uint64 *busy_us);
 extern void pa_pool_dispatched(int writer, uint64 seq);
 extern uint64 pa_pool_inflight_seq(int writer, uint64 n);
 extern void pa_pool_check(void);

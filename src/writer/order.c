@@ -85,8 +85,6 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 {
 	PaSubSlot  *slot = MyWriter->slot;
 	PaWriterSlot *ws = &slot->writers[w];
-	TimestampTz slept_since;
-	int64		read_us = 0;
 
 	if (pa_writer_committed_seq() >= target)
 		return;
@@ -111,7 +109,6 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 	if (counter)
 		(*counter)++;
 	SpinLockRelease(&slot->mutex);
-	slept_since = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -133,16 +130,9 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 			if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 			{
 				/* the visible wait: w is applying waitfor */
-				TimestampTz read_since;
-
 				ConditionVariableCancelSleep();
-				read_since = GetCurrentTimestamp();
 				if (pa_lookahead_read_ahead())
-				{
-					/* read ahead instead, which is work; then look again */
-					read_us += GetCurrentTimestamp() - read_since;
-					continue;
-				}
+					continue;	/* read ahead instead; then look again */
 				(void) LockAcquire(&tag, ShareLock, false, false);
 				LockRelease(&tag, ShareLock, false);
 				continue;
@@ -156,7 +146,6 @@ pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
 											 PA_WE_DEPENDENCY));
 	}
 	ConditionVariableCancelSleep();
-	MyWriter->waited_us += GetCurrentTimestamp() - slept_since - read_us;
 	pa_writer_set_state(PA_WRITER_APPLYING);
 }
 

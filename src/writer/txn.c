@@ -553,25 +553,6 @@ after_prepare(char twophase)
 }
 
 /*
- * The time a group took, less the sleeps for dependencies and commit
- * turns, for the dispatcher's run length (leader/dispatch/placement.c).
- * A streamed transaction's is left out: it includes the waits for its
- * chunks.  Published before the commit count, which the leader reads
- * after it.
- */
-static void
-count_busy(TimestampTz start, int64 waited_before, bool streamed)
-{
-	int64		busy;
-
-	if (streamed)
-		return;
-	busy = (GetCurrentTimestamp() - start) - (MyWriter->waited_us - waited_before);
-	if (busy > 0)
-		pg_atomic_fetch_add_u64(&MyWriter->me->busy_us, (uint64) busy);
-}
-
-/*
  * Apply the group that starts with group[0] (and grows while it goes),
  * commit it in its turn; after a retriable error, apply its transactions
  * again one at a time, each after all earlier ones.
@@ -580,14 +561,11 @@ void
 pa_writer_apply_txns(bool streamed)
 {
 	char		twophase = MyWriter->group[0].hdr.twophase;
-	TimestampTz start = GetCurrentTimestamp();
-	int64		waited = MyWriter->waited_us;
 
 	MyWriter->earliest_failures = 0;
 	if (try_apply(0, 0, !streamed && twophase == PA_Q_2PC_NONE, streamed))
 	{
 		after_prepare(twophase);
-		count_busy(start, waited, streamed);
 		pa_writer_after_commit(0, MyWriter->group_n,
 							   local_commit_end(twophase));
 		return;
@@ -603,8 +581,6 @@ pa_writer_apply_txns(bool streamed)
 			pa_writer_request_retry(MyWriter->group[i].hdr.seq);
 		}
 		after_prepare(twophase);
-		if (i == MyWriter->group_n - 1)
-			count_busy(start, waited, streamed);
 		pa_writer_after_commit(i, 1, local_commit_end(twophase));
 	}
 }

@@ -136,8 +136,6 @@ typedef struct PaWriter
 	uint64		first_seq;		/* the group's first transaction */
 	int			earliest_failures;	/* retriable errors met as the
 									 * earliest, see MAX_EARLIEST_RETRIES */
-	int64		waited_us;		/* slept for dependencies and commit turns
-								 * (order.c), so far */
 
 	/* the transaction being applied */
 	PaGroupTxn *cur;			/* one of group[], see pa_writer_set_current() */

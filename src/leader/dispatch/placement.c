@@ -58,22 +58,6 @@
  * keeps one writer in use, and with one writer nothing is tracked or
  * waited for.
  *
- * How long a run.  A run saves hand-overs of the commit turn (a wake-up
- * and a local commit each, HANDOVER_US together) but puts consecutive
- * transactions on one writer one after another, where they might have
- * run side by side; and a transaction in a run that waits for another
- * writer holds up the rest of its run.  Which of the two matters depends
- * on what a transaction costs to apply: with N writers in use the
- * hand-overs cap the speedup at about run * cost / HANDOVER_US, so cheap
- * transactions (tens of microseconds, in memory) need runs for N writers
- * to pay, while expensive ones (a read from storage each, hundreds of
- * microseconds) lose nothing to hand-overs and gain from runs of one.  So
- * the run length is ceil(N * HANDOVER_US / cost), between 1 and
- * RUN_LENGTH, with cost the writers' own time per transaction (waits for
- * dependencies and commit turns left out, writer/txn.c count_busy)
- * measured over the last COST_EVERY transactions or more.  The simulator
- * (bench/RESULTS.md, "run length by apply cost") shows the rule.
- *
  * A full writer.  The run moves on when its writer is full; when every
  * writer in use is full, the least loaded is taken and the dispatcher
  * waits for room there (dispatch.c, room_or_wait).
@@ -88,15 +72,11 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "leader/adapt.h"
 #include "leader/dispatch/dispatch_internal.h"
 #include "leader/pool.h"
 
-#define RUN_LENGTH			4	/* the longest run, see "Assignment" */
-#define HANDOVER_US			15	/* see "How long a run" */
-#define COST_EVERY			256 /* transactions committed per measure */
+#define RUN_LENGTH			4	/* see "Assignment" */
 #define STATS_EVERY			10000	/* DEBUG1 line of counters */
 
 /* What the rule decides from, besides the writers' loads. */
@@ -106,7 +86,6 @@ typedef struct PlaceInput
 	int			last_writer;	/* the previous transaction's, -1 */
 	int		   *run_length;		/* transactions in its run so far, moved
 								 * on */
-	int			run_max;		/* how long a run may be */
 	int			nuse;			/* writers 0..nuse-1 take new work */
 	const bool *reserved;		/* per writer: applies a streamed
 								 * transaction live, takes nothing else */
@@ -134,15 +113,6 @@ static struct
 	uint64		n_least;
 	uint64		logged;			/* n_txns when last logged at idle */
 }			counts;
-
-/* The run length and what it was measured from (run_max()) */
-static struct
-{
-	int			run_max;		/* how long a run may be now */
-	double		cost_us;		/* the writers' time per transaction */
-	uint64		base_committed; /* the writers' counters at the last */
-	uint64		base_busy;		/* measure */
-}			runs = {RUN_LENGTH};
 
 static bool
 has_room(int w)
@@ -210,7 +180,7 @@ place(const PlaceInput *in, uint32 *how)
 	int			writer;
 
 	if (!in->barrier && last >= 0 && last < in->nuse && !in->reserved[last] &&
-		*in->run_length < in->run_max && has_room(last))
+		*in->run_length < RUN_LENGTH && has_room(last))
 	{
 		(*in->run_length)++;
 		*how = PLACED_RUN;
@@ -227,37 +197,6 @@ place(const PlaceInput *in, uint32 *how)
 	return writer;
 }
 
-/*
- * The run length for nuse writers in use, from the writers' time per
- * transaction since the last measure (see "How long a run").
- */
-static int
-run_max(int nuse)
-{
-	uint64		committed;
-	uint64		busy;
-
-	pa_pool_work_done(&committed, &busy);
-	if (committed < runs.base_committed || busy < runs.base_busy)
-	{
-		/* a writer started again, its counters from 0 */
-		runs.base_committed = committed;
-		runs.base_busy = busy;
-	}
-	else if (committed - runs.base_committed >= COST_EVERY)
-	{
-		double		cost = (double) (busy - runs.base_busy) /
-			(committed - runs.base_committed);
-		double		want = cost > 0 ? ceil(nuse * HANDOVER_US / cost) : RUN_LENGTH;
-
-		runs.run_max = (int) Max(1, Min(want, RUN_LENGTH));
-		runs.cost_us = cost;
-		runs.base_committed = committed;
-		runs.base_busy = busy;
-	}
-	return runs.run_max;
-}
-
 /* The inputs every placement has: the writers and the previous one. */
 static void
 base_input(PlaceInput *in, bool barrier)
@@ -269,7 +208,6 @@ base_input(PlaceInput *in, bool barrier)
 	in->last_writer = L->last_writer;
 	in->run_length = &L->run_length;
 	in->nuse = pa_writers_in_use();
-	in->run_max = in->nuse > 1 ? run_max(in->nuse) : RUN_LENGTH;
 	in->reserved = L->live_reserved;
 	in->next_rr = &L->next_rr;
 }
@@ -300,7 +238,7 @@ pa_placement_log_counters(bool if_new)
 	}
 	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with keys not computed, %llu with no dependency, %llu on one transaction, %llu on several, "
 		 "%llu only on their own writer, %llu waited for others, %llu by a whole-table key; "
-		 "%llu continued a run, %llu went to an idle writer, %llu to the least loaded; runs of up to %d (%.0f us a transaction); %d of %d writers in use, %llu more not tried for want of a free CPU",
+		 "%llu continued a run, %llu went to an idle writer, %llu to the least loaded; %d of %d writers in use, %llu more not tried for want of a free CPU",
 		 MyPaLeader->sub->name,
 		 (unsigned long long) counts.n_txns, (unsigned long long) counts.n_untracked,
 		 (unsigned long long) counts.n_nodep,
@@ -310,7 +248,6 @@ pa_placement_log_counters(bool if_new)
 		 (unsigned long long) counts.n_tabledep,
 		 (unsigned long long) counts.n_run, (unsigned long long) counts.n_idle,
 		 (unsigned long long) counts.n_least,
-		 runs.run_max, runs.cost_us,
 		 pa_writers_in_use(), pa_pool_size(),
 		 (unsigned long long) pa_adapt_no_cpu());
 }
