@@ -449,15 +449,22 @@ sub finish_prepared
 }
 
 # a table joining the publication (FOR ALL TABLES): made here first, then
-# on the provider, then written to; it is copied at its first change
+# on the provider, then written to; it is copied at its first change.  The
+# provider drops the table of JOIN_KEEP joins ago (the subscriber keeps its
+# copy, which the checks no longer read): every check reads every table of
+# the provider, and a long run would otherwise slow down with each join.
+my $JOIN_KEEP = 10;
+
 sub start_join_job
 {
 	my ($E) = @_;
 	my $n = $E->{join_n} + 1;
 	my $ddl = "CREATE TABLE j_$n (id int PRIMARY KEY, v text)";
+	my $old = $n - $JOIN_KEEP;
 	return unless defined try_psql($E->{sub}, $ddl);
 	$E->{join_n} = $n;
-	start_job($E, 'join', "$ddl; INSERT INTO j_$n SELECT g, md5(g::text) FROM generate_series(1, 500) g; UPDATE j_$n SET v = 'x' WHERE id % 10 = 0");
+	start_job($E, 'join', ($old > 0 ? "DROP TABLE IF EXISTS j_$old; " : '')
+		  . "$ddl; INSERT INTO j_$n SELECT g, md5(g::text) FROM generate_series(1, 500) g; UPDATE j_$n SET v = 'x' WHERE id % 10 = 0");
 	return;
 }
 
