@@ -20,7 +20,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(usleep);
 use lib 't/lib';
 use PaTest;
@@ -28,21 +27,7 @@ use PaTest;
 my $pub = provider_node('provider', extra_conf => "wal_sender_timeout = 2s\n");
 my $sub = subscriber_node('subscriber', extra_conf => "wal_receiver_timeout = 2s\n");
 
-my $tmp = PostgreSQL::Test::Utils::tempdir();
-my $port = PostgreSQL::Test::Cluster::get_free_port();
-PostgreSQL::Test::Utils::append_to_file("$tmp/upstream", $pub->host . ' ' . $pub->port . "\n");
-my $proxy_out = '';
-my $proxy = IPC::Run::start([ 'perl', 't/lib/pa_proxy.pl', $port, "$tmp/upstream" ],
-	'>', \$proxy_out, '2>&1');
-my $dsn = "host=127.0.0.1 port=$port dbname=postgres";
-my $up = 0;
-for (1 .. 50)
-{
-	my ($ret) = $sub->psql('postgres', 'SELECT 1', connstr => $dsn);
-	if ($ret == 0) { $up = 1; last; }
-	usleep(100_000);
-}
-ok($up, 'the proxy forwards') or diag($proxy_out);
+my ($proxy, $dsn) = proxy_start($pub, $sub);
 
 my $schema = 'CREATE TABLE t (id int PRIMARY KEY, v text)';
 $pub->safe_psql('postgres', "$schema; CREATE PUBLICATION pub FOR ALL TABLES");

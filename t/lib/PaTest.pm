@@ -17,7 +17,8 @@ our @EXPORT = qw(provider_node subscriber_node both_node origins_guc table_diges
   pgbench_init pgbench_start pgbench_finish pgbench_tables
   pgbench_tables_equal worker_pids wait_for_writers wait_for_pipeline
   kill9_postmaster_and_restart
-  dump_pipeline no_errors session_open session_query session_close);
+  dump_pipeline no_errors session_open session_query session_close
+  proxy_start);
 
 # What a provider's postgresql.conf needs: our plugin on the allow-list
 # that PostgreSQL 15.19+ requires, room for slots and walsenders.
@@ -205,6 +206,31 @@ sub dump_pipeline
 		my ($ret, $out, $err) = $sub->psql($db, $q, extra_params => ['-x']);
 		diag("$q\n$out$err");
 	}
+}
+
+# A TCP proxy on loopback (t/lib/pa_proxy.pl) in front of $pub, for
+# tests of a network that fails: returns its handle and a DSN for $pub's
+# postgres database through it, once $sub connects through it (a test
+# "the proxy forwards", with the proxy's output when it does not).
+sub proxy_start
+{
+	my ($pub, $sub) = @_;
+	my $tmp = PostgreSQL::Test::Utils::tempdir();
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	PostgreSQL::Test::Utils::append_to_file("$tmp/upstream", $pub->host . ' ' . $pub->port . "\n");
+	my $out = '';
+	my $proxy = IPC::Run::start([ 'perl', 't/lib/pa_proxy.pl', $port, "$tmp/upstream" ],
+		'>', \$out, '2>&1');
+	my $dsn = "host=127.0.0.1 port=$port dbname=postgres";
+	my $up = 0;
+	for (1 .. 50)
+	{
+		my ($ret) = $sub->psql('postgres', 'SELECT 1', connstr => $dsn);
+		if ($ret == 0) { $up = 1; last; }
+		usleep(100_000);
+	}
+	ok($up, 'the proxy forwards') or diag($out);
+	return ($proxy, $dsn);
 }
 
 # A psql session for many quick queries, quieter than BackgroundPsql.
