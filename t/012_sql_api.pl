@@ -212,7 +212,8 @@ is($pub->safe_psql('postgres', "SELECT count(*) FROM pg_replication_slots WHERE 
 # --- errors found while applying: reported, nothing skipped ----------------
 # Each case: a table published alone, its subscriber side as given, a
 # subscription streaming it without an initial copy (the change is made
-# once its slot is active), and the error expected in last_error.
+# once its slot is active), and the error expected in last_error (none:
+# the caller checks).
 sub apply_error
 {
 	my ($name, $table, $sub_ddl, $change, $pattern, $label) = @_;
@@ -225,6 +226,7 @@ sub apply_error
 		"SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'pa_${name}_%' AND active")
 	  or die "the slot of $name did not become active";
 	$pub->safe_psql('postgres', $change);
+	return unless defined $pattern;
 	ok( $sub->poll_query_until('postgres',
 			"SELECT last_error LIKE \$p\$$pattern\$p\$ FROM subscription_status() WHERE subscription_name = '$name'"),
 		$label)
@@ -241,11 +243,50 @@ $sub->safe_psql('postgres', "SELECT drop_subscription('viewsub')");
 
 # the target is missing here: the error is reported, and a wait for the
 # subscription times out saying where apply stands, and why
-apply_error('stuck', 'ts', undef, "INSERT INTO ts VALUES (1, 'cannot apply')",
-	'%target table "public.ts"%does not exist%', 'a missing target table is reported');
+# (a transaction left open on the provider holds its slot's restart point
+# back, so each restart decodes its WAL again before reaching the one that
+# fails: the stretch after the walsender's first keepalive that the check
+# of its status below samples)
+my $holder = session_open($pub);
+apply_error('stuck', 'ts', undef, 'CREATE TABLE filler (id int, v text)');
+session_query($holder, "BEGIN; INSERT INTO filler SELECT i, 'x' FROM generate_series(1, 500000) i");
+$pub->safe_psql('postgres', "INSERT INTO ts VALUES (1, 'cannot apply')");
+ok( $sub->poll_query_until('postgres',
+		"SELECT last_error LIKE '%target table \"public.ts\"%does not exist%' FROM subscription_status() WHERE subscription_name = 'stuck'"),
+	'a missing target table is reported');
 refused($sub, "SELECT wait_for_catchup('stuck', '1 second')",
 	qr/ERROR:  timed out waiting for parallel_apply subscription "stuck" to catch up\nDETAIL:  Applied up to [0-9A-F]+\/[0-9A-F]+, waiting for [0-9A-F]+\/[0-9A-F]+\. Last error: .*target table "public\.ts".*does not exist/s,
 	'wait_for_catchup times out with the position and the last error');
+# while it stays stuck, its status never says otherwise, not even for the
+# moment after a restart when the walsender's first keepalive reports
+# where it starts (once read as "caught up", which cleared the error):
+# sampled without pause across two restarts
+my $flaps = $sub->safe_psql('postgres', q{
+DO $$
+DECLARE
+	seen int := 0;
+	prev timestamptz;
+	r record;
+	bad int := 0;
+	stop timestamptz := clock_timestamp() + interval '90 s';
+BEGIN
+	SELECT last_error_time INTO prev FROM subscription_status() WHERE subscription_name = 'stuck';
+	WHILE seen < 2 AND clock_timestamp() < stop LOOP
+		SELECT state, last_error, last_error_time INTO r
+		  FROM subscription_status() WHERE subscription_name = 'stuck';
+		IF r.last_error IS NULL OR r.state = 'streaming' THEN
+			bad := bad + 1;
+		ELSIF r.last_error_time > prev THEN
+			seen := seen + 1;
+			prev := r.last_error_time;
+		END IF;
+	END LOOP;
+	CREATE TEMP TABLE flaps AS SELECT seen, bad;
+END $$;
+SELECT seen || ' restarts, ' || bad || ' samples without the error or streaming' FROM flaps;
+});
+is($flaps, '2 restarts, 0 samples without the error or streaming',
+	'a stuck subscription shows its error and no streaming state across its restarts');
 # a wait under way when the subscription is dropped ends at once, saying so
 my ($wout, $werr) = ('', '');
 my $waiter = IPC::Run::start(
@@ -258,6 +299,8 @@ $sub->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE 'SELECT wait_for_catchup(''stuck''%' AND wait_event = '$catchup_event'")
   or die 'the wait did not start';
 $sub->safe_psql('postgres', "SELECT drop_subscription('stuck')");
+session_query($holder, 'ROLLBACK');
+session_close($holder);
 $waiter->finish;
 like($werr, qr/ERROR:  parallel_apply subscription "stuck" was dropped while waiting for it to catch up/,
 	'a wait ends with an error when its subscription is dropped');

@@ -352,6 +352,28 @@ pa_progress_update(bool idle)
 	SpinLockRelease(&L->slot->mutex);
 }
 
+/*
+ * Has everything the provider had when this leader started been applied?
+ * The stream's own end is not enough: the walsender's first keepalive
+ * reports where it starts (the slot's confirmed position, which is where
+ * apply stands), before it has read the WAL past it.  Taken alone, a
+ * restarted leader stuck on a transaction it cannot apply would call
+ * itself caught up at once and clear the error that stops it.  So the
+ * provider's own WAL position, asked over the position connection, must
+ * have been reached too; without that connection, the stream's end.
+ */
+bool
+pa_progress_caught_up(void)
+{
+	PaLeader   *L = MyPaLeader;
+
+	if (L->provider_end == InvalidXLogRecPtr || L->applied < L->provider_end)
+		return false;
+	if (L->position_time != 0)
+		return L->applied >= L->position;
+	return L->position_failed;
+}
+
 /* Send a standby status update when something changed or it is due. */
 void
 pa_progress_feedback(bool force, bool request_reply)

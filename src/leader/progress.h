@@ -24,6 +24,7 @@ extern void pa_progress_provider_end(XLogRecPtr lsn);
 extern void pa_progress_message(TimestampTz send_time);
 extern bool pa_progress_ask_position(void);
 extern void pa_progress_update(bool idle);
+extern bool pa_progress_caught_up(void);
 extern bool pa_progress_flush(void);
 extern void pa_progress_feedback(bool force, bool request_reply);
 

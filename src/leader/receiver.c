@@ -444,15 +444,16 @@ housekeeping(TimestampTz *last_xact, bool drained)
 	bool		idle = pa_dispatch_idle();
 	XLogRecPtr	target;
 	TimestampTz now = GetCurrentTimestamp();
+	bool		caught_up;
 
 	pa_pool_check();
 	L->reported_seq = pa_leader_done_seq(L->durable);
 	pa_progress_update(idle);
 
+	caught_up = !L->caught_up_once && pa_progress_caught_up();
 	SpinLockAcquire(&slot->mutex);
 	target = slot->catchup_target;
-	if (!L->caught_up_once && slot->provider_lsn != InvalidXLogRecPtr &&
-		slot->applied_lsn >= slot->provider_lsn)
+	if (caught_up)
 	{
 		L->caught_up_once = true;
 
