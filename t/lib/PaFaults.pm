@@ -893,7 +893,12 @@ sub run_campaign
 		$E->{fault_kind} = $kind;
 		$E->{cur_lag_bytes} = 0;
 		run_for($E, rnd_real($E, 0.2, 0.8));
+		# how much WAL each slot's walsender would decode again if it
+		# restarted now (restart_lsn to confirmed_flush_lsn), beside the
+		# recovery the fault takes
+		my $held = try_psql($E->{pub}, q{SELECT string_agg(slot_name || ' ' || coalesce(pg_size_pretty(pg_wal_lsn_diff(confirmed_flush_lsn, restart_lsn)), '?'), ', ' ORDER BY slot_name) FROM pg_replication_slots WHERE slot_type = 'logical'});
 		logmsg($E, "fault $i/$n: $kind");
+		logmsg($E, '  behind confirmed, restart_lsn: ' . ($held // '?'));
 		my $tf = time;
 		$faults{$kind}->($E);
 		my $fault_s = time - $tf;
