@@ -668,6 +668,56 @@ class LagSampler(threading.Thread):
 
 
 # ---------------------------------------------------------------------------
+# Wait sampler: what the apply processes of a subscriber wait for during a
+# catch-up, from pg_stat_activity every WAIT_TICK on a connection of its
+# own (a process with no wait event is on a CPU or waiting for one).
+# ---------------------------------------------------------------------------
+WAIT_TICK = 0.01
+APPLY_BACKENDS = {"parallel_apply writer": "writer", "parallel_apply receiver": "leader",
+                  "logical replication worker": "apply", "logical replication apply worker": "apply",
+                  "logical replication parallel worker": "apply"}
+
+
+class WaitSampler(threading.Thread):
+    def __init__(self, system):
+        super().__init__(daemon=True)
+        self.system = system
+        self.counts = {}           # role -> {wait: samples}
+        self.halt = threading.Event()
+
+    def run(self):
+        try:
+            c = psycopg2.connect(self.system.cluster.dsn(self.system.db))
+            c.autocommit = True
+            with c.cursor() as cur:
+                while not self.halt.is_set():
+                    cur.execute("SELECT backend_type, coalesce(wait_event, 'CPU') FROM pg_stat_activity "
+                                "WHERE pid <> pg_backend_pid() AND (backend_type IN %s OR "
+                                "application_name LIKE 'pglogical apply%%')",
+                                (tuple(APPLY_BACKENDS),))
+                    for btype, wait in cur.fetchall():
+                        role = APPLY_BACKENDS.get(btype, "apply")
+                        d = self.counts.setdefault(role, {})
+                        d[wait] = d.get(wait, 0) + 1
+                    self.halt.wait(WAIT_TICK)
+            c.close()
+        except Exception:         # a missing sample only shortens the notes
+            pass
+
+    def finish(self):
+        """role: top waits by share of that role's samples, for the notes."""
+        self.halt.set()
+        self.join(10)
+        parts = []
+        for role in sorted(self.counts):
+            d = self.counts[role]
+            total = sum(d.values())
+            top = sorted(d.items(), key=lambda kv: -kv[1])[:4]
+            parts.append(f"waits_{role}=" + ",".join(f"{w}:{100 * n / total:.0f}%" for w, n in top))
+        return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------
 # Processor CPU share, machine-wide.
 # ---------------------------------------------------------------------------
 def cpu_jiffies():
@@ -719,6 +769,38 @@ def cluster_cpu_s(datadir):
         if f and f[1] == pm:
             total += (int(f[11]) + int(f[12])) / CLK_TCK
     return total
+
+
+def disk_counters(path):
+    """The block device holding path, from /proc/diskstats: (reads
+    completed, ms spent reading, ms weighted by the I/Os in flight,
+    monotonic time), or None where it is not found (a filesystem on no
+    block device of its own)."""
+    try:
+        st = os.stat(path)
+        key = (os.major(st.st_dev), os.minor(st.st_dev))
+        with open("/proc/diskstats") as f:
+            for line in f:
+                v = line.split()
+                if (int(v[0]), int(v[1])) == key:
+                    return int(v[3]), int(v[6]), int(v[13]), time.monotonic()
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def disk_notes(before, path):
+    """What the disk did since before (disk_counters): reads per second,
+    their mean latency, the mean number of I/Os in flight.  The device is
+    the machine's: another cluster's I/O counts too."""
+    after = disk_counters(path)
+    if before is None or after is None:
+        return ""
+    reads, read_ms, weighted_ms, t = (a - b for a, b in zip(after, before))
+    if t <= 0:
+        return ""
+    lat = f"{read_ms / reads:.2f}" if reads else "NA"
+    return f"disk_reads_s={reads / t:.0f} disk_read_ms={lat} disk_in_flight={weighted_ms / 1000 / t:.1f}"
 
 
 def us_per_xact(seconds, xacts):
@@ -1020,13 +1102,19 @@ class Deployment:
         extra = before_enable() if before_enable else ""
         counters0 = system.counters()
         io0 = system.read_bytes()
+        disk0 = disk_counters(system.cluster.datadir)
         logpos = system.cluster.log_size()
         sub0 = cluster_cpu_s(system.cluster.datadir)
         cpu0 = cpu_jiffies()
+        waits = WaitSampler(system) if a.sample_waits else None
         t0 = time.monotonic()
         system.enable()
+        if waits:
+            waits.start()
         t1 = self.wait_applied(system, target, a.catchup_timeout)
         cpu = cpu_pct(cpu0)
+        if waits:
+            extra = (extra + " " + waits.finish()).strip()
         sub1 = cluster_cpu_s(system.cluster.datadir)
         row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra,
                        apply_cpu_us_per_xact=us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "")
@@ -1036,6 +1124,7 @@ class Deployment:
             row.update(catchup_s="NA", apply_tps="NA", identical="not checked (hung)")
             return row
         row.update(catchup_s=round(t1 - t0, 3), apply_tps=round(xacts / (t1 - t0)))
+        row["notes"] = (row["notes"] + " " + disk_notes(disk0, system.cluster.datadir)).strip()
         self.memory_notes(system, row, io0)
         return self.finish_run(system, row, logpos, counters0)
 
@@ -1835,6 +1924,9 @@ def parse_args(argv):
                          "(side by side in the report)")
     ap.add_argument("--memory-scale", type=int, default=100)
     ap.add_argument("--memory-limit", default="512MB", help="memory: cgroup cap of each subscriber cluster")
+    ap.add_argument("--sample-waits", action="store_true",
+                    help="catch-ups: sample the apply processes' wait events every 10 ms (one query each "
+                         "time, on the subscriber) and put the top ones in each row's notes")
     ap.add_argument("--memory-shared-buffers", default="128MB", help="memory: subscribers' shared_buffers")
     ap.add_argument("--memory-method", choices=["auto", "cgroup", "evict"], default="auto",
                     help="memory: cgroup (root) or page-cache eviction only")
