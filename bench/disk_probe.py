@@ -13,8 +13,11 @@ and prints reads/s and the mean and 99th-percentile latency.
     python3 bench/disk_probe.py FILE [--seconds 5] [--depths 1,2,4,8,16]
 
 FILE: any file of at least a few hundred MB on the disk to probe (it is
-only read).  Run it on a quiet machine: another process's I/O is counted
-against the device.
+only read), not a sparse one (a hole is read without any I/O).  Run it on
+a quiet machine: another process's I/O is counted against the device.
+The threads are Python's: at rates of tens of thousands of reads a second
+the interpreter, not the device, may be the limit, and the latency
+includes the wait for it.
 """
 import argparse
 import mmap
@@ -57,6 +60,8 @@ def probe(path, depth, seconds):
         os.close(fd)
     all_lat = sorted(x for l in lats for x in l)
     n = len(all_lat)
+    if n == 0:
+        raise SystemExit(f"no read completed in {seconds:g} s at depth {depth}")
     return n / elapsed, statistics.mean(all_lat) * 1e3, all_lat[min(n - 1, int(n * 0.99))] * 1e3
 
 

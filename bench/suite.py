@@ -683,6 +683,7 @@ class WaitSampler(threading.Thread):
         super().__init__(daemon=True)
         self.system = system
         self.counts = {}           # role -> {wait: samples}
+        self.lock = threading.Lock()
         self.halt = threading.Event()
 
     def run(self):
@@ -695,10 +696,12 @@ class WaitSampler(threading.Thread):
                                 "WHERE pid <> pg_backend_pid() AND (backend_type IN %s OR "
                                 "application_name LIKE 'pglogical apply%%')",
                                 (tuple(APPLY_BACKENDS),))
-                    for btype, wait in cur.fetchall():
-                        role = APPLY_BACKENDS.get(btype, "apply")
-                        d = self.counts.setdefault(role, {})
-                        d[wait] = d.get(wait, 0) + 1
+                    rows = cur.fetchall()
+                    with self.lock:
+                        for btype, wait in rows:
+                            role = APPLY_BACKENDS.get(btype, "apply")
+                            d = self.counts.setdefault(role, {})
+                            d[wait] = d.get(wait, 0) + 1
                     self.halt.wait(WAIT_TICK)
             c.close()
         except Exception:         # a missing sample only shortens the notes
@@ -708,9 +711,11 @@ class WaitSampler(threading.Thread):
         """role: top waits by share of that role's samples, for the notes."""
         self.halt.set()
         self.join(10)
+        with self.lock:
+            counts = {role: dict(d) for role, d in self.counts.items()}
         parts = []
-        for role in sorted(self.counts):
-            d = self.counts[role]
+        for role in sorted(counts):
+            d = counts[role]
             total = sum(d.values())
             top = sorted(d.items(), key=lambda kv: -kv[1])[:4]
             parts.append(f"waits_{role}=" + ",".join(f"{w}:{100 * n / total:.0f}%" for w, n in top))
@@ -1111,10 +1116,12 @@ class Deployment:
         system.enable()
         if waits:
             waits.start()
-        t1 = self.wait_applied(system, target, a.catchup_timeout)
+        try:
+            t1 = self.wait_applied(system, target, a.catchup_timeout)
+        finally:
+            if waits:
+                extra = (extra + " " + waits.finish()).strip()
         cpu = cpu_pct(cpu0)
-        if waits:
-            extra = (extra + " " + waits.finish()).strip()
         sub1 = cluster_cpu_s(system.cluster.datadir)
         row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra,
                        apply_cpu_us_per_xact=us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "")

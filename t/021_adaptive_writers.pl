@@ -27,12 +27,20 @@ pgbench_init($sub, 'postgres', '-s', 2, '-I', 'dtp');
 for my $n ($pub, $sub)
 {
 	$n->safe_psql('postgres',
-		'CREATE TABLE indep (id int PRIMARY KEY, v bigint NOT NULL DEFAULT 0)');
+		'CREATE TABLE indep (id int PRIMARY KEY, v bigint NOT NULL DEFAULT 0); CREATE TABLE slow (id int PRIMARY KEY)');
 }
 $pub->safe_psql('postgres',
-	'INSERT INTO indep SELECT g FROM generate_series(1, 100000) g');
+	'INSERT INTO indep SELECT g FROM generate_series(1, 100000) g; CREATE SEQUENCE slow_id');
 $pub->safe_psql('postgres',
-	'CREATE PUBLICATION pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, indep');
+	'CREATE PUBLICATION pub FOR TABLE pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history, indep, slow');
+# each row of slow costs its apply 1 ms here (a trigger of the table's
+# owner), as rows whose pages must be read from storage do
+$sub->safe_psql('postgres', q{
+CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN PERFORM pg_sleep(0.001); RETURN NEW; END$$;
+CREATE TRIGGER slow_row BEFORE INSERT ON slow FOR EACH ROW EXECUTE FUNCTION slow_row();
+ALTER TABLE slow ENABLE ALWAYS TRIGGER slow_row;
+});
 create_sub($sub, $pub, 'a', num_writers => 4);
 wait_caught_up($sub, 'a');
 
@@ -141,6 +149,47 @@ ok($ok, 'TPC-B while the setting changes: pgbench ran') or diag($out);
 wait_caught_up($sub, 'a');
 pgbench_tables_equal($pub, $sub, 'TPC-B while adaptive writers are switched');
 no_errors($sub, 'a', 'after the switches');
+
+# A stream of expensive transactions (over 1 ms each: below 1,000 a
+# second on one writer) is measured in longer windows and gets more
+# writers too.  With windows of a fixed 100 ms, too short for the 256
+# transactions a window needs, it stayed on writer 0 for the whole
+# backlog.  The backlog (3,000 single-row inserts, no two with a key in
+# common) is held back by a lock on the subscriber while the leader runs,
+# as below.  A build with the debug switches says CPUs are free, so that a
+# busy machine does not hold the rule back.
+my $debug_cpus = $sub->safe_psql('postgres',
+	"SELECT count(*) FROM pg_settings WHERE name = 'parallel_apply.debug_free_cpus'") eq '1';
+{
+	$sub->safe_psql('postgres',
+		"ALTER SYSTEM SET parallel_apply.debug_free_cpus = 4; SELECT pg_reload_conf()")
+	  if $debug_cpus;
+	$sub->safe_psql('postgres', "SELECT disable_subscription('a')");
+	$sub->safe_psql('postgres', "SELECT enable_subscription('a')");
+	wait_caught_up($sub, 'a');
+	my @before = split m{/}, per_writer();
+	my $lock = session_open($sub);
+	session_query($lock, 'BEGIN');
+	session_query($lock, 'LOCK TABLE slow IN ACCESS EXCLUSIVE MODE');
+	my $slow = PostgreSQL::Test::Utils::tempdir() . '/slow.sql';
+	PostgreSQL::Test::Utils::append_to_file($slow,
+		"INSERT INTO slow VALUES (nextval('slow_id'));\n");
+	my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-t', 750, '-f', $slow);
+	my ($ok, $n, $out) = pgbench_finish($h);
+	ok($ok, 'expensive transactions: pgbench ran') or diag($out);
+	session_query($lock, 'COMMIT');
+	session_close($lock);
+	wait_caught_up($sub, 'a');
+	my @after = split m{/}, per_writer();
+	my @counts = map { $after[$_] - ($before[$_] // 0) } 0 .. $#after;
+	cmp_ok(scalar(grep { $_ > 0 } @counts), '>=', 2,
+		'expensive transactions, adaptive writers: more than one writer applied some of the backlog')
+	  or diag(join('/', @counts));
+	rows_equal($pub, $sub, [ [ 'slow', 'id' ] ], 'expensive transactions');
+	$sub->safe_psql('postgres',
+		"ALTER SYSTEM RESET parallel_apply.debug_free_cpus; SELECT pg_reload_conf()")
+	  if $debug_cpus;
+}
 
 if ($sub->safe_psql('postgres',
 		"SELECT count(*) FROM pg_settings WHERE name = 'parallel_apply.debug_free_cpus'") eq '0')

@@ -14,9 +14,15 @@
  * measures; the dispatcher follows the target (writers 0..n-1 in use, the
  * rest parked: dispatch/inuse.c).  Off, the target is the whole pool.
  *
- * What is measured, per window of ADAPT_WINDOW_MS, from the dispatching
- * path (a clock read every 16 transactions; a window with an idle gap or
- * with fewer than ADAPT_MIN_TXNS transactions decides nothing):
+ * What is measured, per window, from the dispatching path (a clock read
+ * every 16 transactions).  A window lasts ADAPT_WINDOW_MS, or longer, up
+ * to ADAPT_WINDOW_MAX_MS, until it has ADAPT_MIN_TXNS transactions: a
+ * stream of expensive transactions (pages read from storage, a trigger
+ * that works) is measured in longer windows, and those are the streams
+ * that gain most from more writers; with windows of a fixed 100 ms any
+ * stream below 2,560 transactions a second stayed on one writer.  A window
+ * with an idle gap (ADAPT_GAP_MS between two looks at the clock) or with
+ * fewer than ADAPT_MIN_TXNS transactions decides nothing.
  *
  * - the commit rate: transactions committed by all writers per second;
  * - a backlog: at least half of the window's transactions went to a
@@ -81,6 +87,8 @@ double		pa_debug_free_cpus = -1;
 #endif
 
 #define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
+#define ADAPT_WINDOW_MAX_MS	1000	/* of ADAPT_MIN_TXNS, if it takes longer */
+#define ADAPT_GAP_MS		250 /* a pause between two looks: an idle gap */
 #define ADAPT_MIN_TXNS		256 /* a window with fewer decides nothing */
 #define ADAPT_PROBE_MIN_MS	800 /* the first probe waits this, one that
 								 * failed twice this, */
@@ -110,6 +118,8 @@ static struct
 	uint64		win_committed;
 	uint32		win_dispatched;
 	uint32		win_behind;		/* given to a writer that is behind */
+	bool		win_gap;		/* an idle gap in the window */
+	TimestampTz last_look;		/* the clock, at the last look */
 	double		rate;			/* commits per second, steady */
 	double		prev_rate;		/* in the last steady window, 0: none */
 	AdaptPhase	phase;
@@ -161,6 +171,7 @@ start_window(TimestampTz now, uint64 committed)
 	ad.win_committed = committed;
 	ad.win_dispatched = 0;
 	ad.win_behind = 0;
+	ad.win_gap = false;
 }
 
 void
@@ -171,6 +182,7 @@ pa_adapt_init(void)
 	ad.backoff_up = ADAPT_PROBE_MIN_MS;
 	ad.backoff_down = ADAPT_PROBE_MIN_MS;
 	start_window(GetCurrentTimestamp(), 0);
+	ad.last_look = ad.win_start;
 	ad.next_up = TimestampTzPlusMilliseconds(ad.win_start, ADAPT_PROBE_MIN_MS);
 	ad.next_down = ad.next_up;
 }
@@ -321,12 +333,17 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 	if (ad.calls++ % 16 != 0)
 		return;
 	now = GetCurrentTimestamp();
+	if (now - ad.last_look > ADAPT_GAP_MS * 1000L)
+		ad.win_gap = true;
+	ad.last_look = now;
 	ms = (long) ((now - ad.win_start) / 1000);
-	if (ms < ADAPT_WINDOW_MS)
+	if (ms < ADAPT_WINDOW_MS ||
+		(ad.win_dispatched < ADAPT_MIN_TXNS && ms < ADAPT_WINDOW_MAX_MS &&
+		 !ad.win_gap))
 		return;
 	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
-	valid = ms <= 4 * ADAPT_WINDOW_MS && ad.win_dispatched >= ADAPT_MIN_TXNS;
+	valid = !ad.win_gap && ad.win_dispatched >= ADAPT_MIN_TXNS;
 	start_window(now, committed);	/* and the free CPU of the one ended */
 
 	/* an idle gap or too few to measure: start again */

@@ -209,6 +209,7 @@ typedef struct PaLeader
 	TimestampTz position_asked; /* when it was asked last */
 	XLogRecPtr	position;		/* its answer */
 	TimestampTz position_time;	/* and when it came */
+	XLogRecPtr	catchup_position;	/* the first answer: caught up there */
 } PaLeader;
 
 /*

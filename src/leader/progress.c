@@ -257,6 +257,8 @@ pa_progress_ask_position(void)
 		L->position = DatumGetLSN(DirectFunctionCall1(pg_lsn_in,
 													  CStringGetDatum(v)));
 		L->position_time = now;
+		if (L->catchup_position == InvalidXLogRecPtr)
+			L->catchup_position = L->position;
 	}
 	if (started)
 		CommitTransactionCommand();
@@ -359,8 +361,11 @@ pa_progress_update(bool idle)
  * apply stands), before it has read the WAL past it.  Taken alone, a
  * restarted leader stuck on a transaction it cannot apply would call
  * itself caught up at once and clear the error that stops it.  So the
- * provider's own WAL position, asked over the position connection, must
- * have been reached too; without that connection, the stream's end.
+ * provider's own WAL position, as first asked over the position connection
+ * after the leader started, must have been reached too (the first answer:
+ * later ones move on with the provider's load, which a subscription
+ * lagging a few seconds behind would never reach); without that
+ * connection, the stream's end.
  */
 bool
 pa_progress_caught_up(void)
@@ -369,8 +374,8 @@ pa_progress_caught_up(void)
 
 	if (L->provider_end == InvalidXLogRecPtr || L->applied < L->provider_end)
 		return false;
-	if (L->position_time != 0)
-		return L->applied >= L->position;
+	if (L->catchup_position != InvalidXLogRecPtr)
+		return L->applied >= L->catchup_position;
 	return L->position_failed;
 }
 

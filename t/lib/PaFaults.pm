@@ -621,10 +621,25 @@ sub check_all
 	my ($E, $label) = @_;
 	my ($pub, $sub) = @{$E}{qw(pub sub)};
 	my $t = time;
+	my $dumped = 0;
 	wait_up($sub, 60) or do { failure($E, 'subscriber up', 'the subscriber does not answer after 60 s'); return undef; };
 	foreach my $x (@{ $E->{subs} })
 	{
-		my ($ret, $out, $err) = $sub->psql($x->{db}, "SELECT wait_for_catchup('$x->{name}', '120 s')");
+		# a slow recovery (over 5 s): what each side does then, once, to
+		# the log, before waiting for the rest of the 120 s
+		my ($ret, $out, $err) = $sub->psql($x->{db}, "SELECT wait_for_catchup('$x->{name}', '5 s')");
+		if ($ret != 0)
+		{
+			my $td = time;
+			logmsg($E, "  $x->{name} not caught up after 5 s: what runs");
+			foreach my $n ($sub, $pub)
+			{
+				my $act = try_psql($n, q{SELECT string_agg(format('%s %s %s/%s %s', pid, backend_type, wait_event_type, wait_event, left(regexp_replace(query, '\s+', ' ', 'g'), 70)), E'\n' ORDER BY pid) FROM pg_stat_activity WHERE state IS DISTINCT FROM 'idle' AND pid <> pg_backend_pid()}) // '?';
+				logmsg($E, '  ' . $n->name . ":\n$act");
+			}
+			$dumped += time - $td;    # not counted in the recovery
+			($ret, $out, $err) = $sub->psql($x->{db}, "SELECT wait_for_catchup('$x->{name}', '115 s')");
+		}
 		if ($ret != 0)
 		{
 			failure($E, "$x->{name} caught up", "wait_for_catchup: $err");
@@ -632,7 +647,7 @@ sub check_all
 			return undef;
 		}
 	}
-	my $caught = time - $t;
+	my $caught = time - $t - $dumped;
 	my @bad;
 	$t = time;
 
