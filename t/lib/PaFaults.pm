@@ -239,8 +239,7 @@ sub set_upstream
 	return;
 }
 
-# PostgreSQL 17 and later, UNTESTED by its author (only 15 was at hand):
-# a physical standby of the provider that synchronizes failover slots.
+# PostgreSQL 17 and later: a physical standby of the provider that synchronizes failover slots.
 sub make_standby
 {
 	my ($E) = @_;
@@ -846,8 +845,7 @@ my %faults = (
 		logmsg($E, "  pg_cancel_backend($pid)");
 		try_psql($E->{sub}, "SELECT pg_cancel_backend($pid)");
 	},
-	# PostgreSQL 17 and later, UNTESTED by its author (only 15 was at hand):
-	# the provider fails over to its standby, which synchronized the slot
+	# PostgreSQL 17 and later: the provider fails over to its standby, which synchronized the slot
 	# (failover := true); the proxy, which the subscription's DSN names,
 	# then points at the new primary, the old one is gone, and a new standby
 	# is made for the next failover
@@ -855,8 +853,18 @@ my %faults = (
 		my ($E) = @_;
 		my ($old, $standby) = @{$E}{qw(pub standby)};
 		my $slots = join(', ', map { "'$_->{slot}'" } @{ $E->{subs} });
-		poll_until($standby, "SELECT count(*) = 2 FROM pg_replication_slots WHERE slot_name IN ($slots) AND synced AND NOT temporary", timeout => 60)
-		  or failure($E, 'failover', 'the standby has not synchronized the slot');
+		# ready as docs/subscriber.md "Provider failover" says: a copy can
+		# be invalidated (a catalog conflict right after the primary's crash
+		# restart, before the standby's feedback reached it again: seen at
+		# fault 63 of SEED=20261128 on 19rc1), and the sync worker then drops
+		# and makes it again
+		my $invalid = try_psql($standby, "SELECT string_agg(slot_name || ' ' || invalidation_reason, ', ') FROM pg_replication_slots WHERE slot_name IN ($slots) AND invalidation_reason IS NOT NULL") // '';
+		my $tw = time;
+		poll_until($standby, "SELECT count(*) = 2 FROM pg_replication_slots WHERE slot_name IN ($slots) AND synced AND NOT temporary AND invalidation_reason IS NULL", timeout => 180)
+		  or return failure($E, 'failover', 'the standby has no valid synchronized copy of the slot: '
+			  . (try_psql($standby, "SELECT string_agg(slot_name || ' synced ' || synced || ' temporary ' || temporary || ' invalid ' || coalesce(invalidation_reason, '-'), ', ') FROM pg_replication_slots WHERE slot_type = 'logical'") // '?'));
+		logmsg($E, sprintf('  the standby\'s copy invalidated (%s): a valid copy after %.1f s', $invalid, time - $tw))
+		  if $invalid ne '';
 		# its load dies with it
 		$old->stop('immediate');
 		$standby->promote;
