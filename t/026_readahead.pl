@@ -139,6 +139,66 @@ is($sub->safe_psql('postgres',
 		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'g' AND last_error IS NOT NULL"),
 	'0', 'no writer failed');
 
+# A transaction whose apply fails (a key the owner's domain refuses here)
+# is met first by a writer reading it ahead while it waits: that fails the
+# waiting transaction's attempt, which is applied again without reading
+# ahead.  The error reported, with disable_on_error the one that disables
+# the subscription, and so the transaction skip_transaction() skips, is
+# the failing one's (before: the waiting one's, retried with reading ahead
+# again, failed as exact; skipping it as the status said would have lost
+# it).  As above, writer 0 holds the first 128 transactions behind a local
+# lock; writer 1 applies the 129th and waits for its commit turn, reading
+# ahead the ones behind, the 135th among them.
+$sub->safe_psql('postgres', q{
+CREATE OR REPLACE FUNCTION acct_id_ok(i int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    RAISE EXCEPTION 'ESCALATED: acct_id_ok ran as %', current_user;
+  END IF;
+  RETURN i > 0 AND i <> 30000;
+END $$;
+});
+$sub->safe_psql('postgres', "SELECT disable_subscription('g')");
+$sub->safe_psql('postgres', "SELECT alter_subscription_config('g', disable_on_error := true)");
+my $txns = sub {
+	join('', map { "BEGIN; UPDATE acct SET balance = balance + 1 WHERE id = " . (1000 + $_) . "; COMMIT;\n" } @_);
+};
+$pub->safe_psql('postgres', $txns->(1 .. 134));
+my $badxid = $pub->safe_psql('postgres',
+	"BEGIN; INSERT INTO acct (id, balance) VALUES (30000, 7); SELECT pg_current_xact_id(); COMMIT;");
+$pub->safe_psql('postgres', $txns->(136 .. 200));
+my $retries = $sub->safe_psql('postgres', "SELECT retries FROM subscription_status() WHERE subscription_name = 'g'");
+$lock = session_open($sub);
+$lockpid = session_query($lock, 'SELECT pg_backend_pid()');
+session_query($lock, 'BEGIN');
+session_query($lock, 'SELECT balance FROM acct WHERE id = 1001 FOR UPDATE');
+$sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+ok( poll_until($sub, qq{
+SELECT count(*) FILTER (WHERE writer = 0 AND $lockpid = ANY (pg_blocking_pids(pid))) = 1
+  FROM writer_status() WHERE subscription_name = 'g'}),
+	'the first transaction of the second backlog held') or dump_pipeline($sub);
+sleep 1;    # writer 1 reads ahead while waiting (the failing attempts this test is about)
+session_query($lock, 'COMMIT');
+session_close($lock);
+ok(poll_until($sub, "SELECT NOT enabled FROM subscription_status() WHERE subscription_name = 'g'"),
+	'the error disabled the subscription');
+is($sub->safe_psql('postgres', "SELECT error_remote_xid FROM subscription_status() WHERE subscription_name = 'g'"),
+	$badxid, "the error reported is the failing transaction's (xid $badxid)")
+  or diag($sub->safe_psql('postgres', "SELECT error_remote_xid, error_commit_lsn, last_error FROM subscription_status()"));
+cmp_ok($sub->safe_psql('postgres', "SELECT retries FROM subscription_status() WHERE subscription_name = 'g'"),
+	'>', $retries, 'a waiting transaction met it reading ahead, and was applied again');
+like($sub->safe_psql('postgres', "SELECT last_error FROM subscription_status() WHERE subscription_name = 'g'"),
+	qr/value for domain public\.acct_id violates check constraint "acct_id_check" \(converting remote data for column "id" of INSERT on target table "public\.acct"\)/,
+	'with its own error, met by its own apply');
+$sub->safe_psql('postgres', "SELECT skip_transaction('g', error_commit_lsn) FROM subscription_status() WHERE subscription_name = 'g'");
+$sub->safe_psql('postgres', "SELECT enable_subscription('g')");
+wait_caught_up($sub, 'g');
+my $q = q{SELECT string_agg(id || ':' || balance, ',' ORDER BY id) FROM acct WHERE id BETWEEN 1001 AND 1200};
+is($sub->safe_psql('postgres', $q), $pub->safe_psql('postgres', $q),
+	'every other transaction of the backlog applied');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM acct WHERE id = 30000'), '0',
+	'the one skipped is the failing one');
+
 # the SQL declaration and the library disagree: an error with a hint
 $sub->safe_psql('postgres', q{
 ALTER EXTENSION parallel_apply DROP FUNCTION writer_status();

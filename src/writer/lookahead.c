@@ -138,6 +138,17 @@ next_unscanned(void)
 }
 
 /*
+ * Reading ahead failed at the next message to read ahead (a later
+ * transaction's error, txn.c): read nothing from it on until it has been
+ * taken out (applied).
+ */
+void
+pa_lookahead_stop_reading_ahead(void)
+{
+	MyWriter->queue.scan_blocked = true;
+}
+
+/*
  * One step of reading ahead (one transaction) instead of blocking in a
  * wait: true when a step was made (look at the wait again, then call it
  * again), false when there is nothing (worth) reading ahead.

@@ -31,8 +31,11 @@
  * Reading ahead converts values as the apply will, as the same user
  * (usercontext.c: a domain's CHECK on a key column is the table owner's
  * code) and with a snapshot; a value that cannot be converted raises the
- * error its own apply would raise, earlier, in the waiting transaction,
- * which then fails like any other attempt.
+ * error its own apply would raise, earlier, in the waiting transaction.
+ * That error is not the waiting transaction's: its attempt is rolled back
+ * and applied again without reading ahead (txn.c), never reported as its
+ * failure, and reading ahead goes no further than that transaction until
+ * it is applied, when its own apply meets the error.
  *
  * When pages are already cached, reading ahead only costs CPU.  So a
  * writer stops reading ahead during a wait after READAHEAD_IDLE_STREAK
@@ -238,11 +241,14 @@ read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
 	MemoryContext oldcxt = MemoryContextSwitchTo(ra->lookup_cxt);
 	StringInfoData msg;
 
+	/* an error from here on is reading ahead's (pa_readahead_failed()) */
+	ra->reading = true;
 	while (go_on && pa_q_next_message(msgs, &msg))
 	{
 		go_on = read_ahead_change(ra, msg.data, msg.len);
 		CHECK_FOR_INTERRUPTS();
 	}
+	ra->reading = false;
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(ra->lookup_cxt);
 
@@ -252,6 +258,15 @@ read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
 	else
 		ra->idle_streak++;
 	return go_on;
+}
+
+bool
+pa_readahead_failed(PaReadAhead *ra)
+{
+	bool		failed = ra->reading;
+
+	ra->reading = false;
+	return failed;
 }
 
 bool

@@ -21,6 +21,7 @@ typedef struct PaReadAhead
 	Size		cur_len;
 	bool		allowed;		/* see pa_readahead_allow() */
 	int			idle_streak;	/* transactions in a row that read nothing */
+	bool		reading;		/* inside a transaction's reading ahead */
 	uint64		txns;			/* transactions read ahead so far */
 	const PaApplyContext *ctx;	/* the writer's (apply_context.h) */
 } PaReadAhead;
@@ -54,6 +55,12 @@ typedef enum PaReadAheadResult
 } PaReadAheadResult;
 
 extern bool pa_readahead_wanted(PaReadAhead *ra);
+
+/*
+ * After an error: was it raised reading ahead (a later transaction's key
+ * that cannot be converted), not by the transaction's own apply?  Clears it.
+ */
+extern bool pa_readahead_failed(PaReadAhead *ra);
 extern bool pa_readahead_current_step(PaReadAhead *ra);
 extern PaReadAheadResult pa_readahead_message(PaReadAhead *ra,
 											  const char *data, Size len);

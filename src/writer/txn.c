@@ -352,8 +352,11 @@ try_wait_before(PaGroupTxn *g, int attempt, bool streamed)
 	PaWriterSlot *me = MyWriter->me;
 	PaTxnHeader *h = &g->hdr;
 
-	/* while waiting below, read ahead: this transaction first */
-	pa_readahead_allow(&MyWriter->ahead, true);
+	/*
+	 * While waiting below, read ahead: this transaction first.  Not on a
+	 * retry: the try before may have failed reading ahead (try_failed()).
+	 */
+	pa_readahead_allow(&MyWriter->ahead, attempt == 0);
 	if (!streamed)
 		pa_readahead_current(&MyWriter->ahead, g->msgs, g->len);
 	pa_writer_wait_for_retry_barrier(MyWriter->first_seq);
@@ -443,6 +446,7 @@ try_failed(PaGroupTxn *g, int attempt, MemoryContext oldcxt)
 	bool		earliest = pa_writer_earliest_at_change();
 	bool		grouped = MyWriter->cur != g;
 	bool		canceled;
+	bool		ahead = pa_readahead_failed(&MyWriter->ahead);
 
 	MyWriter->applying = false;
 	pa_readahead_allow(&MyWriter->ahead, false);
@@ -453,8 +457,18 @@ try_failed(PaGroupTxn *g, int attempt, MemoryContext oldcxt)
 	/* an administrator's cancel: roll back, say so, apply again */
 	canceled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 		!MyWriter->retry_requested;
-	if (!canceled && pa_writer_is_retriable(edata->sqlerrcode, earliest) &&
-		earliest && ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)
+
+	/*
+	 * An error reading ahead is a later transaction's (a key its owner's
+	 * domain refuses, say): never this one's failure.  Apply this one again,
+	 * without reading ahead, and read nothing past the later one until it
+	 * is applied: its own apply then meets the error, and it is reported as
+	 * that transaction's.
+	 */
+	if (ahead && !canceled)
+		pa_lookahead_stop_reading_ahead();
+	else if (!canceled && pa_writer_is_retriable(edata->sqlerrcode, earliest) &&
+			 earliest && ++MyWriter->earliest_failures > MAX_EARLIEST_RETRIES)
 		failed_txn();			/* rethrows */
 
 	/*
@@ -463,7 +477,8 @@ try_failed(PaGroupTxn *g, int attempt, MemoryContext oldcxt)
 	 * transaction had committed, which also covers an error before its
 	 * first change.
 	 */
-	if (!canceled && !pa_writer_is_retriable(edata->sqlerrcode, earliest) &&
+	if (!canceled && !ahead &&
+		!pa_writer_is_retriable(edata->sqlerrcode, earliest) &&
 		!grouped && (earliest || attempt > 0))
 	{
 		/*

@@ -187,6 +187,7 @@ extern shm_mq_result pa_lookahead_peek(Size *len, void **data, bool nowait);
 extern void pa_lookahead_pop(void);
 extern void pa_lookahead_keep(void);
 extern bool pa_lookahead_read_ahead(void);
+extern void pa_lookahead_stop_reading_ahead(void);
 
 /* order.c */
 extern uint64 pa_writer_committed_seq(void);
