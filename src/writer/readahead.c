@@ -204,6 +204,8 @@ prefetch_leaf(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
 	key->keysz = nkeys;
 	key->anynullkeys = false;
 	key->scantid = NULL;
+	/* as a search compares: _bt_mkscankey() without a tuple assumes v4 */
+	_bt_metaversion(idx, &key->heapkeyspace, &key->allequalimage);
 
 	buf = PA_BT_GETROOT(idx, heap, BT_READ);
 	while (BufferIsValid(buf))
