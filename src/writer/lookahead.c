@@ -13,11 +13,11 @@
  * ahead: it takes the next transactions from its queue into the lookahead
  * and has readahead.c look up the rows they will change, one transaction
  * per step, looking at its wait between steps.  Each step first asks,
- * without waiting, for the index leaf pages of the transactions up to
- * PA_LEAF_AHEAD further on (each transaction once), so that that many
- * reads are in flight while the step reads one transaction's pages: a
- * storage device serves several reads at once several times faster than
- * one after the other.
+ * without waiting, for the index leaf pages of up to two transactions
+ * further on (each transaction once, up to PA_LEAF_AHEAD ahead), so that
+ * that many reads are in flight while the step reads one transaction's
+ * pages: a storage device serves several reads at once several times
+ * faster than one after the other.
  *
  * src/writer/lookahead.c
  *
@@ -146,9 +146,11 @@ ahead_msg(int i)
 }
 
 /*
- * The first pass: ask for the leaf pages of the transactions up to
- * PA_LEAF_AHEAD past the next one to read ahead, so that their reads are
- * in flight together while the second pass reads them one at a time.
+ * The first pass: ask for the leaf pages of the next PA_LEAF_AHEAD
+ * transactions to read ahead, so that their reads are in flight together
+ * while the second pass reads them one at a time.  At most two
+ * transactions a step, so that a step stays short (the window fills as
+ * the steps go).
  */
 static void
 ask_for_leaves(void)
@@ -156,8 +158,13 @@ ask_for_leaves(void)
 	PaLookahead *q = &MyWriter->queue;
 
 	if (q->leafed < q->scanned)
+	{
+		/* the second pass went past a message the first stopped at */
 		q->leafed = q->scanned;
-	while (!q->leaf_blocked && q->leafed <= q->scanned + PA_LEAF_AHEAD)
+		q->leaf_blocked = false;
+	}
+	for (int n = 0; n < 2 && !q->leaf_blocked &&
+		 q->leafed < q->scanned + PA_LEAF_AHEAD; n++)
 	{
 		PaAheadMsg *m = ahead_msg(q->leafed);
 

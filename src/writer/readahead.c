@@ -30,9 +30,10 @@
  * released at once.  It stops at anything whose meaning could depend on
  * what comes before it: a RELATION message (the mapping it changes is
  * not applied yet), a barrier (TRUNCATE, a schema change), a streamed
- * transaction, or a table that is not a plain table or has no usable
- * btree index.  What it cannot use it skips: an expression column, a
- * NULL, a value the provider did not send.
+ * transaction, or a table it has no valid mapping for.  What it cannot
+ * use it skips: a change to a table that is not a plain table or has no
+ * btree key index, a key with an expression column, a NULL, a value the
+ * provider did not send.
  *
  * Reading ahead converts values as the apply will, as the same user
  * (usercontext.c: a domain's CHECK on a key column is the table owner's
@@ -175,10 +176,19 @@ lookup_row(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
 	scan = PA_INDEX_BEGINSCAN(heap, idx, SnapshotAny, nkeys, 0);
 	index_rescan(scan, skey, nkeys, NULL, 0);
 	tid = index_getnext_tid(scan, ForwardScanDirection);
-	if (tid != NULL &&
-		PrefetchBuffer(heap, MAIN_FORKNUM,
-					   ItemPointerGetBlockNumber(tid)).initiated_io)
-		ra->asked++;
+	if (tid != NULL)
+	{
+		BlockNumber blk = ItemPointerGetBlockNumber(tid);
+		PrefetchBufferResult r = PrefetchBuffer(heap, MAIN_FORKNUM, blk);
+
+		if (r.initiated_io)
+			ra->asked++;
+		else if (!BufferIsValid(r.recent_buffer))
+		{
+			/* no prefetching here (no posix_fadvise): read it now */
+			ReleaseBuffer(ReadBuffer(heap, blk));
+		}
+	}
 	index_endscan(scan);
 }
 
@@ -187,7 +197,9 @@ lookup_row(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
  * descend from the root through the internal pages (read, as a search
  * reads them; they are few and usually cached) to the level above the
  * leaves, and prefetch the child the key leads to.  A hint only: a page
- * split under way may make it the wrong page, which costs one read.
+ * split or deletion between reading a parent and its child (there is no
+ * move right, as a search makes) may make it the wrong page, which costs
+ * one read, or stop it before the leaf level.
  */
 static void
 prefetch_leaf(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
@@ -214,6 +226,7 @@ prefetch_leaf(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
 		BTPageOpaque opaque = BTPageGetOpaque(page);
 		OffsetNumber low = P_FIRSTDATAKEY(opaque);
 		OffsetNumber high = PageGetMaxOffsetNumber(page);
+		IndexTuple	itup;
 		BlockNumber child;
 
 		if (P_ISLEAF(opaque) || P_IGNORE(opaque) || high < low)
@@ -232,10 +245,9 @@ prefetch_leaf(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
 			else
 				high = mid;
 		}
-		child = BTreeTupleGetDownLink((IndexTuple)
-									  PageGetItem(page,
-												  PageGetItemId(page,
-																OffsetNumberPrev(low))));
+		itup = (IndexTuple) PageGetItem(page,
+										PageGetItemId(page, OffsetNumberPrev(low)));
+		child = BTreeTupleGetDownLink(itup);
 		if (opaque->btpo_level > 1)
 		{
 			buf = _bt_relandgetbuf(idx, buf, child, BT_READ);
@@ -290,9 +302,10 @@ read_ahead_change(PaReadAhead *ra, const char *data, int len, bool leaf_only)
 	pa_exec_release();			/* not held open by the last change */
 	rel = pa_relmap_open(relid, AccessShareLock);
 	heap = rel->localrel;
-	idxoid = heap->rd_rel->relkind == RELKIND_RELATION &&
-		key->ncols == rel->remoterel.natts ?
-		pa_relmap_key_index(heap) : InvalidOid;
+	idxoid = InvalidOid;
+	if (heap->rd_rel->relkind == RELKIND_RELATION &&
+		key->ncols == rel->remoterel.natts)
+		idxoid = pa_relmap_key_index(heap);
 	if (OidIsValid(idxoid))
 	{
 		Relation	idx = index_open(idxoid, AccessShareLock);

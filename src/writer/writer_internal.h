@@ -77,7 +77,10 @@ typedef struct PaGroupTxn
  */
 #define PA_LOOKAHEAD_MAX_BYTES	(8 * 1024 * 1024)
 
-/* transactions whose leaf pages are asked for ahead of reading them */
+/*
+ * How many transactions, from the next one to read ahead, have their leaf
+ * pages asked for (lookahead.c)
+ */
 #define PA_LEAF_AHEAD			8
 
 typedef struct PaAheadMsg
