@@ -178,14 +178,15 @@ ask_for_leaves(void)
 }
 
 /*
- * Reading ahead failed at the next message to read ahead (a later
- * transaction's error, txn.c): read nothing from it on until it has been
- * taken out (applied).
+ * Reading ahead failed (a later transaction's error, txn.c) at the next
+ * message of either pass: read nothing from there on until what was read
+ * ahead has been taken out (applied).
  */
 void
 pa_lookahead_stop_reading_ahead(void)
 {
 	MyWriter->queue.scan_blocked = true;
+	MyWriter->queue.leaf_blocked = true;
 }
 
 /*
