@@ -314,6 +314,16 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 
 /*
+ * _bt_getroot() takes the heap relation in 16 and later (used only when it
+ * creates the root; reading ahead reads it).
+ */
+#if PG_VERSION_NUM >= 160000
+#define PA_BT_GETROOT(index, heap, access) _bt_getroot(index, heap, access)
+#else
+#define PA_BT_GETROOT(index, heap, access) _bt_getroot(index, access)
+#endif
+
+/*
  * ExecCheckIndexConstraints() takes, in 18, the TID of a row the check
  * ignores (the old version of a row being updated).  Before 18 it ignores
  * none: the caller must skip a conflict with that row itself (conflict.c).

@@ -13,8 +13,14 @@
  * its lookahead, lookahead.c, which hands it here), and for each of its
  * changes looks up the row the change will search for, through the same
  * index the apply will use (the replica identity index, else the primary
- * key; for an INSERT that index, with the new values).  The index and heap
- * pages are then in shared buffers when the change is applied.  One
+ * key; for an INSERT that index, with the new values).  Two passes over
+ * each transaction, so that several reads are in flight at once: the
+ * first only asks for the leaf page the key leads to (descending the
+ * internal pages, prefetching the leaf: PrefetchBuffer, which does not
+ * wait), some transactions ahead of the second (lookahead.c); the second
+ * searches the index (the leaf now read or arriving) and asks for the
+ * heap page of the row found, again without waiting.  When the change is
+ * applied its pages are in shared buffers or the kernel's cache.  One
  * transaction per step; between steps the writer looks whether its wait is
  * over, and it blocks on the lock as before once nothing is left to read
  * ahead.
@@ -24,9 +30,10 @@
  * released at once.  It stops at anything whose meaning could depend on
  * what comes before it: a RELATION message (the mapping it changes is
  * not applied yet), a barrier (TRUNCATE, a schema change), a streamed
- * transaction, or a table that is not a plain table or has no usable
- * btree index.  What it cannot use it skips: an expression column, a
- * NULL, a value the provider did not send.
+ * transaction, or a table it has no valid mapping for.  What it cannot
+ * use it skips: a change to a table that is not a plain table or has no
+ * btree key index, a key with an expression column, a NULL, a value the
+ * provider did not send.
  *
  * Reading ahead converts values as the apply will, as the same user
  * (usercontext.c: a domain's CHECK on a key column is the table owner's
@@ -112,77 +119,151 @@ pa_readahead_wanted(PaReadAhead *ra)
  */
 
 /*
- * Look up the row tup identifies in rel's replica identity index (else
- * primary key), as the apply will; all_sent: every column of tup carries
- * its value (an old row, or the new row of an INSERT), else only the
- * provider's key columns do.
+ * The key tup gives for idx (rel's replica identity index, else primary
+ * key), converted as the apply converts it, into values[]; all_sent: every
+ * column of tup carries its value (an old row, or the new row of an
+ * INSERT), else only the provider's key columns do.  Returns the number
+ * of key columns, 0 when the key cannot be used.
  */
-static void
-lookup_row(PaReadAhead *ra, PaRelMapEntry *rel, PaTupleData *tup,
-		   bool all_sent)
+static int
+key_values(PaReadAhead *ra, PaRelMapEntry *rel, Relation idx,
+		   PaTupleData *tup, bool all_sent, Datum *values)
 {
-	Relation	heap = rel->localrel;
-	Oid			idxoid;
-	Relation	idx;
-	int			nkeys;
-	ScanKeyData skey[INDEX_MAX_KEYS];
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
 
-	if (heap->rd_rel->relkind != RELKIND_RELATION ||
-		tup->ncols != rel->remoterel.natts)
-		return;
-	idxoid = pa_relmap_key_index(heap);
-	if (!OidIsValid(idxoid))
-		return;
-
-	idx = index_open(idxoid, AccessShareLock);
-	nkeys = IndexRelationGetNumberOfKeyAttributes(idx);
 	if (idx->rd_rel->relam != BTREE_AM_OID)
-		nkeys = 0;
+		return 0;
 	for (int i = 0; i < nkeys; i++)
 	{
 		AttrNumber	attnum = idx->rd_index->indkey.values[i];
 		int			r = attnum > 0 ? rel->cols[attnum - 1].remote_col : -1;
 		char		kind = r >= 0 ? tup->colkinds[r] : 0;
-		Oid			op;
 
 		if ((kind != PA_DATUM_TEXT && kind != PA_DATUM_BINARY) ||
 			(!all_sent && !bms_is_member(r, rel->remoterel.attkeys)))
-		{
-			nkeys = 0;
-			break;
-		}
+			return 0;
+		values[i] = pa_relmap_input(rel, attnum - 1, kind, &tup->colvalues[r],
+									&ra->ctx->relmap);
+	}
+	return nkeys;
+}
+
+/*
+ * Look the key up as the apply will, and ask for the heap page of the row
+ * found without waiting for it (the index pages, read now, are what the
+ * earlier pass could only ask for).
+ */
+static void
+lookup_row(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
+		   const Datum *values)
+{
+	ScanKeyData skey[INDEX_MAX_KEYS];
+	IndexScanDesc scan;
+	ItemPointer tid;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		Oid			op;
+
 		op = get_opfamily_member(idx->rd_opfamily[i], idx->rd_opcintype[i],
 								 idx->rd_opcintype[i], BTEqualStrategyNumber);
 		if (!OidIsValid(op))
-		{
-			nkeys = 0;
-			break;
-		}
+			return;
 		ScanKeyEntryInitialize(&skey[i], 0, i + 1, BTEqualStrategyNumber,
 							   InvalidOid, idx->rd_indcollation[i],
-							   get_opcode(op),
-							   pa_relmap_input(rel, attnum - 1, kind,
-											   &tup->colvalues[r],
-											   &ra->ctx->relmap));
+							   get_opcode(op), values[i]);
 	}
-
-	if (nkeys > 0)
+	scan = PA_INDEX_BEGINSCAN(heap, idx, SnapshotAny, nkeys, 0);
+	index_rescan(scan, skey, nkeys, NULL, 0);
+	tid = index_getnext_tid(scan, ForwardScanDirection);
+	if (tid != NULL)
 	{
-		slot = table_slot_create(heap, NULL);
-		scan = PA_INDEX_BEGINSCAN(heap, idx, SnapshotAny, nkeys, 0);
-		index_rescan(scan, skey, nkeys, NULL, 0);
-		(void) index_getnext_slot(scan, ForwardScanDirection, slot);
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
+		BlockNumber blk = ItemPointerGetBlockNumber(tid);
+		PrefetchBufferResult r = PrefetchBuffer(heap, MAIN_FORKNUM, blk);
+
+		if (r.initiated_io)
+			ra->asked++;
+		else if (!BufferIsValid(r.recent_buffer))
+		{
+			/* no prefetching here (no posix_fadvise): read it now */
+			ReleaseBuffer(ReadBuffer(heap, blk));
+		}
 	}
-	index_close(idx, AccessShareLock);
+	index_endscan(scan);
+}
+
+/*
+ * Ask for the leaf page of idx where the key is, without waiting for it:
+ * descend from the root through the internal pages (read, as a search
+ * reads them; they are few and usually cached) to the level above the
+ * leaves, and prefetch the child the key leads to.  A hint only: a page
+ * split or deletion between reading a parent and its child (there is no
+ * move right, as a search makes) may make it the wrong page, which costs
+ * one read, or stop it before the leaf level.
+ */
+static void
+prefetch_leaf(PaReadAhead *ra, Relation heap, Relation idx, int nkeys,
+			  const Datum *values)
+{
+	BTScanInsert key = _bt_mkscankey(idx, NULL);
+	Buffer		buf;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		key->scankeys[i].sk_argument = values[i];
+		key->scankeys[i].sk_flags &= ~SK_ISNULL;
+	}
+	key->keysz = nkeys;
+	key->anynullkeys = false;
+	key->scantid = NULL;
+	/* as a search compares: _bt_mkscankey() without a tuple assumes v4 */
+	_bt_metaversion(idx, &key->heapkeyspace, &key->allequalimage);
+
+	buf = PA_BT_GETROOT(idx, heap, BT_READ);
+	while (BufferIsValid(buf))
+	{
+		Page		page = BufferGetPage(buf);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+		OffsetNumber low = P_FIRSTDATAKEY(opaque);
+		OffsetNumber high = PageGetMaxOffsetNumber(page);
+		IndexTuple	itup;
+		BlockNumber child;
+
+		if (P_ISLEAF(opaque) || P_IGNORE(opaque) || high < low)
+		{
+			_bt_relbuf(idx, buf);
+			break;
+		}
+		/* the last item below the key (the first one is minus infinity) */
+		high++;
+		while (high > low)
+		{
+			OffsetNumber mid = low + (high - low) / 2;
+
+			if (_bt_compare(idx, key, page, mid) > 0)
+				low = mid + 1;
+			else
+				high = mid;
+		}
+		itup = (IndexTuple) PageGetItem(page,
+										PageGetItemId(page, OffsetNumberPrev(low)));
+		child = BTreeTupleGetDownLink(itup);
+		if (opaque->btpo_level > 1)
+		{
+			buf = _bt_relandgetbuf(idx, buf, child, BT_READ);
+			continue;
+		}
+		_bt_relbuf(idx, buf);
+		if (PrefetchBuffer(idx, MAIN_FORKNUM, child).initiated_io)
+			ra->asked++;
+		break;
+	}
+	pfree(key);
 }
 
 /* One change; false when reading ahead must stop here. */
 static bool
-read_ahead_change(PaReadAhead *ra, const char *data, int len)
+read_ahead_change(PaReadAhead *ra, const char *data, int len, bool leaf_only)
 {
 	StringInfoData in;
 	PaTupleData oldtup,
@@ -191,6 +272,8 @@ read_ahead_change(PaReadAhead *ra, const char *data, int len)
 	char		oldkind = 0;
 	Oid			relid;
 	PaRelMapEntry *rel;
+	Relation	heap;
+	Oid			idxoid;
 	PaUserSwitch user;
 
 	pa_stringinfo_over(&in, data, len);
@@ -218,25 +301,44 @@ read_ahead_change(PaReadAhead *ra, const char *data, int len)
 		return false;
 	pa_exec_release();			/* not held open by the last change */
 	rel = pa_relmap_open(relid, AccessShareLock);
-	/* the key's type input (a domain's CHECK) runs as the apply runs it */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
-							ra->ctx->as_role, &user);
-	lookup_row(ra, rel, key, oldkind == PA_TUPLE_OLD);
-	pa_restore_user(&user);
-	PopActiveSnapshot();
+	heap = rel->localrel;
+	idxoid = InvalidOid;
+	if (heap->rd_rel->relkind == RELKIND_RELATION &&
+		key->ncols == rel->remoterel.natts)
+		idxoid = pa_relmap_key_index(heap);
+	if (OidIsValid(idxoid))
+	{
+		Relation	idx = index_open(idxoid, AccessShareLock);
+		Datum		values[INDEX_MAX_KEYS];
+		int			nkeys;
+
+		/* the key's type input (a domain's CHECK) runs as the apply runs it */
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pa_switch_to_table_user(heap->rd_rel->relowner, ra->ctx->as_role,
+								&user);
+		nkeys = key_values(ra, rel, idx, key, oldkind == PA_TUPLE_OLD, values);
+		if (nkeys > 0 && leaf_only)
+			prefetch_leaf(ra, heap, idx, nkeys, values);
+		else if (nkeys > 0)
+			lookup_row(ra, heap, idx, nkeys, values);
+		pa_restore_user(&user);
+		PopActiveSnapshot();
+		index_close(idx, AccessShareLock);
+	}
 	pa_relmap_close(rel, AccessShareLock);
 	return true;
 }
 
 /*
  * The changes of one transaction, msgs a cursor at its messages; false
- * when reading ahead must stop.
+ * when reading ahead must stop.  leaf_only: the first pass (only ask for
+ * the leaf pages), which leaves the count of idle transactions to the
+ * second.
  */
 static bool
-read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
+read_ahead_txn(PaReadAhead *ra, StringInfo msgs, bool leaf_only)
 {
-	int64		reads = pgBufferUsage.shared_blks_read;
+	int64		reads = pgBufferUsage.shared_blks_read + ra->asked;
 	bool		go_on = true;
 	MemoryContext oldcxt = MemoryContextSwitchTo(ra->lookup_cxt);
 	StringInfoData msg;
@@ -245,15 +347,17 @@ read_ahead_txn(PaReadAhead *ra, StringInfo msgs)
 	ra->reading = true;
 	while (go_on && pa_q_next_message(msgs, &msg))
 	{
-		go_on = read_ahead_change(ra, msg.data, msg.len);
+		go_on = read_ahead_change(ra, msg.data, msg.len, leaf_only);
 		CHECK_FOR_INTERRUPTS();
 	}
 	ra->reading = false;
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextReset(ra->lookup_cxt);
 
+	if (leaf_only)
+		return go_on;
 	ra->txns++;
-	if (pgBufferUsage.shared_blks_read != reads)
+	if (pgBufferUsage.shared_blks_read + ra->asked != reads)
 		ra->idle_streak = 0;
 	else
 		ra->idle_streak++;
@@ -279,13 +383,14 @@ pa_readahead_current_step(PaReadAhead *ra)
 	/* stopped inside: what follows may depend on it */
 	pa_q_messages(&msgs, ra->cur_msgs, ra->cur_len);
 	ra->cur_msgs = NULL;
-	if (!read_ahead_txn(ra, &msgs))
+	if (!read_ahead_txn(ra, &msgs, false))
 		ra->allowed = false;
 	return true;
 }
 
 PaReadAheadResult
-pa_readahead_message(PaReadAhead *ra, const char *data, Size len)
+pa_readahead_message(PaReadAhead *ra, const char *data, Size len,
+					 bool leaf_only)
 {
 	PaQTxn		txn;
 	StringInfoData msgs;
@@ -296,5 +401,6 @@ pa_readahead_message(PaReadAhead *ra, const char *data, Size len)
 	if (txn.hdr.barrier)
 		return PA_READAHEAD_NONE;
 	pa_q_messages(&msgs, txn.msgs, txn.msgs_len);
-	return read_ahead_txn(ra, &msgs) ? PA_READAHEAD_DONE : PA_READAHEAD_STOP;
+	return read_ahead_txn(ra, &msgs, leaf_only) ?
+		PA_READAHEAD_DONE : PA_READAHEAD_STOP;
 }

@@ -23,6 +23,7 @@ typedef struct PaReadAhead
 	int			idle_streak;	/* transactions in a row that read nothing */
 	bool		reading;		/* inside a transaction's reading ahead */
 	uint64		txns;			/* transactions read ahead so far */
+	int64		asked;			/* pages asked for without waiting */
 	const PaApplyContext *ctx;	/* the writer's (apply_context.h) */
 } PaReadAhead;
 
@@ -43,8 +44,12 @@ extern void pa_readahead_current(PaReadAhead *ra, const char *msgs, Size len);
  * a wait.  pa_readahead_wanted(): is reading ahead allowed and worth it
  * now?  pa_readahead_current_step(): read ahead the transaction given to
  * pa_readahead_current(), if it has not been yet; false when there is
- * none.  pa_readahead_message(): read ahead the queue message given, the
- * next one the writer took from its queue and has not read ahead yet.
+ * none.  pa_readahead_message(): read ahead the queue message given, one
+ * the writer took from its queue and has not read ahead yet (in order);
+ * leaf_only: the first of two passes over it, which only asks for the
+ * index leaf pages its changes will search, some transactions before the
+ * second (lookahead.c), which searches the index and asks for the rows'
+ * heap pages.
  */
 typedef enum PaReadAheadResult
 {
@@ -63,6 +68,7 @@ extern bool pa_readahead_wanted(PaReadAhead *ra);
 extern bool pa_readahead_failed(PaReadAhead *ra);
 extern bool pa_readahead_current_step(PaReadAhead *ra);
 extern PaReadAheadResult pa_readahead_message(PaReadAhead *ra,
-											  const char *data, Size len);
+											  const char *data, Size len,
+											  bool leaf_only);
 
 #endif							/* PA_READAHEAD_H */

@@ -77,6 +77,12 @@ typedef struct PaGroupTxn
  */
 #define PA_LOOKAHEAD_MAX_BYTES	(8 * 1024 * 1024)
 
+/*
+ * How many transactions, from the next one to read ahead, have their leaf
+ * pages asked for (lookahead.c)
+ */
+#define PA_LEAF_AHEAD			8
+
 typedef struct PaAheadMsg
 {
 	char	   *data;			/* a copy, in the lookahead's context */
@@ -94,6 +100,8 @@ typedef struct PaLookahead
 	int			scanned;		/* from the head: read ahead or skipped */
 	bool		scan_blocked;	/* a scanned message stopped reading ahead:
 								 * nothing after it until it is popped */
+	int			leafed;			/* from the head: leaf pages asked for */
+	bool		leaf_blocked;	/* as scan_blocked, for that first pass */
 	bool		peeked_from_queue;	/* the last peek returned the queue's
 									 * buffer */
 	void	   *peeked_data;	/* ... that buffer */
