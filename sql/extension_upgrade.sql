@@ -1,4 +1,4 @@
--- Version 1.0 of the extension updates to 1.1, 1.2, 1.3 and on to 1.4:
+-- Version 1.0 of the extension updates to 1.1, 1.2, 1.3, 1.4 and on to 1.5:
 -- subscriptions keep their settings and gain origin 'any', run_as_owner
 -- false and an owner (the bootstrap superuser), table_sync false (their
 -- tables are not recorded), disable_on_error false and no skip_lsn,
@@ -39,8 +39,9 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
--- 1.2 updates to 1.3 and 1.4, and 1.3 to 1.4 alone, each ending with the
--- catalog and functions (their grants too) of a fresh 1.4
+-- 1.2 updates to 1.3, 1.4 and 1.5, 1.3 to 1.4 alone and 1.4 to 1.5 alone,
+-- each ending with the catalog and functions (their grants too) of a fresh
+-- install of the version it reaches
 -- the extension's catalog columns (with defaults) and functions, as they
 -- are when this is called (found by name, so that a dropped and recreated
 -- extension is seen)
@@ -74,14 +75,29 @@ CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 DROP TABLE upgraded;
 DROP EXTENSION parallel_apply;
-CREATE EXTENSION parallel_apply VERSION '1.3';
-ALTER EXTENSION parallel_apply UPDATE TO '1.4';
+CREATE EXTENSION parallel_apply VERSION '1.4';
+ALTER EXTENSION parallel_apply UPDATE TO '1.5';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
--- 1.4 (updated from 1.3 here): the status functions run as their caller,
--- for superusers and pg_read_all_stats only; drop_subscription has keep_slot
+-- 1.3 to 1.4 alone, against a fresh 1.4
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.4';
+CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.3';
+ALTER EXTENSION parallel_apply UPDATE TO '1.4';
+CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
+(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+DROP TABLE fresh, upgraded;
+-- 1.5: writer_status() counts the pages prefetched, after the transactions
+-- read ahead
+ALTER EXTENSION parallel_apply UPDATE TO '1.5';
+SELECT proargnames[12:14] FROM pg_proc WHERE oid = 'writer_status'::regproc;
+-- 1.4's (updated from 1.3 here, then to 1.5): the status functions run as
+-- their caller, for superusers and pg_read_all_stats only;
+-- drop_subscription has keep_slot
 SELECT p.oid::regprocedure AS function, p.prosecdef,
        (SELECT string_agg(a.grantee::regrole::text || ':' || a.privilege_type, ','
                           ORDER BY a.grantee::regrole::text)

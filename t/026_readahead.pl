@@ -2,13 +2,14 @@
 # looks up the rows of the transactions queued behind it, so that their
 # pages are in shared buffers when it applies them.  With a subscriber
 # whose shared_buffers hold a fraction of the table, a backlog applied by
-# four writers is read ahead (writer_status().transactions_read_ahead)
-# while a local lock holds its first transaction, so that the writers
-# given the next ones wait for their commit turn (the dispatcher's rule,
-# not timing: see below), and ends identical to the provider, across a
-# schema change in the middle
-# of the backlog (reading ahead stops at the RELATION message), deletes,
-# and a unique index only the subscriber has.
+# four writers is read ahead (writer_status().transactions_read_ahead),
+# the pages not in shared buffers asked for without waiting
+# (pages_prefetched), while a local lock holds its first transaction, so
+# that the writers given the next ones wait for their commit turn (the
+# dispatcher's rule, not timing: see below), and ends identical to the
+# provider, across a schema change in the middle of the backlog (reading
+# ahead stops at the RELATION message), deletes, and a unique index only
+# the subscriber has.
 #
 # The key of acct is of a domain of its owner's on the subscriber, whose
 # CHECK raises when it runs as a superuser: reading ahead runs it as the
@@ -84,16 +85,17 @@ sub backlog
 	$pub->safe_psql('postgres', $sql);
 }
 
+# transactions read ahead and pages prefetched so far, by all writers
 sub read_ahead
 {
-	return $sub->safe_psql('postgres',
-		"SELECT sum(transactions_read_ahead) FROM writer_status() WHERE subscription_name = 'g'");
+	return split /\|/, $sub->safe_psql('postgres',
+		"SELECT sum(transactions_read_ahead), sum(pages_prefetched) FROM writer_status() WHERE subscription_name = 'g'");
 }
 
 $pub->safe_psql('postgres',
 	'INSERT INTO hist (acct, delta) SELECT g, 0 FROM generate_series(1, 150) g');
 wait_caught_up($sub, 'g');
-my $before = read_ahead();
+my ($before, $pages_before) = read_ahead();
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 backlog(1500, 1, 0);
 # a column added in the middle of the backlog (subscriber first)
@@ -132,9 +134,13 @@ is($sub->safe_psql('postgres', 'SELECT sum(balance) FROM acct'),
 	'balances equal');
 is($sub->safe_psql('postgres', "SELECT count(*) FROM hist WHERE note IS NOT NULL"),
 	'1500', 'the rows after the schema change carry the new column');
-my $after = read_ahead();
+my ($after, $pages_after) = read_ahead();
 cmp_ok($after - $before, '>', 0,
 	"writers read ahead while waiting ($before -> $after transactions)");
+# the table is four times the buffers: the rows of transactions read ahead
+# are mostly not in them, and their pages are asked for (posix_fadvise)
+cmp_ok($pages_after - $pages_before, '>', 0,
+	"writers asked for pages while reading ahead ($pages_before -> $pages_after pages)");
 is($sub->safe_psql('postgres',
 		"SELECT count(*) FROM writer_status() WHERE subscription_name = 'g' AND last_error IS NOT NULL"),
 	'0', 'no writer failed');
@@ -209,7 +215,7 @@ RETURNS SETOF record AS 'parallel_apply', 'pa_writer_status' LANGUAGE C;
 my ($ret, $out, $err) = $sub->psql('postgres', 'SELECT * FROM writer_status()');
 isnt($ret, 0, 'writer_status() with two declared columns fails');
 like($err,
-	qr/ERROR:  function writer_status returns 2 columns in this database, the parallel_apply library installed 15\n.*HINT:  Run ALTER EXTENSION parallel_apply UPDATE/s,
+	qr/ERROR:  function writer_status returns 2 columns in this database, the parallel_apply library installed 16\n.*HINT:  Run ALTER EXTENSION parallel_apply UPDATE/s,
 	'the error names the mismatch and the remedy');
 is($sub->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 

@@ -100,6 +100,7 @@ typedef struct PaWriterSlot
 	uint64		commit_waits;
 	uint64		retries;
 	uint64		read_ahead;		/* transactions read ahead while waiting */
+	uint64		prefetched;		/* pages asked for while reading ahead */
 	uint64		coalesced;		/* updates replaced by a later one */
 	char		last_error[PA_ERROR_LEN];
 	char		last_error_public[PA_PUBLIC_ERROR_LEN];

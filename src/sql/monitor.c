@@ -360,9 +360,9 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-#define WRITER_STATUS_COLS 15
+#define WRITER_STATUS_COLS 16
 
-/* writer_status()'s counters, columns 7 to 13, in their order */
+/* writer_status()'s counters, columns 7 to 14, in their order */
 static const size_t writer_counters[] = {
 	offsetof(PaWriterSlot, applied),
 	offsetof(PaWriterSlot, commits),
@@ -370,6 +370,7 @@ static const size_t writer_counters[] = {
 	offsetof(PaWriterSlot, commit_waits),
 	offsetof(PaWriterSlot, retries),
 	offsetof(PaWriterSlot, read_ahead),
+	offsetof(PaWriterSlot, prefetched),
 	offsetof(PaWriterSlot, coalesced),
 };
 
@@ -429,10 +430,10 @@ pa_writer_status(PG_FUNCTION_ARGS)
 				values[6 + c] =
 					Int64GetDatum((int64) *(uint64 *) ((char *) &ws +
 													   writer_counters[c]));
-			values[13] = error_for_caller(ws.last_error, ws.last_error_public,
-										  &nulls[13]);
-			values[14] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[14] = ws.last_error_time == 0;
+			values[14] = error_for_caller(ws.last_error, ws.last_error_public,
+										  &nulls[14]);
+			values[15] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[15] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

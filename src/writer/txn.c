@@ -129,6 +129,7 @@ pa_writer_after_commit(int first, int n, XLogRecPtr local_end)
 	MyWriter->me->applied += n;
 	MyWriter->me->commits++;
 	MyWriter->me->read_ahead = MyWriter->ahead.txns;
+	MyWriter->me->prefetched = (uint64) MyWriter->ahead.asked;
 	MyWriter->me->coalesced += pa_coalesce_take_count(&MyWriter->kept,
 													  false);
 	MyWriter->me->seq = 0;
