@@ -776,6 +776,65 @@ def cluster_cpu_s(datadir):
     return total
 
 
+def cluster_pids(datadir):
+    """The pids of a cluster's postmaster and of every process whose parent
+    it is (empty when it does not run)."""
+    try:
+        with open(os.path.join(datadir, "postmaster.pid")) as f:
+            pm = f.readline().strip()
+    except OSError:
+        return []
+    return [pm] + [pid for pid in filter(str.isdigit, os.listdir("/proc"))
+                   if (proc_stat_fields(pid) or [None, None])[1] == pm]
+
+
+def cluster_cpu_split(datadir):
+    """(user, system) CPU seconds used so far by a cluster's processes, as
+    cluster_cpu_s; None when it does not run."""
+    user = sys_s = 0.0
+    pids = cluster_pids(datadir)
+    for pid in pids:
+        f = proc_stat_fields(pid)
+        if f:
+            user += int(f[11]) / CLK_TCK
+            sys_s += int(f[12]) / CLK_TCK
+    return (user, sys_s) if pids else None
+
+
+class PerfProfile:
+    """perf record -a (call graphs) around one catch-up; finish() keeps a
+    text report of the subscriber cluster's processes only (by shared
+    object, then by symbol) next to the suite's outputs, and drops the
+    recording."""
+
+    def __init__(self, outdir, name):
+        self.data = os.path.join(outdir, name + ".data")
+        self.report = os.path.join(outdir, name + ".txt")
+        self.proc = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-q", "-o", self.data],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finish(self, datadir):
+        pids = ",".join(cluster_pids(datadir))
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if not pids or not os.path.exists(self.data):
+            return ""
+        parts = []
+        for sort, limit in (("dso", "0.5"), ("dso,sym", "0.4")):
+            r = subprocess.run(["perf", "report", "-i", self.data, "--pid", pids, "--sort", sort,
+                                "--no-children", "-g", "none", "--percent-limit", limit, "--stdio"],
+                               capture_output=True, text=True, timeout=600)
+            parts.append(f"## perf report --sort {sort} (the subscriber's processes)\n" + r.stdout)
+        with open(self.report, "w") as f:
+            f.write("\n".join(parts))
+        os.unlink(self.data)
+        return "perf=" + os.path.basename(self.report)
+
+
 def disk_counters(path):
     """The block device holding path, from /proc/diskstats: (reads
     completed, ms spent reading, ms weighted by the I/Os in flight,
@@ -1110,8 +1169,11 @@ class Deployment:
         disk0 = disk_counters(system.cluster.datadir)
         logpos = system.cluster.log_size()
         sub0 = cluster_cpu_s(system.cluster.datadir)
+        split0 = cluster_cpu_split(system.cluster.datadir)
         cpu0 = cpu_jiffies()
         waits = WaitSampler(system) if a.sample_waits else None
+        perf = (PerfProfile(self.suite.out, f"perf-{experiment}-{system.key}-run{run}")
+                if a.perf else None)
         t0 = time.monotonic()
         system.enable()
         if waits:
@@ -1123,6 +1185,12 @@ class Deployment:
                 extra = (extra + " " + waits.finish()).strip()
         cpu = cpu_pct(cpu0)
         sub1 = cluster_cpu_s(system.cluster.datadir)
+        split1 = cluster_cpu_split(system.cluster.datadir)
+        if perf:
+            extra = (extra + " " + perf.finish(system.cluster.datadir)).strip()
+        if split0 and split1:
+            extra = (extra + f" apply_user_us={us_per_xact(split1[0] - split0[0], xacts)}"
+                     f" apply_sys_us={us_per_xact(split1[1] - split0[1], xacts)}").strip()
         row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra,
                        apply_cpu_us_per_xact=us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "")
         if t1 is None:
@@ -1934,6 +2002,10 @@ def parse_args(argv):
     ap.add_argument("--sample-waits", action="store_true",
                     help="catch-ups: sample the apply processes' wait events every 10 ms (one query each "
                          "time, on the subscriber) and put the top ones in each row's notes")
+    ap.add_argument("--perf", action="store_true",
+                    help="catch-ups: record with perf (root; perf record -a -g at 499 Hz) and keep "
+                         "perf-EXPERIMENT-SYSTEM-runN.txt, the subscriber's processes by shared object "
+                         "and by symbol; each row's notes split its apply CPU into user and system time")
     ap.add_argument("--memory-shared-buffers", default="128MB", help="memory: subscribers' shared_buffers")
     ap.add_argument("--memory-method", choices=["auto", "cgroup", "evict"], default="auto",
                     help="memory: cgroup (root) or page-cache eviction only")
