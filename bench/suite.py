@@ -802,19 +802,37 @@ def cluster_cpu_split(datadir):
 
 
 class PerfProfile:
-    """perf record -a (call graphs) around one catch-up; finish() keeps a
-    text report of the subscriber cluster's processes only (by shared
-    object, then by symbol) next to the suite's outputs, and drops the
-    recording."""
+    """perf record -a (a flat profile: call graphs, -g, halved what the
+    disk probe read at 8 in flight here) around one catch-up; finish()
+    keeps a text report of the subscriber cluster's processes only (their
+    pids at the end; percentages of their samples), by shared object and
+    by symbol, next to the suite's outputs, drops the recording, and
+    returns the shares of the kernel, postgres and parallel_apply.so for
+    the row's notes."""
 
     def __init__(self, outdir, name):
         self.data = os.path.join(outdir, name + ".data")
         self.report = os.path.join(outdir, name + ".txt")
-        self.proc = subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-q", "-o", self.data],
+        self.proc = subprocess.Popen(["perf", "record", "-a", "-F", "499", "-q", "-o", self.data],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    @staticmethod
+    def role(pid):
+        """What a subscriber's process is, from its title."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return "gone"
+        for key, name in (("writer", "writer"), ("receiver", "leader"), ("logical replication", "apply"),
+                          ("checkpointer", "checkpointer"), ("background writer", "bgwriter"),
+                          ("walwriter", "walwriter")):
+            if key in title:
+                return name
+        return "other"
+
     def finish(self, datadir):
-        pids = ",".join(cluster_pids(datadir))
+        pids = {int(p): self.role(p) for p in cluster_pids(datadir)}
         self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(60)
@@ -823,16 +841,41 @@ class PerfProfile:
             self.proc.wait()
         if not pids or not os.path.exists(self.data):
             return ""
-        parts = []
-        for sort, limit in (("dso", "0.5"), ("dso,sym", "0.4")):
-            r = subprocess.run(["perf", "report", "-i", self.data, "--pid", pids, "--sort", sort,
-                                "--no-children", "-g", "none", "--percent-limit", limit, "--stdio"],
-                               capture_output=True, text=True, timeout=600)
-            parts.append(f"## perf report --sort {sort} (the subscriber's processes)\n" + r.stdout)
+        # perf report's --pid filter drops kernel samples from a sort by
+        # shared object: sort by pid too and keep the subscriber's here
+        r = subprocess.run(["perf", "report", "-i", self.data, "--sort", "pid,dso,sym", "--stdio", "-q",
+                            "--percent-limit", "0"], capture_output=True, text=True, timeout=900)
+        by_dso, by_sym, by_role = {}, {}, {}
+        for line in r.stdout.splitlines():
+            m = re.match(r"\s*([0-9.]+)%\s+(\d+):\S*\s+(\S+)\s+\[[.k]\]\s+(.*?)\s*$", line)
+            if not m or int(m.group(2)) not in pids:
+                continue
+            pct, dso, sym = float(m.group(1)), m.group(3), m.group(4)
+            role = pids[int(m.group(2))]
+            by_dso[dso] = by_dso.get(dso, 0.0) + pct
+            by_sym[(dso, sym)] = by_sym.get((dso, sym), 0.0) + pct
+            by_role[role] = by_role.get(role, 0.0) + pct
+        total = sum(by_dso.values())
+        if total <= 0:
+            os.unlink(self.data)
+            return ""
+
+        def table(title, d, n):
+            rows = sorted(d.items(), key=lambda kv: -kv[1])[:n]
+            return [f"## {title}", "", "| share | what |", "|---|---|"] + \
+                [f"| {100 * v / total:.1f}% | {k if isinstance(k, str) else k[0] + ' ' + k[1]} |"
+                 for k, v in rows] + [""]
         with open(self.report, "w") as f:
-            f.write("\n".join(parts))
+            f.write("\n".join([f"# perf record -a -F 499: the subscriber's processes ({len(pids)} at the end), "
+                               "percent of their samples", ""]
+                              + table("By process role", by_role, 20) + table("By shared object", by_dso, 20)
+                              + table("By symbol (top 40)", by_sym, 40)))
         os.unlink(self.data)
-        return "perf=" + os.path.basename(self.report)
+        share = {"kernel": by_dso.get("[kernel.kallsyms]", 0.0), "postgres": by_dso.get("postgres", 0.0),
+                 "pa": by_dso.get("parallel_apply.so", 0.0)}
+        share["other"] = total - sum(share.values())
+        return " ".join([f"perf_{k}={100 * v / total:.0f}%" for k, v in share.items()]
+                        + ["perf=" + os.path.basename(self.report)])
 
 
 def disk_counters(path):
@@ -2003,7 +2046,7 @@ def parse_args(argv):
                     help="catch-ups: sample the apply processes' wait events every 10 ms (one query each "
                          "time, on the subscriber) and put the top ones in each row's notes")
     ap.add_argument("--perf", action="store_true",
-                    help="catch-ups: record with perf (root; perf record -a -g at 499 Hz) and keep "
+                    help="catch-ups: record with perf (root; perf record -a at 499 Hz, no call graphs) and keep "
                          "perf-EXPERIMENT-SYSTEM-runN.txt, the subscriber's processes by shared object "
                          "and by symbol; each row's notes split its apply CPU into user and system time")
     ap.add_argument("--memory-shared-buffers", default="128MB", help="memory: subscribers' shared_buffers")
