@@ -824,9 +824,10 @@ class PerfProfile:
                 title = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             return "gone"
-        for key, name in (("writer", "writer"), ("receiver", "leader"), ("logical replication", "apply"),
-                          ("checkpointer", "checkpointer"), ("background writer", "bgwriter"),
-                          ("walwriter", "walwriter")):
+        # the background writer's and walwriter's titles hold "writer" too
+        for key, name in (("background writer", "bgwriter"), ("walwriter", "walwriter"),
+                          ("checkpointer", "checkpointer"), ("parallel_apply writer", "writer"),
+                          ("receiver", "leader"), ("logical replication", "apply")):
             if key in title:
                 return name
         return "other"
