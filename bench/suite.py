@@ -756,26 +756,6 @@ def proc_cpu_s(pid):
     return (int(f[11]) + int(f[12])) / CLK_TCK if f else None
 
 
-def cluster_cpu_s(datadir):
-    """CPU seconds (utime + stime) used so far by a cluster's postmaster
-    (datadir/postmaster.pid) and every process whose parent it is; None
-    when it does not run.  Two readings around a measurement give the
-    cluster's CPU for it (a process that exits in between is lost)."""
-    try:
-        with open(os.path.join(datadir, "postmaster.pid")) as f:
-            pm = f.readline().strip()
-    except OSError:
-        return None
-    total = proc_cpu_s(pm)
-    if total is None:
-        return None
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        f = proc_stat_fields(pid)
-        if f and f[1] == pm:
-            total += (int(f[11]) + int(f[12])) / CLK_TCK
-    return total
-
-
 def cluster_pids(datadir):
     """The pids of a cluster's postmaster and of every process whose parent
     it is (empty when it does not run)."""
@@ -789,16 +769,26 @@ def cluster_pids(datadir):
 
 
 def cluster_cpu_split(datadir):
-    """(user, system) CPU seconds used so far by a cluster's processes, as
-    cluster_cpu_s; None when it does not run."""
+    """(user, system) CPU seconds used so far by a cluster's postmaster
+    and every process whose parent it is; None when it does not run.  Two
+    readings around a measurement give the cluster's CPU for it (a process
+    that exits in between is lost)."""
     user = sys_s = 0.0
     pids = cluster_pids(datadir)
+    if not pids or proc_stat_fields(pids[0]) is None:
+        return None
     for pid in pids:
         f = proc_stat_fields(pid)
         if f:
             user += int(f[11]) / CLK_TCK
             sys_s += int(f[12]) / CLK_TCK
-    return (user, sys_s) if pids else None
+    return user, sys_s
+
+
+def cluster_cpu_s(datadir):
+    """CPU seconds (utime + stime) of cluster_cpu_split(), None likewise."""
+    split = cluster_cpu_split(datadir)
+    return sum(split) if split else None
 
 
 class PerfProfile:
@@ -1212,7 +1202,6 @@ class Deployment:
         io0 = system.read_bytes()
         disk0 = disk_counters(system.cluster.datadir)
         logpos = system.cluster.log_size()
-        sub0 = cluster_cpu_s(system.cluster.datadir)
         split0 = cluster_cpu_split(system.cluster.datadir)
         cpu0 = cpu_jiffies()
         waits = WaitSampler(system) if a.sample_waits else None
@@ -1228,7 +1217,6 @@ class Deployment:
             if waits:
                 extra = (extra + " " + waits.finish()).strip()
         cpu = cpu_pct(cpu0)
-        sub1 = cluster_cpu_s(system.cluster.datadir)
         split1 = cluster_cpu_split(system.cluster.datadir)
         if perf:
             extra = (extra + " " + perf.finish(system.cluster.datadir)).strip()
@@ -1236,7 +1224,8 @@ class Deployment:
             extra = (extra + f" apply_user_us={us_per_xact(split1[0] - split0[0], xacts)}"
                      f" apply_sys_us={us_per_xact(split1[1] - split0[1], xacts)}").strip()
         row = self.row(experiment, run, system, clients=clients, xacts=xacts, cpu_pct=cpu, notes=extra,
-                       apply_cpu_us_per_xact=us_per_xact(sub1 - sub0, xacts) if None not in (sub0, sub1) else "")
+                       apply_cpu_us_per_xact=us_per_xact(sum(split1) - sum(split0), xacts)
+                       if split0 and split1 else "")
         if t1 is None:
             self.fail_system(system, f"did not catch up within {a.catchup_timeout}s ({experiment})",
                              f"{experiment}_hung")

@@ -374,6 +374,11 @@ static const size_t writer_counters[] = {
 	offsetof(PaWriterSlot, coalesced),
 };
 
+/* last_error and last_error_time follow the counters */
+#define ERR_COL		(6 + (int) lengthof(writer_counters))
+StaticAssertDecl(ERR_COL + 2 == WRITER_STATUS_COLS,
+				 "writer_status() columns and counters disagree");
+
 Datum
 pa_writer_status(PG_FUNCTION_ARGS)
 {
@@ -430,10 +435,11 @@ pa_writer_status(PG_FUNCTION_ARGS)
 				values[6 + c] =
 					Int64GetDatum((int64) *(uint64 *) ((char *) &ws +
 													   writer_counters[c]));
-			values[14] = error_for_caller(ws.last_error, ws.last_error_public,
-										  &nulls[14]);
-			values[15] = TimestampTzGetDatum(ws.last_error_time);
-			nulls[15] = ws.last_error_time == 0;
+			values[ERR_COL] = error_for_caller(ws.last_error,
+											   ws.last_error_public,
+											   &nulls[ERR_COL]);
+			values[ERR_COL + 1] = TimestampTzGetDatum(ws.last_error_time);
+			nulls[ERR_COL + 1] = ws.last_error_time == 0;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
