@@ -85,8 +85,8 @@ OBJS += \
 
 EXTENSION = parallel_apply
 DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \
-	parallel_apply--1.3.sql parallel_apply--1.4.sql parallel_apply--1.5.sql \
-	parallel_apply--1.2--1.3.sql parallel_apply--1.3--1.4.sql parallel_apply--1.4--1.5.sql \
+	parallel_apply--1.3.sql parallel_apply--1.4.sql parallel_apply--1.5.sql parallel_apply--1.6.sql \
+	parallel_apply--1.2--1.3.sql parallel_apply--1.3--1.4.sql parallel_apply--1.4--1.5.sql parallel_apply--1.5--1.6.sql \
 	parallel_apply--1.0--1.1.sql parallel_apply--1.1--1.2.sql
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 

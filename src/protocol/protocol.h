@@ -121,7 +121,7 @@
  * The plugin_version a provider reports in STARTUP: the extension's version
  * (parallel_apply.control; t/001 checks that they agree).
  */
-#define PARALLEL_APPLY_VERSION "parallel_apply 1.5"
+#define PARALLEL_APPLY_VERSION "parallel_apply 1.6"
 
 typedef struct PaStartupData
 {
