@@ -36,6 +36,7 @@ OBJS += \
 	src/common/queue.o \
 	src/common/relmap.o \
 	src/common/usercontext.o \
+	src/common/target.o \
 	src/common/stoplog.o \
 	src/common/waitevents.o \
 	src/common/origins.o \

@@ -153,6 +153,17 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #endif
 }
 
+/*
+ * Whether role member may SET ROLE to role: 16 made that an option of a
+ * membership of its own (member_can_set_role); on 15 every member may.
+ * A superuser may always.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PA_MEMBER_CAN_SET_ROLE(member, role) member_can_set_role(member, role)
+#else
+#define PA_MEMBER_CAN_SET_ROLE(member, role) is_member_of_role(member, role)
+#endif
+
 #if PG_VERSION_NUM >= 160000
 #define PA_EVAL_PLAN_QUAL_INIT(epqstate, estate) \
 	EvalPlanQualInit(epqstate, estate, NULL, NIL, -1, NIL)

@@ -9,6 +9,18 @@
  * The SQL API writes it the same way (sql_api.c); every statement on the
  * extension's tables goes through pa_catalog_query/pa_catalog_exec.
  *
+ * Many of these statements run with rights their caller lacks: as the
+ * bootstrap superuser in a hook (owner.c) or a status function
+ * (monitor.c), in the SQL API's functions that a superuser granted, and
+ * in the workers.  Their text must not resolve a name or an operator on a
+ * search_path that someone else chose: a role that puts an operator "="
+ * of its own first on its path (or a database owner on the database's,
+ * which the workers start with) would have it run with those rights.  So
+ * each statement runs with search_path = pg_catalog, pg_temp, set inside
+ * a GUC nest level of its own and rolled back when the statement is done
+ * (or by the abort of an error), as PostgreSQL's own workers and
+ * SECURITY DEFINER functions do; every table it names is qualified.
+ *
  * src/common/catalog.c
  *
  *-------------------------------------------------------------------------
@@ -26,6 +38,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -100,11 +113,17 @@ pa_catalog_query(const char *sql, int nargs, Oid *types, Datum *values,
 				 const char *nulls, bool read_only, long count, int expected)
 {
 	int			ret;
+	int			nestlevel;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 	ret = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only,
 								count);
+	AtEOXact_GUC(true, nestlevel);
 	if (ret != expected)
 		elog(ERROR, "could not run \"%s\": %s", sql,
 			 SPI_result_code_string(ret));

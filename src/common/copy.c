@@ -57,6 +57,7 @@
 #include "common/catalog.h"
 #include "common/conn.h"
 #include "common/copy.h"
+#include "common/target.h"
 #include "common/usercontext.h"
 #include "common/waitevents.h"
 #include "compat.h"
@@ -394,7 +395,7 @@ copy_into(PaSubscription *sub, Oid relid, char relkind,
 	error_context_stack = &errcallback;
 
 	rel = table_open(relid, RowExclusiveLock);
-	pa_switch_to_table_user(rel->rd_rel->relowner,
+	pa_switch_to_table_user(rel->rd_rel->relowner, sub->owner,
 							sub->run_as_owner ? sub->owner : InvalidOid, &save);
 	/* rolled back with the switch's GUC nest level */
 	(void) set_config_option("session_replication_role", "replica",
@@ -535,6 +536,7 @@ pa_copy_table_here(PaSubscription *sub, const char *nspname,
 		}
 		else
 		{
+			pa_check_target_schema(relid, nspname, relname, sub->name);
 			copy_into(sub, relid, relkind, qualified, cols, quals);
 			pa_copy_record_relid(sub->subid, relid, snap_lsn, copy_snap);
 			/* writers that know the table read its record again */

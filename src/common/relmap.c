@@ -109,6 +109,7 @@
 #include "common/catalog.h"
 #include "common/oidhash.h"
 #include "common/relmap.h"
+#include "common/target.h"
 
 /* pa_relmap_set_context()'s */
 static PaRelMapContext Context = {NULL, InvalidOid, false};
@@ -941,6 +942,9 @@ relmap_build(PaRelMapEntry *entry, LOCKMODE lockmode)
 						remoterel->nspname, remoterel->relname,
 						pa_relmap_subname()),
 				 errdetail("The table belongs to extension parallel_apply.")));
+	else
+		pa_check_target_schema(relid, remoterel->nspname, remoterel->relname,
+							   pa_relmap_subname());
 
 	/* from here on, an invalidation of the table makes the result stale */
 	building_relid = relid;

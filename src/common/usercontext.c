@@ -15,6 +15,14 @@
  *
  *	- as the table's owner, or, for a subscription with run_as_owner, as
  *	  the subscription's owner;
+ *	- only where the subscription's owner may write, as in PostgreSQL 16+
+ *	  (on every version here): without run_as_owner the owner must be
+ *	  able to SET ROLE to the table's owner (else "role ... cannot SET
+ *	  ROLE to ...", 42501), which a superuser always can; with it, the
+ *	  callers check the owner's own privileges on the table
+ *	  (pa_check_table_privileges, after the switch) and row-level
+ *	  security.  So a subscription that a superuser made for an ordinary
+ *	  role writes nowhere that role could not;
  *	- under SECURITY_RESTRICTED_OPERATION, so that the owner's code cannot
  *	  change the session for what runs after it (SET ROLE, temporary
  *	  objects, cursors that outlive it); not when that user is the one
@@ -24,6 +32,14 @@
  *	  a setting changed by one owner's code, even with set_config(...,
  *	  false), reaches neither the next owner's code nor the worker's own
  *	  statements (which run with an empty search_path).
+ *
+ * The workers themselves connect as the bootstrap superuser with the
+ * settings that the database's owner (ALTER DATABASE ... SET) or a role
+ * gave the database: pa_worker_secure_search_path(), each worker's first
+ * act once connected, replaces the search_path those gave with an empty
+ * one before any catalog is read, as PostgreSQL's own workers do.  The
+ * SQL that the extension runs on its catalog pins its own search_path
+ * besides (catalog.c).
  *
  * The callers switch after opening the relation and before anything of
  * the table is evaluated: type input of the row's values (a domain's
@@ -53,13 +69,23 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "compat.h"
+
 #include "common/usercontext.h"
 
 void
-pa_switch_to_table_user(Oid relowner, Oid run_as, PaUserSwitch *save)
+pa_switch_to_table_user(Oid relowner, Oid owner, Oid run_as,
+						PaUserSwitch *save)
 {
 	Oid			role = OidIsValid(run_as) ? run_as : relowner;
 	int			sec_context;
+
+	if (!OidIsValid(run_as) && !PA_MEMBER_CAN_SET_ROLE(owner, relowner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" cannot SET ROLE to \"%s\"",
+						GetUserNameFromId(owner, false),
+						GetUserNameFromId(relowner, false))));
 
 	GetUserIdAndSecContext(&save->userid, &save->sec_context);
 	sec_context = save->sec_context | SECURITY_LOCAL_USERID_CHANGE;
@@ -77,6 +103,12 @@ pa_restore_user(PaUserSwitch *save)
 	AtEOXact_GUC(false, save->nestlevel);
 	SetUserIdAndSecContext(save->userid, save->sec_context);
 	save->nestlevel = 0;
+}
+
+void
+pa_worker_secure_search_path(void)
+{
+	SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 void

@@ -29,8 +29,12 @@ typedef struct PaUserSwitch
  * SECURITY_RESTRICTED_OPERATION unless that is the current user already,
  * and always inside a new GUC nest level, which pa_restore_user rolls
  * back.  In a transaction; an error rolls both back with it.
+ *
+ * owner is the subscription's owner: without run_as, an ERROR (42501,
+ * PostgreSQL 16+'s "role ... cannot SET ROLE to ...") unless it may SET
+ * ROLE to relowner, as a superuser may to any.
  */
-extern void pa_switch_to_table_user(Oid relowner, Oid run_as,
+extern void pa_switch_to_table_user(Oid relowner, Oid owner, Oid run_as,
 									PaUserSwitch *save);
 extern void pa_restore_user(PaUserSwitch *save);
 
@@ -40,5 +44,12 @@ extern void pa_restore_user(PaUserSwitch *save);
  * otherwise.
  */
 extern void pa_check_table_privileges(Relation rel, AclMode mode);
+
+/*
+ * A worker's first act once connected to its database, before any catalog
+ * access: search_path = '' for the rest of the process, over whatever the
+ * database's or a role's settings gave it (InitPostgres applied them).
+ */
+extern void pa_worker_secure_search_path(void);
 
 #endif							/* PA_USERCONTEXT_H */

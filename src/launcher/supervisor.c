@@ -80,6 +80,7 @@
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "common/stoplog.h"
+#include "common/usercontext.h"
 #include "common/waitevents.h"
 #include "launcher/launcher.h"
 
@@ -181,6 +182,7 @@ pa_launcher_main(Datum arg)
 	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pa_worker_secure_search_path();
 
 	StartTransactionCommand();
 	(void) GetTransactionSnapshot();
@@ -492,6 +494,7 @@ pa_supervisor_main(Datum arg)
 	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pa_worker_secure_search_path();
 
 	pa_check_shared();
 	StartTransactionCommand();

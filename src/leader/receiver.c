@@ -162,6 +162,7 @@
 #include "debug/replay.h"
 #endif
 #include "common/stoplog.h"
+#include "common/usercontext.h"
 #include "leader/sync.h"
 
 #ifdef PA_DEBUG_SWITCHES
@@ -795,6 +796,7 @@ pa_leader_main(Datum arg)
 	pa_stoplog_init();
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(extra[1], InvalidOid, 0);
+	pa_worker_secure_search_path();
 
 	pa_check_shared();
 	slot = pa_subslot(slotidx);
@@ -820,7 +822,6 @@ pa_leader_main(Datum arg)
 
 		SetConfigOption("application_name", MyBgworkerEntry->bgw_name,
 						PGC_USERSET, PGC_S_SESSION);
-		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 		/*
 		 * Not table_sync: only writers skip changes, so the leader's
 		 * relation map need not read the tables' positions.

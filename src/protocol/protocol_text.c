@@ -726,7 +726,7 @@ check_slot_plugin(const char *slot_name)
 	int			ret;
 
 	args[0] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
-	ret = SPI_execute_with_args("SELECT plugin::text FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+	ret = SPI_execute_with_args("SELECT plugin::text FROM pg_catalog.pg_replication_slots WHERE slot_name OPERATOR(pg_catalog.=) $1",
 								1, argtypes, args, NULL, true, 1);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not look up replication slot: %s",

@@ -114,6 +114,7 @@
 #include "utils/typcache.h"
 
 #include "compat.h"
+#include "common/oidhash.h"
 #include "writer/apply.h"
 #include "writer/conflict.h"
 #include "writer/execstate.h"
@@ -190,7 +191,7 @@ apply_begin(ApplyState *state, const PaApplyContext *ctx, PaRelMapEntry *rel,
 	 * executor state opens them, type input, defaults, triggers, checks)
 	 * runs as its user (usercontext.c).
 	 */
-	pa_switch_to_table_user(rel->localrel->rd_rel->relowner,
+	pa_switch_to_table_user(rel->localrel->rd_rel->relowner, ctx->owner,
 							ctx->as_role, &state->user);
 
 	/*
@@ -1068,7 +1069,7 @@ truncate_as_user(const PaApplyContext *ctx, Oid user, List *rels,
 	ListCell   *r;
 	PaUserSwitch save;
 
-	pa_switch_to_table_user(user, ctx->as_role, &save);
+	pa_switch_to_table_user(user, ctx->owner, ctx->as_role, &save);
 	foreach(r, rels)
 	{
 		Relation	rel = lfirst(r);
@@ -1113,6 +1114,21 @@ pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
 	List	   *relids = NIL;
 	List	   *users = NIL;
 	ListCell   *lc;
+	HTAB	   *seen_remote;
+	HTAB	   *seen_local;
+
+	/*
+	 * The provider chooses how many relations it lists, and may list one
+	 * many times (under as many remote ids as RELATION messages it sent):
+	 * duplicates are found by hashing, not by comparing each with all
+	 * before it.
+	 */
+	seen_remote = pa_oid_hash_create("parallel_apply truncate remote ids",
+									 Min(nrelids, 1024), sizeof(Oid),
+									 CurrentMemoryContext);
+	seen_local = pa_oid_hash_create("parallel_apply truncate tables",
+									Min(nrelids, 1024), sizeof(Oid),
+									CurrentMemoryContext);
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 
@@ -1121,12 +1137,12 @@ pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
 		PaRelMapEntry *entry;
 		Relation	rel;
 		Oid			relid;
-		bool		seen = false;
+		bool		seen;
+		int			before = list_length(relids);
 
 		CHECK_FOR_INTERRUPTS();
 
-		for (int j = 0; j < i && !seen; j++)
-			seen = remote_relids[j] == remote_relids[i];
+		(void) hash_search(seen_remote, &remote_relids[i], HASH_ENTER, &seen);
 		if (seen)
 			continue;
 
@@ -1137,8 +1153,8 @@ pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
 		rel = entry->localrel;
 		relid = RelationGetRelid(rel);
 
-		/* already there as a partition of an earlier one */
-		if (list_member_oid(relids, relid))
+		/* already there, or as a partition of an earlier one */
+		if (hash_search(seen_local, &relid, HASH_FIND, NULL) != NULL)
 			continue;
 
 		rels = lappend(rels, rel);
@@ -1146,7 +1162,11 @@ pa_apply_truncate(const PaApplyContext *ctx, int nrelids,
 
 		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 			truncate_add_partitions(relid, &rels, &relids, &partitions);
+		for_each_from(lc, relids, before)
+			(void) hash_search(seen_local, &lfirst_oid(lc), HASH_ENTER, NULL);
 	}
+	hash_destroy(seen_remote);
+	hash_destroy(seen_local);
 
 	heap_truncate_check_FKs(rels, false);
 

@@ -40,6 +40,12 @@ typedef struct PaApplyContext
 	Oid			as_role;
 
 	/*
+	 * The subscription's owner: without as_role, each table's owner must
+	 * be one it may SET ROLE to (usercontext.c).
+	 */
+	Oid			owner;
+
+	/*
 	 * The transaction being applied failed on a unique violation: apply.c
 	 * probes the unique indexes before each INSERT and UPDATE
 	 * (pa_conflict_check_exists) to say what the violation is.

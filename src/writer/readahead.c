@@ -35,10 +35,17 @@
  * btree key index, a key with an expression column, a NULL, a value the
  * provider did not send.
  *
- * Reading ahead converts values as the apply will, as the same user
- * (usercontext.c: a domain's CHECK on a key column is the table owner's
- * code) and with a snapshot; a value that cannot be converted raises the
- * error its own apply would raise, earlier, in the waiting transaction.
+ * Reading ahead runs no code that a table's owner wrote: it would run
+ * inside the waiting transaction, whose commit would keep whatever that
+ * code did (a row it inserted, once for the read ahead and once more for
+ * the apply).  So a key column whose conversion could run such code is
+ * not read ahead: a domain (its CHECK is its owner's expression), and a
+ * composite, range, multirange or array over anything but base and enum
+ * types (type_runs_owner_code).  Base types' input functions are C,
+ * which only a superuser installs.  The conversion still runs as the
+ * apply will, as the same user (usercontext.c) and with a snapshot; a
+ * value that cannot be converted raises the error its own apply would
+ * raise, earlier, in the waiting transaction.
  * That error is not the waiting transaction's: its attempt is rolled back
  * and applied again without reading ahead (txn.c), never reported as its
  * failure, and reading ahead goes no further than that transaction until
@@ -125,6 +132,35 @@ pa_readahead_wanted(PaReadAhead *ra)
  * INSERT), else only the provider's key columns do.  Returns the number
  * of key columns, 0 when the key cannot be used.
  */
+/*
+ * Whether converting a value of type typid may run code other than
+ * PostgreSQL's and its C extensions': a domain's constraints, and the
+ * columns, elements or subtypes of a composite, array, range or
+ * multirange, which may be domains.
+ */
+static bool
+type_runs_owner_code(Oid typid)
+{
+	Oid			elem;
+
+	check_stack_depth();
+	switch (get_typtype(typid))
+	{
+		case TYPTYPE_DOMAIN:
+		case TYPTYPE_COMPOSITE:
+		case TYPTYPE_PSEUDO:
+			return true;
+		case TYPTYPE_RANGE:
+			return type_runs_owner_code(get_range_subtype(typid));
+		case TYPTYPE_MULTIRANGE:
+			return type_runs_owner_code(get_multirange_range(typid));
+		default:
+			break;
+	}
+	elem = get_element_type(typid);
+	return OidIsValid(elem) && type_runs_owner_code(elem);
+}
+
 static int
 key_values(PaReadAhead *ra, PaRelMapEntry *rel, Relation idx,
 		   PaTupleData *tup, bool all_sent, Datum *values)
@@ -140,7 +176,9 @@ key_values(PaReadAhead *ra, PaRelMapEntry *rel, Relation idx,
 		char		kind = r >= 0 ? tup->colkinds[r] : 0;
 
 		if ((kind != PA_DATUM_TEXT && kind != PA_DATUM_BINARY) ||
-			(!all_sent && !bms_is_member(r, rel->remoterel.attkeys)))
+			(!all_sent && !bms_is_member(r, rel->remoterel.attkeys)) ||
+			type_runs_owner_code(TupleDescAttr(RelationGetDescr(rel->localrel),
+											   attnum - 1)->atttypid))
 			return 0;
 		values[i] = pa_relmap_input(rel, attnum - 1, kind, &tup->colvalues[r],
 									&ra->ctx->relmap);
@@ -314,8 +352,8 @@ read_ahead_change(PaReadAhead *ra, const char *data, int len, bool leaf_only)
 
 		/* the key's type input (a domain's CHECK) runs as the apply runs it */
 		PushActiveSnapshot(GetTransactionSnapshot());
-		pa_switch_to_table_user(heap->rd_rel->relowner, ra->ctx->as_role,
-								&user);
+		pa_switch_to_table_user(heap->rd_rel->relowner, ra->ctx->owner,
+								ra->ctx->as_role, &user);
 		nkeys = key_values(ra, rel, idx, key, oldkind == PA_TUPLE_OLD, values);
 		if (nkeys > 0 && leaf_only)
 			prefetch_leaf(ra, heap, idx, nkeys, values);

@@ -220,6 +220,7 @@
 #include "common/queue.h"
 #include "common/relmap.h"
 #include "common/stoplog.h"
+#include "common/usercontext.h"
 #include "compat.h"
 #include "writer/writer_internal.h"
 
@@ -508,6 +509,7 @@ apply_settings(PaSubscription *sub)
 		.table_sync = sub->table_sync,
 	});
 	MyWriter->apply.as_role = sub->run_as_owner ? sub->owner : InvalidOid;
+	MyWriter->apply.owner = sub->owner;
 	MyWriter->apply.subid = sub->subid;
 	MyWriter->apply.relmap.remote_encoding = -1;
 	MyWriter->apply.report = pa_writer_conflict;
@@ -570,6 +572,7 @@ pa_writer_main(Datum arg)
 	pqsignal(SIGUSR2, retry_request_handler);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid((Oid) extra[3], InvalidOid, 0);
+	pa_worker_secure_search_path();
 	writer_attach(slotidx);
 
 	PG_TRY();
@@ -580,8 +583,6 @@ pa_writer_main(Datum arg)
 						PGC_SUSET, PGC_S_OVERRIDE);
 		SetConfigOption("synchronous_commit", "off",
 						PGC_SUSET, PGC_S_OVERRIDE);
-		/* nothing a table runs here resolves names through public */
-		SetConfigOption("search_path", "", PGC_SUSET, PGC_S_OVERRIDE);
 
 		sub = load_subscription();
 		apply_settings(sub);
