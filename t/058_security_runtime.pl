@@ -52,6 +52,9 @@ CREATE ROLE admin SUPERUSER;
 ALTER TABLE t OWNER TO tabowner;
 ALTER TABLE s_on OWNER TO tabowner;
 ALTER TABLE s_local OWNER TO tabowner;
+-- each owner the subscriptions get below may SET ROLE to the tables'
+-- owner, as a subscription owned by an ordinary role needs (t/061)
+GRANT tabowner TO alice, bob, carol;
 });
 $sub->safe_psql('postgres', 'CREATE DATABASE other');
 
