@@ -4,3 +4,29 @@
 \echo Use "ALTER EXTENSION parallel_apply UPDATE TO '1.6'" to load this file. \quit
 
 -- 1.6: the security release (issue 42).
+
+-- ---------------------------------------------------------------------
+-- The subscriptions' secrets (1.6; src/common/secrets.c, docs/subscriber.md
+-- "Security model").  A subscription's provider DSN as given (passwords
+-- included) and its gid_key are the options of the user mapping for
+-- PUBLIC of a server of its own of this wrapper, parallel_apply_sub_<sub_id>,
+-- made by create_subscription(), owned by the bootstrap superuser and not
+-- a member of the extension (pg_dump and pg_upgrade carry it).  Catalogs
+-- are never logically decoded; parallel_apply.subscription.provider_dsn
+-- holds the DSN masked.  No handler, no validator, no USAGE for PUBLIC:
+-- only superusers make servers of it.
+-- ---------------------------------------------------------------------
+CREATE FOREIGN DATA WRAPPER parallel_apply_secrets;
+REVOKE ALL ON FOREIGN DATA WRAPPER parallel_apply_secrets FROM PUBLIC;
+COMMENT ON FOREIGN DATA WRAPPER parallel_apply_secrets IS
+  'parallel_apply: each subscription''s secrets, in the user mapping of its server parallel_apply_sub_<sub_id>';
+
+-- Each subscription's DSN moves into its secrets, with a fresh gid_key;
+-- the table keeps it masked.
+CREATE FUNCTION parallel_apply.migrate_secrets_1_6()
+RETURNS int
+AS 'MODULE_PATHNAME', 'pa_migrate_secrets'
+LANGUAGE C STRICT VOLATILE;
+SELECT parallel_apply.migrate_secrets_1_6();
+DROP FUNCTION parallel_apply.migrate_secrets_1_6();
+-- ------------------------- end of the secrets ------------------------

@@ -43,8 +43,8 @@ REVOKE ALL ON FUNCTION render_frames(bytea[], boolean) FROM PUBLIC;
 CREATE SCHEMA parallel_apply;
 REVOKE ALL ON SCHEMA parallel_apply FROM PUBLIC;
 
--- One row per subscription.  Holds the provider's DSN, passwords included:
--- superusers only; subscription_status() shows it with its secrets masked.
+-- One row per subscription: superusers only.  provider_dsn is masked; the
+-- DSN with its secrets is in the subscription's user mapping (see the end).
 CREATE TABLE parallel_apply.subscription (
     sub_id             oid PRIMARY KEY,
     sub_name           text NOT NULL UNIQUE,
@@ -329,3 +329,20 @@ GRANT EXECUTE ON FUNCTION parallel_apply.get_subscription_lag() TO pg_read_all_s
 GRANT SELECT ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
     parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag
     TO pg_read_all_stats;
+
+-- ---------------------------------------------------------------------
+-- The subscriptions' secrets (1.6; src/common/secrets.c, docs/subscriber.md
+-- "Security model").  A subscription's provider DSN as given (passwords
+-- included) and its gid_key are the options of the user mapping for
+-- PUBLIC of a server of its own of this wrapper, parallel_apply_sub_<sub_id>,
+-- made by create_subscription(), owned by the bootstrap superuser and not
+-- a member of the extension (pg_dump and pg_upgrade carry it).  Catalogs
+-- are never logically decoded; parallel_apply.subscription.provider_dsn
+-- holds the DSN masked.  No handler, no validator, no USAGE for PUBLIC:
+-- only superusers make servers of it.
+-- ---------------------------------------------------------------------
+CREATE FOREIGN DATA WRAPPER parallel_apply_secrets;
+REVOKE ALL ON FOREIGN DATA WRAPPER parallel_apply_secrets FROM PUBLIC;
+COMMENT ON FOREIGN DATA WRAPPER parallel_apply_secrets IS
+  'parallel_apply: each subscription''s secrets, in the user mapping of its server parallel_apply_sub_<sub_id>';
+-- ------------------------- end of the secrets ------------------------

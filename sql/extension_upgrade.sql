@@ -1,19 +1,21 @@
--- Version 1.0 of the extension updates to 1.1, 1.2, 1.3, 1.4 and on to 1.5:
--- subscriptions keep their settings and gain origin 'any', run_as_owner
--- false and an owner (the bootstrap superuser), table_sync false (their
--- tables are not recorded), disable_on_error false and no skip_lsn,
--- two_phase and failover false, no stopped_lsn; the functions take and
--- show the new settings.
+-- Version 1.0 of the extension updates to 1.1, 1.2, 1.3, 1.4, 1.5 and on
+-- to 1.6: subscriptions keep their settings and gain origin 'any',
+-- run_as_owner false and an owner (the bootstrap superuser), table_sync
+-- false (their tables are not recorded), disable_on_error false and no
+-- skip_lsn, two_phase and failover false, no stopped_lsn, and (1.6) their
+-- secrets in a user mapping, the table's DSN masked; the functions take
+-- and show the new settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
     publications, slot_name, enabled, synchronize_data, synchronous_commit)
-  VALUES (1, 'old', 'default', 'dbname=x', '{p}', 'pa_old', false, true, 'off');
+  VALUES (1, 'old', 'default', 'dbname=x password=old-secret', '{p}', 'pa_old', false, true, 'off');
 ALTER EXTENSION parallel_apply UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'parallel_apply';
 SELECT sub_name, enabled, sync_state, origin, sub_owner = 10 AS bootstrap_owner, run_as_owner,
-       table_sync, disable_on_error, skip_lsn, two_phase, failover, stopped_lsn
+       table_sync, disable_on_error, skip_lsn, two_phase, failover, stopped_lsn, provider_dsn
   FROM parallel_apply.subscription;
+SELECT srvname, umoptions[1] AS dsn FROM pg_user_mappings WHERE srvname LIKE 'parallel_apply_sub_%';
 SELECT pg_get_function_identity_arguments('create_subscription'::regproc);
 SELECT pg_get_function_identity_arguments('alter_subscription_config'::regproc);
 SELECT 'refresh_subscription'::regproc, 'parallel_apply.subscription_rel'::regclass;
@@ -31,7 +33,10 @@ CREATE TEMP TABLE updated AS
   FROM pg_attribute
   WHERE attrelid IN ('parallel_apply.subscription'::regclass, 'parallel_apply.subscription_rel'::regclass)
     AND attnum > 0;
+-- the subscription's server depends on the extension's wrapper: CASCADE
+-- drops it and its user mapping too
 DROP EXTENSION parallel_apply;
+DROP EXTENSION parallel_apply CASCADE;
 CREATE EXTENSION parallel_apply;
 SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
   FROM pg_attribute
@@ -39,12 +44,13 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
--- 1.2 updates to 1.3, 1.4 and 1.5, 1.3 to 1.4 alone and 1.4 to 1.5 alone,
--- each ending with the catalog and functions (their grants too) of a fresh
--- install of the version it reaches
--- the extension's catalog columns (with defaults) and functions, as they
--- are when this is called (found by name, so that a dropped and recreated
--- extension is seen)
+-- 1.2 updates to 1.3, 1.4, 1.5 and 1.6, 1.5 to 1.6 alone, 1.4 to 1.5
+-- alone and 1.3 to 1.4 alone, each ending with the catalog, functions
+-- (their grants too) and foreign-data wrapper of a fresh install of the
+-- version it reaches
+-- the extension's catalog columns (with defaults), functions and
+-- foreign-data wrappers, as they are when this is called (found by name,
+-- so that a dropped and recreated extension is seen)
 CREATE FUNCTION pg_temp.extension_shape()
   RETURNS TABLE (obj text, name text, type text, notnull boolean, def text)
   LANGUAGE sql AS $$
@@ -63,6 +69,17 @@ CREATE FUNCTION pg_temp.extension_shape()
                     FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                     WHERE a.grantee <> p.proowner))
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply')
+  UNION ALL
+  SELECT 'foreign-data wrapper', w.fdwname, w.fdwhandler::regproc || ' ' || w.fdwvalidator::regproc,
+         NULL,
+         concat_ws(' ', array_to_string(w.fdwoptions, ','),
+                   (SELECT string_agg(a.grantee::regrole::text || ':' || a.privilege_type, ','
+                                      ORDER BY a.grantee::regrole::text)
+                    FROM aclexplode(coalesce(w.fdwacl, acldefault('F', w.fdwowner))) a
+                    WHERE a.grantee <> w.fdwowner))
+  FROM pg_foreign_data_wrapper w
+  JOIN pg_depend d ON d.objid = w.oid AND d.classid = 'pg_foreign_data_wrapper'::regclass
   WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'parallel_apply');
 $$;
 CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
@@ -75,11 +92,24 @@ CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 DROP TABLE upgraded;
 DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+ALTER EXTENSION parallel_apply UPDATE TO '1.6';
+CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
+(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+SELECT obj, count(*) FROM fresh WHERE obj <> 'parallel_apply.subscription'
+  AND obj <> 'parallel_apply.subscription_rel' GROUP BY obj ORDER BY obj;
+-- the wrapper: no handler, no validator, no USAGE for PUBLIC
+SELECT name, type, def FROM fresh WHERE obj = 'foreign-data wrapper';
+DROP TABLE fresh, upgraded;
+-- 1.4 to 1.5 alone, against a fresh 1.5
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
+DROP EXTENSION parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.4';
 ALTER EXTENSION parallel_apply UPDATE TO '1.5';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
-SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
 -- 1.3 to 1.4 alone, against a fresh 1.4
 DROP EXTENSION parallel_apply;
@@ -106,3 +136,37 @@ SELECT p.oid::regprocedure AS function, p.prosecdef,
   FROM pg_proc p
   WHERE p.proname IN ('subscription_status', 'writer_status', 'drop_subscription')
   ORDER BY p.oid::regprocedure::text COLLATE "C";
+-- 1.6: 1.5's subscriptions keep their DSN in a user mapping of a server of
+-- their own (parallel_apply_sub_<sub_id>, owned by the bootstrap superuser,
+-- not a member of the extension), with a fresh gid_key each; the table
+-- keeps the DSN with every secret masked
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
+    publications, slot_name, enabled, synchronize_data, synchronous_commit, sub_owner)
+  VALUES (7, 'pw', 'default', 'host=h dbname=x user=repl password=pw-secret sslpassword=ssl-secret',
+          '{p}', 'pa_pw', false, true, 'off', 10),
+         (8, 'nopw', 'default', 'dbname=y', '{p}', 'pa_nopw', false, true, 'off', 10);
+ALTER EXTENSION parallel_apply UPDATE TO '1.6';
+SELECT sub_id, provider_dsn FROM parallel_apply.subscription ORDER BY sub_id;
+SELECT s.srvname, w.fdwname, s.srvowner = 10 AS bootstrap_owner,
+       EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_foreign_server'::regclass
+                 AND d.objid = s.oid AND d.deptype = 'e') AS extension_member,
+       obj_description(s.oid, 'pg_foreign_server') AS comment
+  FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+  ORDER BY s.srvname;
+SELECT m.srvname, m.usename, m.umoptions[1] AS dsn,
+       m.umoptions[2] ~ '^gid_key=[0-9a-f]{32}$' AS gid_key, cardinality(m.umoptions) AS options
+  FROM pg_user_mappings m ORDER BY m.srvname;
+SELECT count(DISTINCT umoptions[2]) AS distinct_gid_keys FROM pg_user_mappings;
+-- an ordinary role sees the mappings, not their options, and not the
+-- catalog under them
+CREATE ROLE regress_pa_plain;
+SET ROLE regress_pa_plain;
+SELECT srvname, usename, umoptions FROM pg_user_mappings ORDER BY srvname;
+SELECT umoptions FROM pg_user_mapping;
+SELECT count(*) FROM parallel_apply.subscription;
+RESET ROLE;
+DROP ROLE regress_pa_plain;
+DROP EXTENSION parallel_apply CASCADE;
+SELECT count(*) AS servers_left FROM pg_foreign_server;

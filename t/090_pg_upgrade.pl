@@ -9,7 +9,8 @@
 # origins and recorded position are removed, as when neither is left (a
 # subscriber upgraded while its pipeline was in error): its leader refuses
 # to stream from the provider's slot, and set_subscription_position() lets
-# it resume.
+# it resume.  The subscriptions' secrets (1.6: a server and user mapping
+# each, src/common/secrets.c) are carried over as they are.
 #
 # Needs two PostgreSQL versions: PA_UPGRADE_FROM is the older one's
 # installation (/usr/lib/postgresql/15), the extension installed in both.
@@ -49,6 +50,13 @@ create_sub($old, $pub, 'bench', publications => ['pub_bench'], num_writers => 4)
 create_sub($old, $pub, 'audit', publications => ['pub_audit'], num_writers => 2);
 wait_caught_up($old, 'bench');
 wait_caught_up($old, 'audit');
+# each subscription's DSN and gid_key, in its user mapping
+my $secrets_sql = q{
+SELECT string_agg(srvname || ' ' || array_to_string(umoptions, ','), '; ' ORDER BY srvname)
+  FROM pg_user_mappings WHERE srvname LIKE 'parallel_apply_sub_%'};
+my $secrets = $old->safe_psql('postgres', $secrets_sql);
+like($secrets, qr/^(parallel_apply_sub_\d+ dsn=[^;]+,gid_key=[0-9a-f]{32}(; |$)){2}$/,
+	'both subscriptions have their secrets');
 
 # pgbench's TPC-B transaction, which also writes to audit
 my $script = "${PostgreSQL::Test::Utils::tmp_check}/090_tpcb_audit.sql";
@@ -137,6 +145,8 @@ my $resumed = qr/replication origins missing \(after pg_upgrade\?\), resuming fr
 
 # audit, still enabled, resumes at once; bench once enabled
 $new->start;
+is($new->safe_psql('postgres', $secrets_sql), $secrets,
+	'pg_upgrade carries the subscriptions\' servers and user mappings');
 $new->safe_psql('postgres', "SELECT enable_subscription('bench')");
 my ($pgbench_ok, $n, $out) = pgbench_finish($bench);
 ok($pgbench_ok, "pgbench ran throughout ($n transactions)") or diag($out);

@@ -45,6 +45,7 @@
 #include "utils/snapmgr.h"
 
 #include "common/catalog.h"
+#include "common/secrets.h"
 
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
@@ -79,7 +80,8 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->subid = DatumGetObjectId(getdatum(tup, desc, 1, &isnull));
 	sub->name = getstr(tup, desc, 2);
 	sub->group_name = getstr(tup, desc, 3);
-	sub->dsn = getstr(tup, desc, 4);
+	/* the table's is masked: the full DSN is in the secrets (secrets.c) */
+	sub->dsn = pa_secret_dsn(sub->subid, getstr(tup, desc, 4));
 	pubs = DatumGetArrayTypeP(getdatum(tup, desc, 5, &isnull));
 	deconstruct_array(pubs, TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, NULL, &nelems);

@@ -47,7 +47,11 @@
  * last_error in full to superusers only, since an error's message may
  * quote rows (a trigger's RAISE, a value that does not convert): others
  * see the step that failed and the SQLSTATE (pa_error_to_slot).
- * password_required is in the catalog table only.
+ * password_required is in the catalog table only.  The DSN as given, with
+ * its secrets, is kept in the subscription's user mapping (secrets.c),
+ * never in the table, whose provider_dsn is masked: create_subscription
+ * stores it, alter_subscription_config(provider_dsn) replaces it,
+ * drop_subscription drops it.
  *
  * src/sql/sql_api.c
  *
@@ -90,6 +94,7 @@
 #include "common/origins.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
+#include "common/secrets.h"
 #include "compat.h"
 #include "leader/sync.h"
 #include "sql/monitor.h"
@@ -838,7 +843,8 @@ insert_subscription(NewSubscription *ns)
 		ns->slot_name = slot_name_for(ns->name, subid);
 	values[0] = CStringGetTextDatum(ns->name);
 	values[1] = CStringGetTextDatum(ns->group);
-	values[2] = CStringGetTextDatum(ns->dsn);
+	/* the secrets are not in the table: see pa_create_subscription */
+	values[2] = CStringGetTextDatum(pa_mask_dsn(ns->dsn));
 	values[3] = PointerGetDatum(ns->pubarr);
 	values[4] = DirectFunctionCall1(namein, CStringGetDatum(ns->slot_name));
 	values[5] = BoolGetDatum(ns->enabled);
@@ -890,6 +896,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 		check_existing_slot(conn, ns.slot_name);
 
 	subid = insert_subscription(&ns);
+	pa_secret_store(subid, ns.dsn);
 	pa_owner_sync(ns.owner);
 
 	/*
@@ -960,6 +967,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 			 1, types, values, NULL, SPI_OK_DELETE);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
 			 1, types, values, NULL, SPI_OK_DELETE);
+	pa_secret_drop(sub->subid);
 	pa_owner_sync(sub->owner);
 	pa_progress_drop_origins(sub->subid);
 
@@ -1285,7 +1293,9 @@ alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 
 	check_provider(conn, sub->publications, failover, false);
 	walrcv_disconnect(conn);
-	update_column(sub, "provider_dsn", TEXTOID, CStringGetTextDatum(dsn));
+	pa_secret_store(sub->subid, dsn);
+	update_column(sub, "provider_dsn", TEXTOID,
+				  CStringGetTextDatum(pa_mask_dsn(dsn)));
 	sub->dsn = dsn;
 }
 
