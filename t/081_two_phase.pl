@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Digest::SHA qw(hmac_sha256_hex);
 use lib 't/lib';
 use PaTest;
 
@@ -71,15 +72,24 @@ SELECT count(*) FILTER (WHERE sync_snapshot ~ '^\d+:\d+:[\d,]*$') || '/' || coun
   FROM parallel_apply.subscription_rel}),
 	'8/8', 'each table\'s copy recorded with the snapshot it read');
 
-# The GID here: pa_<database oid>_<subscription id>_<the provider's xid>.
+# The GID here: pa_<database oid>_<subscription id>_<the provider's xid>_
+# and 16 hex digits of HMAC-SHA-256 of what comes before, keyed with the
+# subscription's gid_key (its user mapping's option): no local role can
+# guess the GID of a transaction to come (t/064).
 my $gid_prefix = $sub->safe_psql('postgres', q{
 SELECT format('pa_%s_%s_', (SELECT oid FROM pg_database WHERE datname = current_database()), sub_id)
   FROM parallel_apply.subscription WHERE sub_name = 'tp'});
+my $gid_key = $sub->safe_psql('postgres', q{
+SELECT substr(o, 9) FROM pg_user_mappings m, unnest(m.umoptions) o
+ WHERE m.srvname = (SELECT 'parallel_apply_sub_' || sub_id FROM parallel_apply.subscription WHERE sub_name = 'tp')
+   AND o LIKE 'gid_key=%'});
+like($gid_key, qr/^[0-9a-f]{32}$/, 'the subscription has a gid_key');
 sub gid_of
 {
 	my ($remote_gid) = @_;
-	return $gid_prefix . $pub->safe_psql('postgres',
+	my $base = $gid_prefix . $pub->safe_psql('postgres',
 		"SELECT transaction FROM pg_prepared_xacts WHERE gid = '$remote_gid'");
+	return $base . '_' . substr(hmac_sha256_hex($base, pack('H*', $gid_key)), 0, 16);
 }
 sub prepared_here
 {

@@ -14,12 +14,25 @@
  * local transaction, and COMMIT PREPARED writes its own commit record,
  * which the local transaction around it could not take back.
  *
- * The GID here is pa_<database oid>_<subscription id>_<remote xid>, not
- * the provider's: two subscriptions from one provider, or from providers
- * that use the same GIDs, must not collide, nor a user's own prepared
- * transactions.  As PostgreSQL's pg_gid_<subid>_<xid>, but a subscription
- * id here is only unique in its database, and prepared transactions are
- * the cluster's: hence the database.
+ * The GID here is pa_<database oid>_<subscription id>_<remote xid>_<mac>,
+ * not the provider's: two subscriptions from one provider, or from
+ * providers that use the same GIDs, must not collide, nor a user's own
+ * prepared transactions.  As PostgreSQL's pg_gid_<subid>_<xid>, but a
+ * subscription id here is only unique in its database, and prepared
+ * transactions are the cluster's: hence the database.  Without more, any
+ * local role could PREPARE TRANSACTION under the GID of a remote
+ * transaction to come (its xid is easy to guess): the subscription's own
+ * PREPARE would then fail on that GID forever, and its COMMIT PREPARED
+ * would commit the squatter's transaction.  So <mac> is 16 hex digits of
+ * an HMAC-SHA-256, keyed with the subscription's gid_key (a secret kept
+ * with its DSN, secrets.c), of the rest of the GID: GIDs already prepared
+ * (pg_prepared_xacts shows them to everyone) tell nothing of the next.
+ * And what this code finishes must be its own: prepared in this database
+ * by the role the writers run as (a superuser could squat anyway).  A
+ * subscription whose catalog has no gid_key (the extension not updated
+ * since 1.5) uses 1.5's GIDs, without <mac>; a COMMIT or ROLLBACK PREPARED
+ * that does not find its GID looks for 1.5's too, so that a transaction
+ * prepared before the update is finished after it.
  *
  * Preparing.  The writer applies the changes as for any transaction, waits
  * for its turn, sets its origin's progress to the PREPARE's end and
@@ -78,21 +91,70 @@
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "common/catalog.h"
 #include "common/relmap.h"
+#include "common/secrets.h"
 #include "compat.h"
 #include "protocol/protocol.h"
 #include "writer/twophase.h"
 
+/* The gid_key of subscription subid, read once per process. */
+static bool
+gid_key(Oid subid, uint8 key[PA_GID_KEY_LEN])
+{
+	static Oid	cached_subid = InvalidOid;
+	static bool cached_found = false;
+	static uint8 cached_key[PA_GID_KEY_LEN];
+
+	if (cached_subid != subid)
+	{
+		cached_found = pa_secret_gid_key(subid, cached_key);
+		cached_subid = subid;
+	}
+	memcpy(key, cached_key, PA_GID_KEY_LEN);
+	return cached_found;
+}
+
+/* 1.5's GID, without the MAC. */
+static void
+legacy_gid(char *gid, int size, Oid subid, TransactionId xid)
+{
+	snprintf(gid, size, "pa_%u_%u_%u", MyDatabaseId, subid, xid);
+}
+
 void
 pa_twophase_gid(char *gid, int size, Oid subid, TransactionId xid)
 {
-	snprintf(gid, size, "pa_%u_%u_%u", MyDatabaseId, subid, xid);
+	uint8		key[PA_GID_KEY_LEN];
+	uint8		mac[PG_SHA256_DIGEST_LENGTH];
+	pg_hmac_ctx *ctx;
+	int			len;
+
+	legacy_gid(gid, size, subid, xid);
+	if (!gid_key(subid, key))
+		return;
+	ctx = pg_hmac_create(PG_SHA256);
+	if (ctx == NULL ||
+		pg_hmac_init(ctx, key, sizeof(key)) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) gid, strlen(gid)) < 0 ||
+		pg_hmac_final(ctx, mac, sizeof(mac)) < 0)
+		elog(ERROR, "could not compute the GID of a prepared transaction: %s",
+			 ctx ? pg_hmac_error(ctx) : "out of memory");
+	pg_hmac_free(ctx);
+	len = strlen(gid);
+	if (len + 1 + 16 >= size)
+		elog(ERROR, "GID buffer too small");
+	gid[len++] = '_';
+	for (int i = 0; i < 8; i++)
+		len += snprintf(gid + len, size - len, "%02x", mac[i]);
 }
 
 char *
@@ -116,7 +178,10 @@ pa_twophase_prepare(Oid subid, TransactionId xid)
 	CommitTransactionCommand();
 }
 
-/* Is gid a prepared transaction of this database? */
+/*
+ * Is gid a prepared transaction of this database, prepared by the role the
+ * writers run as (not one a local role prepared under that GID)?
+ */
 static bool
 prepared_here(const char *gid)
 {
@@ -127,12 +192,26 @@ prepared_here(const char *gid)
 	values[0] = CStringGetTextDatum(gid);
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pa_catalog_query("SELECT 1 FROM pg_catalog.pg_prepared_xacts"
-					 " WHERE gid = $1 AND database = pg_catalog.current_database()",
+					 " WHERE gid = $1 AND database = pg_catalog.current_database()"
+					 " AND owner = CURRENT_USER",
 					 1, types, values, NULL, true, 1, SPI_OK_SELECT);
 	found = SPI_processed > 0;
 	SPI_finish();
 	PopActiveSnapshot();
 	return found;
+}
+
+/*
+ * Is gid this subscription's prepared transaction that fin finishes?  A
+ * rollback is matched by its PREPARE's end and time too (LookupGXact);
+ * both only among those the writers' role prepared.
+ */
+static bool
+finish_lookup(const char *gid, bool commit, const PaFinishPreparedData *fin)
+{
+	if (!prepared_here(gid))
+		return false;
+	return commit || LookupGXact(gid, fin->prepare_end_lsn, fin->prepare_time);
 }
 
 bool
@@ -159,10 +238,19 @@ pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
 	pa_read_end(&msg);
 
 	pa_twophase_gid(gid, sizeof(gid), subid, fin.xid);
-	if (commit)
-		found = prepared_here(gid);
-	else
-		found = LookupGXact(gid, fin.prepare_end_lsn, fin.prepare_time);
+	found = finish_lookup(gid, commit, &fin);
+	if (!found)
+	{
+		char		old[GIDSIZE];
+
+		/* prepared by 1.5, before the extension was updated */
+		legacy_gid(old, sizeof(old), subid, fin.xid);
+		if (strcmp(old, gid) != 0 && finish_lookup(old, commit, &fin))
+		{
+			strlcpy(gid, old, sizeof(gid));
+			found = true;
+		}
+	}
 	if (!found && commit && prepare_seen)
 	{
 		SpinLockAcquire(&slot->mutex);
