@@ -74,11 +74,16 @@ CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 -- the difference both ways: none
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 DROP TABLE upgraded;
+-- 1.4 to 1.5 alone, against a fresh 1.5
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+CREATE TEMP TABLE fresh15 AS SELECT * FROM pg_temp.extension_shape();
 DROP EXTENSION parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.4';
 ALTER EXTENSION parallel_apply UPDATE TO '1.5';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
-(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+(TABLE upgraded EXCEPT TABLE fresh15) UNION ALL (TABLE fresh15 EXCEPT TABLE upgraded);
+DROP TABLE fresh15;
 SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
 -- 1.3 to 1.4 alone, against a fresh 1.4
