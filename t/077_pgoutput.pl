@@ -28,10 +28,11 @@ max_wal_senders = 10
 max_replication_slots = 10
 wal_sender_timeout = 0
 logical_decoding_work_mem = 64kB
+max_prepared_transactions = 10
 });
 $pub->start;
 my $sub = subscriber_node('subscriber',
-	extra_conf => "parallel_apply.adaptive_writers = off\n");
+	extra_conf => "parallel_apply.adaptive_writers = off\nmax_prepared_transactions = 10\n");
 
 # our plugin cannot decode there
 my ($ret, $out, $err) = $pub->psql('postgres',
@@ -209,6 +210,54 @@ is($sub->safe_psql('postgres',
 		"SELECT plugin FROM parallel_apply.subscription WHERE sub_name = 'auto'"),
 	'pgoutput', "plugin 'auto' chose pgoutput");
 $sub->safe_psql('postgres', "SELECT drop_subscription('auto')");
+
+# two_phase: pgoutput's version 3; a prepared transaction is prepared
+# here, then committed or rolled back; one that changed nothing too
+$pub->safe_psql('postgres', 'CREATE DATABASE tp');
+$sub->safe_psql('postgres', 'CREATE DATABASE tp');
+$sub->safe_psql('tp', 'CREATE EXTENSION parallel_apply');
+foreach my $node ($pub, $sub)
+{
+	$node->safe_psql('tp', 'CREATE TABLE tp (id int PRIMARY KEY, v text)');
+}
+$pub->safe_psql('tp', q{
+INSERT INTO tp VALUES (0, 'before');
+CREATE PUBLICATION pub FOR ALL TABLES;
+});
+my $tpdsn = $pub->connstr('tp');
+$sub->safe_psql('tp',
+	"SELECT create_subscription('tp', \$d\$$tpdsn\$d\$, ARRAY['pub'], num_writers := 2, two_phase := true, plugin := 'pgoutput')");
+wait_caught_up($sub, 'tp', db => 'tp');
+$pub->safe_psql('tp', q{
+BEGIN;
+INSERT INTO tp VALUES (1, 'prepared');
+UPDATE tp SET v = 'changed' WHERE id = 0;
+PREPARE TRANSACTION 'g1';
+});
+ok(poll_until($sub,
+		"SELECT count(*) = 1 FROM pg_prepared_xacts WHERE gid LIKE 'pa\\_%' AND database = 'tp'",
+		db => 'tp'),
+	'two_phase: the provider\'s prepared transaction is prepared here');
+is($sub->safe_psql('tp', 'SELECT count(*) FROM tp'), '1',
+	'two_phase: its changes are not visible yet');
+$pub->safe_psql('tp', q{
+COMMIT PREPARED 'g1';
+BEGIN;
+INSERT INTO tp VALUES (2, 'rolled back');
+PREPARE TRANSACTION 'g2';
+ROLLBACK PREPARED 'g2';
+BEGIN;
+SELECT pg_current_xact_id();
+PREPARE TRANSACTION 'g3';
+COMMIT PREPARED 'g3';
+INSERT INTO tp VALUES (3, 'after');
+});
+wait_caught_up($sub, 'tp', db => 'tp');
+rows_equal($pub, $sub, [ [ 'tp', 'id' ] ], 'two_phase', 'tp');
+is($sub->safe_psql('tp', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+	'two_phase: nothing left prepared here');
+no_errors($sub, 'tp', 'two_phase', db => 'tp');
+$sub->safe_psql('tp', "SELECT drop_subscription('tp')");
 
 # a provider database in LATIN1: pgoutput converts to the subscriber's
 $pub->safe_psql('postgres', q{
