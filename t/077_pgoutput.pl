@@ -265,14 +265,25 @@ CREATE DATABASE latin ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE tem
 });
 $pub->safe_psql('latin', q{
 CREATE TABLE enc (id int PRIMARY KEY, v text);
+CREATE TABLE other (id int PRIMARY KEY, v text);
 INSERT INTO enc VALUES (1, 'caf' || chr(233));
-CREATE PUBLICATION pub FOR ALL TABLES;
+CREATE PUBLICATION pub FOR TABLE enc;
 });
 $sub->safe_psql('postgres', 'CREATE TABLE enc (id int PRIMARY KEY, v text)');
 my $ldsn = $pub->connstr('latin');
 $sub->safe_psql('postgres',
-	"SELECT create_subscription('enc', \$d\$$ldsn\$d\$, ARRAY['pub'], num_writers := 1, plugin := 'pgoutput')");
-$pub->safe_psql('latin', "INSERT INTO enc VALUES (2, 'na' || chr(239) || 've')");
+	"SELECT create_subscription('enc', \$d\$$ldsn\$d\$, ARRAY['pub'], num_writers := 2, plugin := 'pgoutput')");
+# the slot made and the copy done: what follows is decoded
+wait_caught_up($sub, 'enc');
+# pgoutput streams a large transaction of unpublished changes as blocks
+# with nothing in them, and its STREAM COMMIT: applied as an empty one
+$pub->safe_psql('latin', q{
+INSERT INTO other SELECT g, repeat('o', 200) FROM generate_series(1, 3000) g;
+INSERT INTO enc VALUES (2, 'na' || chr(239) || 've');
+});
+ok(poll_until($pub,
+		"SELECT stream_txns > 0 FROM pg_stat_replication_slots WHERE slot_name LIKE 'pa_enc_%'"),
+	'a transaction of unpublished changes was streamed');
 wait_caught_up($sub, 'enc');
 is($sub->safe_psql('postgres', "SELECT string_agg(v, ',' ORDER BY id) FROM enc"),
 	"caf\xc3\xa9,na\xc3\xafve", 'LATIN1 text copied and applied as UTF8')
