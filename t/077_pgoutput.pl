@@ -210,6 +210,19 @@ is($sub->safe_psql('postgres',
 		"SELECT plugin FROM parallel_apply.subscription WHERE sub_name = 'auto'"),
 	'pgoutput', "plugin 'auto' chose pgoutput");
 $sub->safe_psql('postgres', "SELECT drop_subscription('auto')");
+# create_slot := false: the provider's slot must be one of pgoutput
+$pub->safe_psql('postgres', q{
+SELECT pg_create_logical_replication_slot('td', 'test_decoding');
+SELECT pg_create_logical_replication_slot('mine', 'pgoutput');
+});
+($ret, $out, $err) = $sub->psql('postgres',
+	"SELECT create_subscription('td', \$d\$$dsn\$d\$, ARRAY['pub'], create_slot := false, slot_name := 'td', plugin := 'pgoutput')");
+like($err, qr/replication slot "td" on the provider is not a logical slot of the pgoutput plugin/,
+	'an existing slot of another plugin refused');
+$pub->safe_psql('postgres', "SELECT pg_drop_replication_slot('td')");
+$sub->safe_psql('postgres',
+	"SELECT create_subscription('mine', \$d\$$dsn\$d\$, ARRAY['pub'], enabled := false, synchronize_data := false, create_slot := false, slot_name := 'mine', plugin := 'pgoutput')");
+$sub->safe_psql('postgres', "SELECT drop_subscription('mine')");
 
 # two_phase: pgoutput's version 3; a prepared transaction is prepared
 # here, then committed or rolled back; one that changed nothing too
