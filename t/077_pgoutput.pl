@@ -163,7 +163,7 @@ note('writers: ' . $sub->safe_psql('postgres',
 	"SELECT string_agg(transactions_applied::text, '/' ORDER BY writer) FROM writer_status() WHERE subscription_name = 'pgo'"));
 
 # a transaction larger than logical_decoding_work_mem: streamed while it
-# runs, a subtransaction of it rolled back
+# runs, a subtransaction of it rolled back, a TRUNCATE in its last block
 $pub->safe_psql('postgres', q{
 BEGIN;
 INSERT INTO big SELECT g, repeat('s', 200) FROM generate_series(1, 3000) g;
@@ -172,6 +172,8 @@ INSERT INTO big SELECT g, 'rolled back' FROM generate_series(3001, 4000) g;
 ROLLBACK TO SAVEPOINT s;
 UPDATE big SET v = 'updated' WHERE id % 10 = 0;
 INSERT INTO bench VALUES (1001, 1);
+TRUNCATE trunc;
+INSERT INTO trunc (v) VALUES ('in a stream');
 COMMIT;
 });
 wait_caught_up($sub, 'pgo');
