@@ -111,6 +111,8 @@ my @tables = ([ 'types', 'id' ], [ 'toasty', 'id' ], [ 'full_id', 'a, b' ],
 	[ 'trunc', 'id' ], [ 'bench', 'id' ], [ 'parted', 'id, region' ],
 	[ 'big', 'id' ]);
 rows_equal($pub, $sub, \@tables, 'initial copy');
+ok($sub->log_contains(qr/subscription "pgo" streaming from \S+ with 4 writers, through pgoutput/),
+	'the receiver says it streams through pgoutput');
 
 # every kind of change
 $pub->safe_psql('postgres', q{

@@ -48,6 +48,7 @@
 #include "utils/builtins.h"
 #include "utils/timeout.h"
 
+#include "common/catalog.h"
 #include "common/conn.h"
 #include "compat.h"
 
@@ -280,7 +281,7 @@ pa_check_plugin_provider(WalReceiverConn *conn, const char *plugin,
 {
 	int			version = walrcv_server_version(conn);
 
-	if (strcmp(plugin, "pgoutput") != 0)
+	if (strcmp(plugin, PA_PLUGIN_PGOUTPUT) != 0)
 		return;
 	if (version < 150000)
 		ereport(ERROR,

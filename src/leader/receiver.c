@@ -979,8 +979,9 @@ pa_leader_main(Datum arg)
 		start_streaming(start);
 		L->streaming = true;
 		ereport(LOG,
-				(errmsg("parallel_apply subscription \"%s\" streaming from " PA_LSN_FORMAT " with %d writers",
-						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
+				(errmsg("parallel_apply subscription \"%s\" streaming from " PA_LSN_FORMAT " with %d writers%s",
+						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size(),
+						PA_SUB_PGOUTPUT(sub) ? ", through pgoutput" : "")));
 
 		stream_loop();
 	}

@@ -818,7 +818,7 @@ read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
 	ns->password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
 	ns->create_slot = PG_ARGISNULL(15) || PG_GETARG_BOOL(15);
 	ns->slot_name = PG_ARGISNULL(16) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(16)));
-	ns->plugin = PG_NARGS() <= 17 || PG_ARGISNULL(17) ? PA_PLUGIN_OURS :
+	ns->plugin = (PG_NARGS() <= 17 || PG_ARGISNULL(17)) ? PA_PLUGIN_OURS :
 		text_to_cstring(PG_GETARG_TEXT_PP(17));
 
 	check_name(ns->name);
