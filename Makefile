@@ -20,10 +20,11 @@ OBJS += \
 	src/provider/output_plugin.o \
 	src/provider/output_relcache.o \
 	src/provider/row_filter.o
-# the protocol between them
+# the protocol between them, and the reader of PostgreSQL's pgoutput
 OBJS += \
 	src/protocol/protocol.o \
-	src/protocol/protocol_text.o
+	src/protocol/protocol_text.o \
+	src/protocol/pgoutput.o
 # common: what every process of the subscriber shares (shared memory, the
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the

@@ -89,7 +89,13 @@ CREATE TABLE parallel_apply.subscription (
     -- an owner that is not a superuser connects to the provider with a
     -- password, which the provider asks for; false (a superuser's choice)
     -- lets it connect without (1.4)
-    password_required  boolean NOT NULL DEFAULT true
+    password_required  boolean NOT NULL DEFAULT true,
+    -- the output plugin the provider decodes through: 'parallel_apply'
+    -- (this project's), or 'pgoutput' (PostgreSQL's own, for a provider
+    -- with nothing of this project installed; docs/subscriber.md,
+    -- "Subscribing from pgoutput") (1.6)
+    plugin             text NOT NULL DEFAULT 'parallel_apply'
+                       CHECK (plugin IN ('parallel_apply', 'pgoutput'))
 );
 REVOKE ALL ON parallel_apply.subscription FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription', '');
@@ -129,7 +135,8 @@ CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     password_required boolean DEFAULT true,
                                     owner name DEFAULT NULL,
                                     create_slot boolean DEFAULT true,
-                                    slot_name name DEFAULT NULL)
+                                    slot_name name DEFAULT NULL,
+                                    plugin text DEFAULT 'parallel_apply')
 RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
@@ -218,7 +225,7 @@ REVOKE ALL ON FUNCTION writer_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION subscription_status() TO pg_read_all_stats;
 GRANT EXECUTE ON FUNCTION writer_status() TO pg_read_all_stats;
 
-REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name) FROM PUBLIC;
+REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION drop_subscription(text, boolean, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION enable_subscription(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION disable_subscription(text) FROM PUBLIC;

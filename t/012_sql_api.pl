@@ -425,7 +425,7 @@ refused($sub,
 	qr/ERROR:  permission denied for function create_subscription/,
 	'create_subscription is not for PUBLIC');
 $sub->safe_psql('postgres',
-	'GRANT EXECUTE ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name) TO regress_pa_user');
+	'GRANT EXECUTE ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name, text) TO regress_pa_user');
 refused($sub,
 	"SET ROLE regress_pa_user; SELECT create_subscription('priv', \$d\$$dsn\$d\$, ARRAY['pub'])",
 	qr/ERROR:  must be superuser to create a parallel_apply subscription/,

@@ -41,7 +41,17 @@ typedef struct PaSubscription
 	bool		password_required;	/* a non-superuser owner connects with
 									 * a password (1.4, conn.c) */
 	bool		owner_superuser;	/* the owner was a superuser when read */
+	char	   *plugin;			/* the provider's output plugin: PA_PLUGIN_* (1.6) */
 } PaSubscription;
+
+/*
+ * The output plugins a subscription decodes through on the provider
+ * (its plugin column): this project's, or PostgreSQL's own, read through
+ * src/protocol/pgoutput.c.
+ */
+#define PA_PLUGIN_OURS		"parallel_apply"
+#define PA_PLUGIN_PGOUTPUT	"pgoutput"
+#define PA_SUB_PGOUTPUT(sub) (strcmp((sub)->plugin, PA_PLUGIN_PGOUTPUT) == 0)
 
 /*
  * Whether its connections must use a password (password_required,

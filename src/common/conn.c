@@ -48,6 +48,7 @@
 #include "utils/builtins.h"
 #include "utils/timeout.h"
 
+#include "common/catalog.h"
 #include "common/conn.h"
 #include "compat.h"
 
@@ -262,6 +263,39 @@ pa_provider_value(WalReceiverConn *conn, const char *sql)
 	ExecDropSingleTupleTableSlot(slot);
 	walrcv_clear_result(res);
 	return result;
+}
+
+/*
+ * The provider on conn can serve a subscription that decodes through
+ * plugin (PA_PLUGIN_*), with origin 'none' when origin_none.  Our plugin
+ * filters origins on every provider version (forward_origins); a
+ * subscription from pgoutput needs PostgreSQL 15 or later there (the
+ * initial copy reads pg_publication_tables' row filters and column lists,
+ * and two_phase is pgoutput's version 3), and 16 or later for origin
+ * 'none', pgoutput's origin option: 15's sends every change.  The
+ * provider's version decides, not this node's.
+ */
+void
+pa_check_plugin_provider(WalReceiverConn *conn, const char *plugin,
+						 bool origin_none)
+{
+	int			version = walrcv_server_version(conn);
+
+	if (strcmp(plugin, PA_PLUGIN_PGOUTPUT) != 0)
+		return;
+	if (version < 150000)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("plugin \"pgoutput\" is not supported by the provider, which runs PostgreSQL %d.%d",
+						version / 10000, version % 10000),
+				 errdetail("A subscription from pgoutput needs PostgreSQL 15 or later on the provider.")));
+	if (origin_none && version < 160000)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("origin \"none\" is not supported by pgoutput on the provider, which runs PostgreSQL %d.%d",
+						version / 10000, version % 10000),
+				 errdetail("pgoutput leaves out the changes that came through a replication origin from PostgreSQL 16 on; before, it sends every change."),
+				 errhint("Subscribe with origin := 'any', or with plugin := 'parallel_apply' (installed on the provider), or upgrade the provider to PostgreSQL 16 or later.")));
 }
 
 /* The encoding of the provider's database, by name. */

@@ -42,6 +42,10 @@ extern char *pa_literal_list(List *items);
 extern char *pa_provider_value(WalReceiverConn *conn, const char *sql);
 extern char *pa_provider_encoding(WalReceiverConn *conn);
 
+/* plugin (PA_PLUGIN_*) and origin 'none' on the provider: else an error */
+extern void pa_check_plugin_provider(WalReceiverConn *conn,
+									 const char *plugin, bool origin_none);
+
 extern void pa_drop_provider_slot(WalReceiverConn *conn,
 								  const char *subname,
 								  const char *slot_name);

@@ -17,7 +17,9 @@
  *	   PA_DEBUG_SWITCHES: routes a recorded stream first, replay.c)
  *	4. starts streaming from the restart point (common/origins.c) and loops:
  *	   read every message that is there without blocking, hand it to the
- *	   dispatcher, then wait on the socket and the latch together.  The
+ *	   dispatcher (from a slot of pgoutput, PostgreSQL's own plugin, once
+ *	   translated into our protocol: protocol/pgoutput.c, start_pgoutput),
+ *	   then wait on the socket and the latch together.  The
  *	   latch is set by writers when they commit, by the supervisor and by
  *	   the SQL API; the wait has a timeout so that status updates go out on
  *	   time even when nothing happens.
@@ -150,6 +152,7 @@
 #include "utils/timestamp.h"
 
 #include "common/catalog.h"
+#include "common/conn.h"
 #include "common/relmap.h"
 #include "common/waitevents.h"
 #include "compat.h"
@@ -158,6 +161,7 @@
 #include "leader/leader.h"
 #include "leader/pool.h"
 #include "leader/progress.h"
+#include "protocol/pgoutput.h"
 #ifdef PA_DEBUG_SWITCHES
 #include "debug/replay.h"
 #endif
@@ -176,6 +180,17 @@ static const PaReplayLeader replay_leader = {
 #endif
 
 PaLeader   *MyPaLeader = NULL;
+
+/*
+ * How the session's XLogData payloads are read, chosen once per session
+ * by start_streaming(): our plugin's go to the dispatcher as they are,
+ * pgoutput's through their translation into our protocol
+ * (protocol/pgoutput.c).
+ */
+typedef bool (*PaReadFrame) (StringInfo in, PaDispatchWait *wait);
+
+static PaReadFrame read_frame = pa_dispatch_frame;
+static PaPgoutputReader *pgoutput_reader = NULL;
 
 /*
  * As a leader exits, whatever the cause (a clean server shutdown, the
@@ -360,7 +375,7 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 
 		pa_progress_message(pq_getmsgint64(&s));
 		pa_progress_received(Max(start, end));
-		return pa_dispatch_frame(&s, wait);
+		return read_frame(&s, wait);
 	}
 	else if (type == 'k')
 	{
@@ -387,6 +402,20 @@ handle_copydata(char *buf, int len, PaDispatchWait *wait)
 				 errmsg("unexpected message type \"%c\" in the replication stream",
 						type)));
 	return true;
+}
+
+/*
+ * A pgoutput payload, translated, to the dispatcher; nothing for a TYPE or
+ * a RELATION held back until a change needs it.  The translation's buffer
+ * stays as it is until the next payload, which the loop reads only once
+ * the dispatcher is done with this one.
+ */
+static bool
+read_pgoutput_frame(StringInfo in, PaDispatchWait *wait)
+{
+	StringInfo	frame = pa_pgoutput_translate(pgoutput_reader, in);
+
+	return frame == NULL || pa_dispatch_frame(frame, wait);
 }
 
 /*
@@ -646,6 +675,23 @@ same_encoding(void)
 	return same;
 }
 
+/* publication_names' value: the publications as identifiers, quoted */
+static char *
+publication_names(PaSubscription *sub)
+{
+	StringInfoData names;
+	ListCell   *lc;
+	char	   *result;
+
+	initStringInfo(&names);
+	foreach(lc, sub->publications)
+		appendStringInfo(&names, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
+						 quote_identifier(lfirst(lc)));
+	result = quote_literal_cstr(names.data);
+	pfree(names.data);
+	return result;
+}
+
 /*
  * START_REPLICATION with this subscription's options.  Built here rather
  * than by walrcv_startstreaming(), which knows only pgoutput's options:
@@ -665,37 +711,114 @@ start_replication(XLogRecPtr start, int version, bool streaming)
 {
 	PaSubscription *sub = MyPaLeader->sub;
 	StringInfoData cmd;
-	StringInfoData names;
+	char	   *names = publication_names(sub);
 	WalRcvExecResult *res;
-	ListCell   *lc;
 
-	initStringInfo(&names);
-	foreach(lc, sub->publications)
-		appendStringInfo(&names, "%s%s", foreach_current_index(lc) > 0 ? "," : "",
-						 quote_identifier(lfirst(lc)));
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
 					 " (proto_version '%d', publication_names %s, binary '%s',"
 					 " forward_origins '%s'%s%s)",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
-					 version,
-					 quote_literal_cstr(names.data),
+					 version, names,
 					 same_encoding() ? "true" : "false",
 					 sub->origin_none ? "false" : "true",
 					 sub->two_phase ? ", two_phase 'on'" : "",
 					 streaming ? ", streaming 'on'" : "");
 	res = walrcv_exec(MyPaLeader->conn, cmd.data, 0, NULL);
 	pfree(cmd.data);
-	pfree(names.data);
+	pfree(names);
 	return res;
 }
 
+/*
+ * START_REPLICATION for a subscription with plugin pgoutput
+ * (docs/subscriber.md, "Subscribing from pgoutput"): pgoutput's version 3
+ * with two_phase, else its version 2 with streaming (every provider it
+ * serves, PostgreSQL 15 and later, has both); origin as the
+ * subscription's from PostgreSQL 16 on, where pgoutput has that option
+ * (create_subscription() refused origin 'none' from an older one, checked
+ * again for a DSN changed since); binary off (protocol/pgoutput.c says
+ * why) and no messages.  The dispatcher then reads our version 3 with
+ * TWO_PHASE, or version 4 with STREAMING, from a STARTUP written here
+ * (pgoutput has none), and every payload through the translation.  Its
+ * encoding is this database's: pgoutput sends text in the connection's
+ * client_encoding, which libpqwalreceiver sets to it.
+ */
+static void
+start_pgoutput(XLogRecPtr start)
+{
+	PaLeader   *L = MyPaLeader;
+	PaSubscription *sub = L->sub;
+	int			server_version = walrcv_server_version(L->conn);
+	bool		streaming = !sub->two_phase;
+	char	   *names = publication_names(sub);
+	StringInfoData cmd;
+	StringInfoData startup;
+	WalRcvExecResult *res;
+	uint8		flags = 0;
+
+	pa_check_plugin_provider(L->conn, sub->plugin, sub->origin_none);
+	initStringInfo(&cmd);
+	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
+					 " (proto_version '%d', publication_names %s, binary 'false'%s%s%s)",
+					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
+					 sub->two_phase ? PA_PGOUTPUT_VERSION_TWO_PHASE :
+					 PA_PGOUTPUT_VERSION_STREAM,
+					 names,
+					 streaming ? ", streaming 'on'" : "",
+					 sub->two_phase ? ", two_phase 'on'" : "",
+					 server_version < 160000 ? "" :
+					 sub->origin_none ? ", origin 'none'" : ", origin 'any'");
+	res = walrcv_exec(L->conn, cmd.data, 0, NULL);
+	if (res->status != WALRCV_OK_COPY_BOTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not start streaming from the provider of parallel_apply subscription \"%s\": %s",
+						sub->name, res->err ? res->err : "unexpected result")));
+	walrcv_clear_result(res);
+	pfree(cmd.data);
+	pfree(names);
+
+	L->asked_version = sub->two_phase ? PA_PROTO_VERSION_TWO_PHASE :
+		PA_PROTO_VERSION_STREAM;
+	L->asked_streaming = streaming;
+	if (!sub->origin_none)
+		flags |= PA_STARTUP_FORWARD_ORIGINS;
+	if (sub->two_phase)
+		flags |= PA_STARTUP_TWO_PHASE;
+	if (streaming)
+		flags |= PA_STARTUP_STREAMING;
+
+	if (pgoutput_reader == NULL)
+	{
+		pgoutput_reader = MemoryContextAlloc(TopMemoryContext,
+											 sizeof(PaPgoutputReader));
+		pa_pgoutput_init(pgoutput_reader, TopMemoryContext);
+	}
+	pa_pgoutput_new_session(pgoutput_reader);
+	read_frame = read_pgoutput_frame;
+
+	initStringInfo(&startup);
+	pa_pgoutput_write_startup(&startup, L->asked_version, server_version,
+							  GetDatabaseEncodingName(), flags);
+	pa_leader_dispatch_frame(&startup);
+	pfree(startup.data);
+}
+
+/* START_REPLICATION through the subscription's plugin. */
 static void
 start_streaming(XLogRecPtr start)
 {
 	PaLeader   *L = MyPaLeader;
 	PaSubscription *sub = L->sub;
 	WalRcvExecResult *res;
+
+	if (PA_SUB_PGOUTPUT(sub))
+	{
+		start_pgoutput(start);
+		return;
+	}
+	read_frame = pa_dispatch_frame;
 
 	L->asked_version = PA_SUB_PROTO_VERSION(sub->two_phase);
 	L->asked_streaming = false;
@@ -856,8 +979,9 @@ pa_leader_main(Datum arg)
 		start_streaming(start);
 		L->streaming = true;
 		ereport(LOG,
-				(errmsg("parallel_apply subscription \"%s\" streaming from " PA_LSN_FORMAT " with %d writers",
-						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size())));
+				(errmsg("parallel_apply subscription \"%s\" streaming from " PA_LSN_FORMAT " with %d writers%s",
+						sub->name, LSN_FORMAT_ARGS(start), pa_pool_size(),
+						PA_SUB_PGOUTPUT(sub) ? ", through pgoutput" : "")));
 
 		stream_loop();
 	}

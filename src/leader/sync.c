@@ -304,7 +304,8 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
 }
 
 /*
- * CREATE_REPLICATION_SLOT on conn: sets *consistent to the slot's
+ * CREATE_REPLICATION_SLOT on conn, decoding through plugin (the
+ * subscription's: ours, or pgoutput): sets *consistent to the slot's
  * consistent point and, with export, *snapshot to the snapshot exported.
  * With failover, the slot has FAILOVER: a provider of PostgreSQL 17 or
  * later synchronizes it to its physical standbys that sync slots.  Only
@@ -314,8 +315,8 @@ copy_tables(PaSubscription *sub, PaSubSlot *slot, const char *snapshot,
  * this node's.
  */
 static void
-create_slot(WalReceiverConn *conn, const char *name, bool temporary,
-			bool export, bool failover, char **snapshot,
+create_slot(WalReceiverConn *conn, const char *name, const char *plugin,
+			bool temporary, bool export, bool failover, char **snapshot,
 			XLogRecPtr *consistent)
 {
 	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
@@ -326,12 +327,14 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 
 	Assert(!(failover && temporary));
 	if (failover)
-		cmd = psprintf("CREATE_REPLICATION_SLOT %s LOGICAL parallel_apply"
+		cmd = psprintf("CREATE_REPLICATION_SLOT %s LOGICAL %s"
 					   " (SNAPSHOT '%s', FAILOVER true)",
-					   quote_identifier(name), export ? "export" : "nothing");
+					   quote_identifier(name), quote_identifier(plugin),
+					   export ? "export" : "nothing");
 	else
-		cmd = psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL parallel_apply %s",
+		cmd = psprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL %s %s",
 					   quote_identifier(name), temporary ? " TEMPORARY" : "",
+					   quote_identifier(plugin),
 					   export ? "EXPORT_SNAPSHOT" : "NOEXPORT_SNAPSHOT");
 	res = pa_provider_exec(conn, cmd, 4, types, WALRCV_OK_TUPLES,
 						   "create a replication slot");
@@ -354,12 +357,12 @@ create_slot(WalReceiverConn *conn, const char *name, bool temporary,
 
 void
 pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
-					bool failover)
+					bool failover, const char *plugin)
 {
 	char	   *snapshot = NULL;
 	XLogRecPtr	consistent = InvalidXLogRecPtr;
 
-	create_slot(conn, slot_name, false, false, failover, &snapshot,
+	create_slot(conn, slot_name, plugin, false, false, failover, &snapshot,
 				&consistent);
 }
 
@@ -432,7 +435,7 @@ temporary_snapshot(PaSubscription *sub, bool export, char **snapshot,
 		snprintf(suffix, sizeof(suffix), "_%d", MyProcPid);
 		room = NAMEDATALEN - 1 - 3 - (int) strlen(suffix);
 		create_slot(conn, psprintf("pt_%.*s%s", room, sub->slot_name + 3, suffix),
-					true, export, false, snapshot, consistent);
+					sub->plugin, true, export, false, snapshot, consistent);
 	}
 	if (export && *snapshot == NULL)
 		ereport(ERROR,
@@ -470,7 +473,7 @@ pa_sync_run(WalReceiverConn *conn, PaSubscription *sub, PaSubSlot *slot,
 													   CStringGetDatum(lsn)));
 	if (!slot_exists)
 	{
-		create_slot(conn, sub->slot_name, false, sub->sync_data,
+		create_slot(conn, sub->slot_name, sub->plugin, false, sub->sync_data,
 					sub->failover, &snapshot, &snap_lsn);
 		stream_start = snap_lsn;
 	}

@@ -18,10 +18,11 @@
 
 /*
  * create_subscription() without synchronize_data: make the slot now, so
- * that every transaction committed after the call is applied.
+ * that every transaction committed after the call is applied; plugin is
+ * the subscription's (PA_PLUGIN_*).
  */
 extern void pa_sync_create_slot(WalReceiverConn *conn, const char *slot_name,
-								bool failover);
+								bool failover, const char *plugin);
 
 /*
  * Start writers 0 to n - 1 of the pool; returns how many run

@@ -8,10 +8,12 @@
  * reads it once a second and makes the workers match it, so a change here
  * takes effect within a second of its commit.  The functions check
  * everything they can before writing anything: a bad DSN, an unreachable
- * provider, a provider that does not allow the
- * plugin, lacks wal_level = logical or has a database encoding PostgreSQL
+ * provider, a provider that does not allow the subscription's
+ * plugin (ours, or pgoutput: create_subscription's plugin), lacks
+ * wal_level = logical or has a database encoding PostgreSQL
  * does not convert to this one's all end in an error that leaves nothing
- * behind; so does failover asked of a provider older than PostgreSQL 17,
+ * behind; so does origin 'none' from pgoutput before PostgreSQL 16, and
+ * failover asked of a provider older than PostgreSQL 17,
  * which cannot keep a slot that its standbys synchronize, and two_phase
  * without max_prepared_transactions here or with a provider whose
  * parallel_apply predates it.  drop_subscription() warns of the
@@ -258,11 +260,13 @@ check_failover_provider(WalReceiverConn *conn, bool made_here)
 
 /*
  * The provider on conn is reachable, configured for us, has the
- * publications (a warning when not) and, with failover, can keep a
- * FAILOVER slot (made_here: check_failover_provider's).
+ * publications (a warning when not), decodes through plugin (PA_PLUGIN_*)
+ * as the subscription's origin asks (pa_check_plugin_provider) and, with
+ * failover, can keep a FAILOVER slot (made_here: check_failover_provider's).
  */
 static void
-check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
+check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here,
+			   const char *plugin, bool origin_none)
 {
 	char	   *v;
 	StringInfoData sql;
@@ -320,12 +324,39 @@ check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here)
 	 * A role that cannot read it is not refused here; the stream tells.
 	 */
 	v = pa_provider_value(conn, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'output_plugin_libraries'");
-	if (v != NULL && !list_has(v, "parallel_apply"))
+	if (v != NULL && !list_has(v, plugin))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the provider does not allow the parallel_apply output plugin"),
+				 errmsg("the provider does not allow the %s output plugin", plugin),
 				 errdetail("Its output_plugin_libraries is \"%s\".", v),
-				 errhint("Add parallel_apply to output_plugin_libraries on the provider and reload it.")));
+				 errhint("Add %s to output_plugin_libraries on the provider and reload it.",
+						 plugin)));
+	pa_check_plugin_provider(conn, plugin, origin_none);
+}
+
+/*
+ * create_subscription's plugin: PA_PLUGIN_OURS or PA_PLUGIN_PGOUTPUT as
+ * given, or for 'auto' ours where the provider has it (its extension's
+ * files, which come with the library) and is known to allow it: its
+ * output_plugin_libraries lists it, or the provider has no such setting
+ * (PostgreSQL as its project builds it).  A role that may not read the
+ * setting (pg_settings leaves it out) cannot tell, and gets pgoutput,
+ * which every provider allows.
+ */
+static char *
+resolve_plugin(WalReceiverConn *conn, char *plugin)
+{
+	char	   *v;
+
+	if (strcmp(plugin, "auto") != 0)
+		return plugin;
+	if (pa_provider_value(conn, "SELECT name::text FROM pg_catalog.pg_available_extensions WHERE name = 'parallel_apply'") == NULL)
+		return PA_PLUGIN_PGOUTPUT;
+	v = pa_provider_value(conn, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'output_plugin_libraries'");
+	if (v != NULL)
+		return list_has(v, PA_PLUGIN_OURS) ? PA_PLUGIN_OURS : PA_PLUGIN_PGOUTPUT;
+	v = pa_provider_value(conn, "SELECT pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE')::text");
+	return v != NULL && strcmp(v, "true") == 0 ? PA_PLUGIN_OURS : PA_PLUGIN_PGOUTPUT;
 }
 
 /*
@@ -722,7 +753,8 @@ check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
  * copies (synchronize_data) at a snapshot of its own (sync.c).
  */
 static void
-check_existing_slot(WalReceiverConn *conn, const char *slot_name)
+check_existing_slot(WalReceiverConn *conn, const char *slot_name,
+					const char *want)
 {
 	char	   *plugin = pa_provider_value(conn,
 										   psprintf("SELECT coalesce(plugin, slot_type) FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
@@ -732,12 +764,13 @@ check_existing_slot(WalReceiverConn *conn, const char *slot_name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("replication slot \"%s\" does not exist on the provider", slot_name),
-				 errhint("Create it there with SELECT pg_create_logical_replication_slot('%s', 'parallel_apply'), or leave create_slot true.",
-						 slot_name)));
-	if (strcmp(plugin, "parallel_apply") != 0)
+				 errhint("Create it there with SELECT pg_create_logical_replication_slot('%s', '%s'), or leave create_slot true.",
+						 slot_name, want)));
+	if (strcmp(plugin, want) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("replication slot \"%s\" on the provider is not a logical slot of the parallel_apply plugin", slot_name),
+				 errmsg("replication slot \"%s\" on the provider is not a logical slot of the %s plugin",
+						slot_name, want),
 				 errdetail("Its plugin is \"%s\".", plugin)));
 }
 
@@ -763,6 +796,7 @@ typedef struct NewSubscription
 	Oid			owner;
 	bool		create_slot;
 	char	   *slot_name;		/* NULL: named after the subscription */
+	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (resolve_plugin) */
 } NewSubscription;
 
 static void
@@ -789,6 +823,8 @@ read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
 	ns->password_required = PG_ARGISNULL(13) || PG_GETARG_BOOL(13);
 	ns->create_slot = PG_ARGISNULL(15) || PG_GETARG_BOOL(15);
 	ns->slot_name = PG_ARGISNULL(16) ? NULL : pstrdup(NameStr(*PG_GETARG_NAME(16)));
+	ns->plugin = (PG_NARGS() <= 17 || PG_ARGISNULL(17)) ? PA_PLUGIN_OURS :
+		text_to_cstring(PG_GETARG_TEXT_PP(17));
 
 	check_name(ns->name);
 	/* the caller is a superuser: password_required := false is allowed */
@@ -809,6 +845,13 @@ check_new_subscription(NewSubscription *ns)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for origin: \"%s\"", ns->origin),
 				 errdetail("Valid values are \"none\" (only changes that originated on the provider) and \"any\" (every change).")));
+	if (strcmp(ns->plugin, PA_PLUGIN_OURS) != 0 &&
+		strcmp(ns->plugin, PA_PLUGIN_PGOUTPUT) != 0 &&
+		strcmp(ns->plugin, "auto") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for plugin: \"%s\"", ns->plugin),
+				 errdetail("Valid values are \"parallel_apply\" (this project's output plugin, installed on the provider), \"pgoutput\" (PostgreSQL's own) and \"auto\" (parallel_apply where the provider has and allows it, else pgoutput).")));
 	if (ns->two_phase)
 		check_two_phase_here();
 	check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
@@ -825,11 +868,11 @@ check_new_subscription(NewSubscription *ns)
 static Oid
 insert_subscription(NewSubscription *ns)
 {
-	Oid			types[17] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
+	Oid			types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
 		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID,
-	BOOLOID, BOOLOID, BOOLOID};
-	Datum		values[17];
-	char		nulls[17] = "                 ";
+	BOOLOID, BOOLOID, BOOLOID, TEXTOID};
+	Datum		values[18];
+	char		nulls[18] = "                  ";
 	Oid			subid;
 	bool		isnull;
 
@@ -860,15 +903,16 @@ insert_subscription(NewSubscription *ns)
 	values[14] = BoolGetDatum(ns->two_phase);
 	values[15] = BoolGetDatum(ns->failover);
 	values[16] = BoolGetDatum(ns->password_required);
+	values[17] = CStringGetTextDatum(ns->plugin);
 
 	(void) pa_catalog_exec("INSERT INTO parallel_apply.subscription"
 						   " (sub_id, sub_name, group_name, provider_dsn, publications,"
 						   "  slot_name, enabled, synchronize_data, num_writers,"
 						   "  synchronous_commit, sync_state, origin, sub_owner, run_as_owner,"
-						   "  disable_on_error, two_phase, failover, password_required)"
+						   "  disable_on_error, two_phase, failover, password_required, plugin)"
 						   " VALUES ($13, $1, $2, $3, $4, $5, $6, $7, $8, $9, 'i', $10, $11, $12,"
-						   "  $14, $15, $16, $17)",
-						   17, types, values, nulls, SPI_OK_INSERT);
+						   "  $14, $15, $16, $17, $18)",
+						   18, types, values, nulls, SPI_OK_INSERT);
 	return subid;
 }
 
@@ -889,11 +933,13 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	conn = pa_provider_connect(ns.dsn, ns.name, NULL, false,
 							   pa_must_use_password(ns.owner,
 													ns.password_required));
-	check_provider(conn, ns.pubs, ns.failover, true);
-	if (ns.two_phase)
+	ns.plugin = resolve_plugin(conn, ns.plugin);
+	check_provider(conn, ns.pubs, ns.failover, true, ns.plugin,
+				   strcmp(ns.origin, "none") == 0);
+	if (ns.two_phase && strcmp(ns.plugin, PA_PLUGIN_OURS) == 0)
 		check_two_phase_provider(conn);
 	if (!ns.create_slot)
-		check_existing_slot(conn, ns.slot_name);
+		check_existing_slot(conn, ns.slot_name, ns.plugin);
 
 	subid = insert_subscription(&ns);
 	pa_secret_store(subid, ns.dsn);
@@ -907,7 +953,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	 * made here stays if this transaction then fails.
 	 */
 	if (!ns.sync_data && ns.create_slot)
-		pa_sync_create_slot(conn, ns.slot_name, ns.failover);
+		pa_sync_create_slot(conn, ns.slot_name, ns.failover, ns.plugin);
 	walrcv_disconnect(conn);
 
 	nudge_supervisor();
@@ -1291,7 +1337,8 @@ alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false,
 												pa_must_use_password(sub->owner, sub->password_required));
 
-	check_provider(conn, sub->publications, failover, false);
+	check_provider(conn, sub->publications, failover, false, sub->plugin,
+				   sub->origin_none);
 	walrcv_disconnect(conn);
 	pa_secret_store(sub->subid, dsn);
 	update_column(sub, "provider_dsn", TEXTOID,
@@ -1311,7 +1358,7 @@ alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 	ArrayBuildState *astate = NULL;
 	ListCell   *lc;
 
-	check_provider(conn, pubs, false, false);
+	check_provider(conn, pubs, false, false, sub->plugin, sub->origin_none);
 	walrcv_disconnect(conn);
 	foreach(lc, pubs)
 		astate = accumArrayResult(astate, CStringGetTextDatum(lfirst(lc)),
