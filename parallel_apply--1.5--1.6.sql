@@ -63,3 +63,10 @@ RETURNS oid
 AS 'MODULE_PATHNAME', 'pa_create_subscription'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE;
 REVOKE ALL ON FUNCTION create_subscription(text, text, text[], boolean, int, text, boolean, text, text, boolean, boolean, boolean, boolean, boolean, name, boolean, name, text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- The sequence of sub_id is dumped with the rows it numbers: a catalog
+-- restored with pg_dump goes on from its last sub_id, where before
+-- create_subscription() could take one a restored row holds.
+-- ---------------------------------------------------------------------
+SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription_id_seq', '');

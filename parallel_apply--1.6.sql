@@ -119,6 +119,9 @@ SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription_rel', ''
 
 CREATE SEQUENCE parallel_apply.subscription_id_seq;
 REVOKE ALL ON parallel_apply.subscription_id_seq FROM PUBLIC;
+-- dumped with the rows it numbers (1.6): a restored catalog goes on from
+-- its last sub_id, not from 1 again
+SELECT pg_catalog.pg_extension_config_dump('parallel_apply.subscription_id_seq', '');
 
 CREATE FUNCTION create_subscription(subscription_name text, provider_dsn text,
                                     publications text[],
