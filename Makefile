@@ -27,7 +27,8 @@ OBJS += \
 # common: what every process of the subscriber shares (shared memory, the
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the
-# writers' queue segment, the copy of a table, the CPUs' load)
+# writers' queue segment, the copy of a table, the CPUs' load, the node a
+# subscription belongs to)
 OBJS += \
 	src/common/shmem.o \
 	src/common/catalog.o \
@@ -41,7 +42,8 @@ OBJS += \
 	src/common/origins.o \
 	src/common/poolshm.o \
 	src/common/cpus.o \
-	src/common/copy.o
+	src/common/copy.o \
+	src/common/nodestamp.o
 # launcher: the launcher and each database's supervisor
 OBJS += \
 	src/launcher/launcher.o \

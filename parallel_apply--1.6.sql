@@ -329,3 +329,17 @@ GRANT EXECUTE ON FUNCTION parallel_apply.get_subscription_lag() TO pg_read_all_s
 GRANT SELECT ON parallel_apply.subscriptions, parallel_apply.stat_subscription,
     parallel_apply.stat_subscription_stats, parallel_apply.subscription_lag
     TO pg_read_all_stats;
+
+-- ---------------------------------------------------------------------
+-- 1.6: the node a subscription belongs to (src/common/nodestamp.c;
+-- docs/subscriber.md, "A subscriber's catalog on another node")
+-- ---------------------------------------------------------------------
+
+-- node_stamp: the node that created the subscription or last enabled it,
+-- 'system identifier/timeline/database OID'.  The supervisor starts only
+-- the subscriptions stamped with its own node; one whose row reached
+-- another node (a logical downstream, a promoted standby, a restored
+-- backup or dump, pg_upgrade) waits there for enable_subscription(),
+-- which stamps it anew.  NULL (a row another node's older version wrote):
+-- not this node's either.
+ALTER TABLE parallel_apply.subscription ADD COLUMN node_stamp text;

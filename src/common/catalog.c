@@ -37,7 +37,8 @@
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
-	"disable_on_error, skip_lsn, two_phase, failover, password_required"
+	"disable_on_error, skip_lsn, two_phase, failover, password_required, " \
+	"node_stamp"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -91,6 +92,7 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->failover = DatumGetBool(getdatum(tup, desc, 19, &isnull));
 	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
 	sub->owner_superuser = superuser_arg(sub->owner);
+	sub->node_stamp = SPI_getvalue(tup, desc, 21);	/* NULL: none (1.6) */
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

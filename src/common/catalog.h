@@ -41,6 +41,8 @@ typedef struct PaSubscription
 	bool		password_required;	/* a non-superuser owner connects with
 									 * a password (1.4, conn.c) */
 	bool		owner_superuser;	/* the owner was a superuser when read */
+	char	   *node_stamp;		/* the node that created or last enabled
+								 * it, NULL: none (1.6, nodestamp.c) */
 } PaSubscription;
 
 /*

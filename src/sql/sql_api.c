@@ -17,7 +17,11 @@
  * parallel_apply predates it.  drop_subscription() warns of the
  * transactions a two_phase subscription leaves prepared here, and leaves
  * everything as it was when it cannot drop the slot on the provider
- * (unreachable, or refusing), unless told keep_slot.  Stopping
+ * (unreachable, or refusing), unless told keep_slot.  A subscription is
+ * stamped with this node by create_subscription() and enable_subscription()
+ * (nodestamp.c): one stamped with another node is not started here, and
+ * drop_subscription() of it leaves the provider's slot to that node, as
+ * keep_slot does.  Stopping
  * workers (disable, drop, a changed synchronous_commit) marks the
  * subscription paused by this backend until its transaction ends, so that
  * the supervisor does not restart what it just stopped from a catalog that
@@ -87,6 +91,7 @@
 
 #include "common/catalog.h"
 #include "common/conn.h"
+#include "common/nodestamp.h"
 #include "common/origins.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
@@ -170,6 +175,21 @@ start_now(PaSubscription *sub)
 		slot->restarts = 0;
 		SpinLockRelease(&slot->mutex);
 	}
+}
+
+/*
+ * Stamp the subscription with this node (nodestamp.c): creating or
+ * enabling it here is the decision that this node applies it.
+ */
+static void
+stamp_subscription(Oid subid)
+{
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2] = {ObjectIdGetDatum(subid),
+	CStringGetTextDatum(pa_node_stamp())};
+
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET node_stamp = $2 WHERE sub_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE);
 }
 
 static void
@@ -890,6 +910,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 		check_existing_slot(conn, ns.slot_name);
 
 	subid = insert_subscription(&ns);
+	stamp_subscription(subid);
 	pa_owner_sync(ns.owner);
 
 	/*
@@ -926,6 +947,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	WalReceiverConn *conn = NULL;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
+	char	   *foreign;
 
 	/* the slot it drops on the provider would not come back on ROLLBACK */
 	sub = sub_to_change(fcinfo, "drop", "drop_subscription()", if_exists);
@@ -935,6 +957,14 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 				(errmsg("parallel_apply subscription \"%s\" does not exist, skipping", name)));
 		PG_RETURN_BOOL(false);
 	}
+
+	/*
+	 * Another node's subscription (nodestamp.c): that node may still
+	 * stream from the slot, which is left to it, as keep_slot leaves it.
+	 */
+	foreign = pa_node_stamp_differs(sub->node_stamp);
+	if (foreign != NULL)
+		keep_slot = true;
 
 	/* the provider first: unreachable, nothing is changed here */
 	if (!keep_slot)
@@ -964,7 +994,15 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	pa_progress_drop_origins(sub->subid);
 
 	/* last, since it cannot be undone: the slot on the provider */
-	if (keep_slot)
+	if (foreign != NULL)
+		ereport(NOTICE,
+				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider for the node the subscription belongs to",
+						sub->slot_name, name),
+				 errdetail("The subscription was %s; that node may still stream from the slot.",
+						   foreign),
+				 errhint("If no node applies the subscription any more, drop the slot on the provider with SELECT pg_drop_replication_slot(%s);",
+						 quote_literal_cstr(sub->slot_name))));
+	else if (keep_slot)
 		ereport(WARNING,
 				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider",
 						sub->slot_name, name),
@@ -1034,7 +1072,17 @@ set_enabled(const char *name, bool enabled)
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (enabled)
+	{
+		/* the decision that this node applies it (nodestamp.c) */
+		char	   *foreign = pa_node_stamp_differs(sub->node_stamp);
+
+		stamp_subscription(sub->subid);
+		if (foreign != NULL)
+			ereport(NOTICE,
+					(errmsg("parallel_apply subscription \"%s\" is applied by this node from now on", name),
+					 errdetail("It was %s.", foreign)));
 		start_now(sub);
+	}
 	nudge_supervisor();
 }
 
@@ -1459,6 +1507,16 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
+	{
+		char	   *foreign = pa_node_stamp_differs(sub->node_stamp);
+
+		if (foreign != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("parallel_apply subscription \"%s\" is not started on this node", name),
+					 errdetail("It was %s.", foreign),
+					 errhint("%s", pa_node_stamp_hint(name))));
+	}
 
 	deadline = GetCurrentTimestamp() +
 		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
