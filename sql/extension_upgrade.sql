@@ -1,9 +1,9 @@
--- Version 1.0 of the extension updates to 1.1, 1.2, 1.3, 1.4 and on to 1.5:
+-- Version 1.0 of the extension updates to 1.1, 1.2, 1.3, 1.4, 1.5 and on to 1.6:
 -- subscriptions keep their settings and gain origin 'any', run_as_owner
 -- false and an owner (the bootstrap superuser), table_sync false (their
 -- tables are not recorded), disable_on_error false and no skip_lsn,
--- two_phase and failover false, no stopped_lsn; the functions take and
--- show the new settings.
+-- two_phase and failover false, no stopped_lsn, a node_stamp (this
+-- node's); the functions take and show the new settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -23,8 +23,9 @@ SELECT proargnames[17:] FROM pg_proc WHERE oid = 'subscription_status'::regproc;
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
     publications, slot_name, enabled, synchronize_data, synchronous_commit)
   VALUES (2, 'new', 'default', 'dbname=x', '{p}', 'pa_new', false, true, 'off');
--- origin is 'any' or 'none'
-UPDATE parallel_apply.subscription SET origin = 'local';
+-- origin is 'any' or 'none' (the row shown without its node_stamp, which
+-- names this node)
+UPDATE parallel_apply.subscription SET origin = 'local', node_stamp = NULL;
 -- a fresh install has the same catalog
 CREATE TEMP TABLE updated AS
   SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
@@ -39,7 +40,8 @@ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attn
     AND attnum > 0
 EXCEPT SELECT * FROM updated;
 DROP TABLE updated;
--- 1.2 updates to 1.3, 1.4 and 1.5, 1.3 to 1.4 alone and 1.4 to 1.5 alone,
+-- 1.2 updates to 1.3, 1.4, 1.5 and 1.6, 1.5 to 1.6 alone, 1.4 to 1.5 alone
+-- and 1.3 to 1.4 alone,
 -- each ending with the catalog and functions (their grants too) of a fresh
 -- install of the version it reaches
 -- the extension's catalog columns (with defaults) and functions, as they
@@ -75,11 +77,21 @@ CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
 DROP TABLE upgraded;
 DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+ALTER EXTENSION parallel_apply UPDATE TO '1.6';
+CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
+(TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
+SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
+DROP TABLE fresh, upgraded;
+-- 1.4 to 1.5 alone, against a fresh 1.5
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+CREATE TEMP TABLE fresh AS SELECT * FROM pg_temp.extension_shape();
+DROP EXTENSION parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.4';
 ALTER EXTENSION parallel_apply UPDATE TO '1.5';
 CREATE TEMP TABLE upgraded AS SELECT * FROM pg_temp.extension_shape();
 (TABLE upgraded EXCEPT TABLE fresh) UNION ALL (TABLE fresh EXCEPT TABLE upgraded);
-SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
 -- 1.3 to 1.4 alone, against a fresh 1.4
 DROP EXTENSION parallel_apply;
@@ -106,3 +118,24 @@ SELECT p.oid::regprocedure AS function, p.prosecdef,
   FROM pg_proc p
   WHERE p.proname IN ('subscription_status', 'writer_status', 'drop_subscription')
   ORDER BY p.oid::regprocedure::text COLLATE "C";
+-- 1.6: node_stamp, the node a subscription belongs to.  The update stamps
+-- the subscriptions it finds with this node, as create_subscription() and
+-- enable_subscription() stamp them: subscription_status() does not ask for
+-- a decision
+DROP EXTENSION parallel_apply;
+CREATE EXTENSION parallel_apply VERSION '1.5';
+INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
+    publications, slot_name, enabled, synchronize_data, synchronous_commit, sub_owner)
+  VALUES (1, 'here', 'default', 'dbname=x', '{p}', 'pa_here', true, true, 'off', 10);
+ALTER EXTENSION parallel_apply UPDATE TO '1.6';
+SELECT node_stamp ~ '^[0-9]+/[0-9]+/[0-9]+$' AS stamped FROM parallel_apply.subscription;
+SELECT subscription_name, state <> 'needs_decision' AS this_nodes FROM subscription_status();
+-- a row without a stamp (another node's older version wrote it) waits for
+-- a decision, and so does one stamped with another node
+UPDATE parallel_apply.subscription SET node_stamp = NULL;
+SELECT state, last_error FROM subscription_status();
+UPDATE parallel_apply.subscription SET node_stamp = 'x';
+SELECT state, last_error FROM subscription_status();
+-- drop_subscription() leaves the provider's slot to the node it belongs to,
+-- without connecting to the provider (there is none)
+SELECT drop_subscription('here');
