@@ -47,8 +47,9 @@
  * state_reason says which); needs_decision (enabled, but stamped with
  * another node, nodestamp.c: not started here until enable_subscription()
  * or drop_subscription(); state_reason, and subscription_status()'s
- * last_error, say what differs and what to do); down (not running, state_reason says why: the
- * library not preloaded, not started yet, or no slot left); error_backoff
+ * last_error, say what differs and what to do); down (not running,
+ * state_reason says why: the library not preloaded, not started yet, or
+ * no slot left); error_backoff
  * (stopped by an error, starting again at a time state_reason gives);
  * error (running, and a transaction fails and is retried, or the error
  * that stopped the last pipeline is not yet past: see last_error); blocked

@@ -185,9 +185,10 @@ static void
 stamp_subscription(Oid subid)
 {
 	Oid			types[2] = {OIDOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(subid),
-	CStringGetTextDatum(pa_node_stamp())};
+	Datum		values[2];
 
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = CStringGetTextDatum(pa_node_stamp());
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET node_stamp = $2 WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 }
@@ -1502,21 +1503,20 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 	XLogRecPtr	target;
 	TimestampTz deadline;
 	bool		seen = false;	/* its workers' shared state, once */
+	char	   *foreign;
 
 	if (!sub->enabled)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
-	{
-		char	   *foreign = pa_node_stamp_differs(sub->node_stamp);
-
-		if (foreign != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("parallel_apply subscription \"%s\" is not started on this node", name),
-					 errdetail("It was %s.", foreign),
-					 errhint("%s", pa_node_stamp_hint(name))));
-	}
+	/* another node's: not started here (nodestamp.c), it would never catch up */
+	foreign = pa_node_stamp_differs(sub->node_stamp);
+	if (foreign != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" is not started on this node", name),
+				 errdetail("It was %s.", foreign),
+				 errhint("%s", pa_node_stamp_hint(name))));
 
 	deadline = GetCurrentTimestamp() +
 		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
