@@ -29,7 +29,7 @@ OBJS += \
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the
 # writers' queue segment, the copy of a table, the CPUs' load, the
-# subscriptions' secrets)
+# subscriptions' secrets, the node a subscription belongs to)
 OBJS += \
 	src/common/shmem.o \
 	src/common/catalog.o \
@@ -45,7 +45,8 @@ OBJS += \
 	src/common/poolshm.o \
 	src/common/cpus.o \
 	src/common/copy.o \
-	src/common/secrets.o
+	src/common/secrets.o \
+	src/common/nodestamp.o
 # launcher: the launcher and each database's supervisor
 OBJS += \
 	src/launcher/launcher.o \

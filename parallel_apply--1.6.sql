@@ -356,3 +356,15 @@ REVOKE ALL ON FOREIGN DATA WRAPPER parallel_apply_secrets FROM PUBLIC;
 COMMENT ON FOREIGN DATA WRAPPER parallel_apply_secrets IS
   'parallel_apply: each subscription''s secrets, in the user mapping of its server parallel_apply_sub_<sub_id>';
 -- ------------------------- end of the secrets ------------------------
+-- 1.6: the node a subscription belongs to (src/common/nodestamp.c;
+-- docs/subscriber.md, "A subscriber's catalog on another node")
+-- ---------------------------------------------------------------------
+
+-- node_stamp: the node that created the subscription or last enabled it,
+-- 'system identifier/timeline/database OID'.  The supervisor starts only
+-- the subscriptions stamped with its own node; one whose row reached
+-- another node (a logical downstream, a promoted standby, a restored
+-- backup or dump, pg_upgrade) waits there for enable_subscription(),
+-- which stamps it anew.  NULL (a row another node's older version wrote):
+-- not this node's either.
+ALTER TABLE parallel_apply.subscription ADD COLUMN node_stamp text;

@@ -3,8 +3,9 @@
 -- run_as_owner false and an owner (the bootstrap superuser), table_sync
 -- false (their tables are not recorded), disable_on_error false and no
 -- skip_lsn, two_phase and failover false, no stopped_lsn, and (1.6) their
--- secrets in a user mapping, the table's DSN masked; the functions take
--- and show the new settings.
+-- secrets in a user mapping, the table's DSN masked, a node_stamp (this
+-- node's) and plugin 'parallel_apply'; the functions take and show the
+-- new settings.
 DROP EXTENSION IF EXISTS parallel_apply;
 CREATE EXTENSION parallel_apply VERSION '1.0';
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
@@ -25,8 +26,9 @@ SELECT proargnames[17:] FROM pg_proc WHERE oid = 'subscription_status'::regproc;
 INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
     publications, slot_name, enabled, synchronize_data, synchronous_commit)
   VALUES (2, 'new', 'default', 'dbname=x', '{p}', 'pa_new', false, true, 'off');
--- origin is 'any' or 'none'
-UPDATE parallel_apply.subscription SET origin = 'local';
+-- origin is 'any' or 'none' (the row shown without its node_stamp, which
+-- names this node)
+UPDATE parallel_apply.subscription SET origin = 'local', node_stamp = NULL;
 -- a fresh install has the same catalog
 CREATE TEMP TABLE updated AS
   SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
@@ -100,6 +102,7 @@ SELECT obj, count(*) FROM fresh WHERE obj <> 'parallel_apply.subscription'
   AND obj <> 'parallel_apply.subscription_rel' GROUP BY obj ORDER BY obj;
 -- the wrapper: no handler, no validator, no USAGE for PUBLIC
 SELECT name, type, def FROM fresh WHERE obj = 'foreign-data wrapper';
+SELECT count(*) AS functions FROM fresh WHERE obj = 'function';
 DROP TABLE fresh, upgraded;
 -- 1.4 to 1.5 alone, against a fresh 1.5
 DROP EXTENSION parallel_apply;
@@ -170,3 +173,23 @@ RESET ROLE;
 DROP ROLE regress_pa_plain;
 DROP EXTENSION parallel_apply CASCADE;
 SELECT count(*) AS servers_left FROM pg_foreign_server;
+-- 1.6: node_stamp, the node a subscription belongs to.  The update stamps
+-- the subscriptions it finds with this node, as create_subscription() and
+-- enable_subscription() stamp them: subscription_status() does not ask for
+-- a decision
+CREATE EXTENSION parallel_apply VERSION '1.5';
+INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_dsn,
+    publications, slot_name, enabled, synchronize_data, synchronous_commit, sub_owner)
+  VALUES (1, 'here', 'default', 'dbname=x', '{p}', 'pa_here', true, true, 'off', 10);
+ALTER EXTENSION parallel_apply UPDATE TO '1.6';
+SELECT node_stamp ~ '^[0-9]+/[0-9]+/[0-9]+$' AS stamped FROM parallel_apply.subscription;
+SELECT subscription_name, state <> 'needs_decision' AS this_nodes FROM subscription_status();
+-- a row without a stamp (another node's older version wrote it) waits for
+-- a decision, and so does one stamped with another node
+UPDATE parallel_apply.subscription SET node_stamp = NULL;
+SELECT state, last_error FROM subscription_status();
+UPDATE parallel_apply.subscription SET node_stamp = 'x';
+SELECT state, last_error FROM subscription_status();
+-- drop_subscription() leaves the provider's slot to the node it belongs to,
+-- without connecting to the provider (there is none)
+SELECT drop_subscription('here');

@@ -5,7 +5,11 @@
 # (src/common/origins.c's header, "Upgrades").  Subscription bench is disabled before
 # the upgrade, as docs/subscriber.md says; audit is left enabled, and its
 # position is recorded as its leader exits at the clean shutdown.  Each
-# pgbench transaction writes to both.  Then, on the upgraded node, audit's
+# pgbench transaction writes to both.  The new cluster has another system
+# identifier: neither subscription starts there (audit, enabled, shows
+# needs_decision) until enable_subscription(), which the DBA runs once the
+# old cluster is known to be stopped, as the docs say (1.6,
+# src/common/nodestamp.c).  Then, on the upgraded node, audit's
 # origins and recorded position are removed, as when neither is left (a
 # subscriber upgraded while its pipeline was in error): its leader refuses
 # to stream from the provider's slot, and set_subscription_position() lets
@@ -143,11 +147,25 @@ sub log_has
 }
 my $resumed = qr/replication origins missing \(after pg_upgrade\?\), resuming from the recorded position/;
 
-# audit, still enabled, resumes at once; bench once enabled
+# another cluster: neither starts before the DBA's decision; audit, still
+# enabled, says why
 $new->start;
 is($new->safe_psql('postgres', $secrets_sql), $secrets,
 	'pg_upgrade carries the subscriptions\' servers and user mappings');
+ok( poll_until($new, q{
+SELECT string_agg(subscription_name || ': ' || state, ', ' ORDER BY subscription_name)
+         = 'audit: needs_decision, bench: disabled'
+   AND bool_and(subscription_name = 'bench' OR last_error LIKE
+         'not started on this node: it was created or last enabled on another cluster (system identifier %: a logical downstream, a restored dump, or pg_upgrade); check that the node it was created on no longer applies it, then run enable_subscription(''audit'')%')
+  FROM subscription_status()}),
+	'after pg_upgrade audit waits for enable_subscription(), bench is disabled')
+  or diag($new->safe_psql('postgres', 'SELECT subscription_name, state, last_error FROM subscription_status()'));
+is($new->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'parallel_apply receiver'"),
+	'0', 'no receiver runs on the new cluster before enable_subscription()');
+# the old cluster is stopped (pg_upgrade needs it so): the DBA enables both
 $new->safe_psql('postgres', "SELECT enable_subscription('bench')");
+$new->safe_psql('postgres', "SELECT enable_subscription('audit')");
 my ($pgbench_ok, $n, $out) = pgbench_finish($bench);
 ok($pgbench_ok, "pgbench ran throughout ($n transactions)") or diag($out);
 cmp_ok($pub->safe_psql('postgres', 'SELECT count(*) FROM audit'), '>', $applied_before,

@@ -228,7 +228,7 @@ is( join(',', sort map { $_->[0]{state} } grep { $_->[0]{subname} eq 's' && $_->
 	'streaming', '... and every other state is 0');
 is( join(',', sort map { $_->[0]{state} } grep { $_->[0]{subname} eq 's' }
 		  @{ $m->{parallel_apply_subscription_state} }),
-	'blocked,catching_up,disabled,down,error,error_backoff,initializing,streaming',
+	'blocked,catching_up,disabled,down,error,error_backoff,initializing,needs_decision,streaming',
 	'... with a series for each state');
 is(value($m, 'parallel_apply_subscription_enabled', %s), '1', 'streaming: enabled is 1');
 my $lag = value($m, 'parallel_apply_subscription_lag_bytes', %s);

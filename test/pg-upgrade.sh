@@ -3,7 +3,12 @@
 # version Debian packages in NEWER's root, e.g. 18 in 19's) to NEWER (17,
 # the default, 18 or 19): t/090_pg_upgrade.pl, which needs both versions in one place, run
 # in NEWER's Debian root (from 15: tools/pg-upgrade-root.sh's, NEWER from Debian, 15
-# unpacked from this machine's Debian 12 packages).
+# unpacked from this machine's Debian 12 packages).  The test upgrades as
+# docs/subscriber.md ("Upgrading a subscriber with pg_upgrade") tells a DBA
+# to: subscriptions disabled (one left enabled too), pg_upgrade, then, the
+# old cluster stopped, enable_subscription() for each; the new cluster has
+# another system identifier, so until then none starts (1.6: the node
+# stamp, src/common/nodestamp.c).
 #
 #   bash test/pg-upgrade.sh [NEWER [OLD]]
 #

@@ -52,7 +52,7 @@
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
 	"disable_on_error, skip_lsn, two_phase, failover, password_required, " \
-	"plugin"
+	"plugin, node_stamp"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -108,6 +108,7 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
 	sub->owner_superuser = superuser_arg(sub->owner);
 	sub->plugin = getstr(tup, desc, 21);
+	sub->node_stamp = SPI_getvalue(tup, desc, 22);	/* NULL: none (1.6) */
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

@@ -42,6 +42,8 @@ typedef struct PaSubscription
 									 * a password (1.4, conn.c) */
 	bool		owner_superuser;	/* the owner was a superuser when read */
 	char	   *plugin;			/* the provider's output plugin: PA_PLUGIN_* (1.6) */
+	char	   *node_stamp;		/* the node that created or last enabled
+								 * it, NULL: none (1.6, nodestamp.c) */
 } PaSubscription;
 
 /*

@@ -37,6 +37,12 @@
  * transaction ends and wakes the supervisor, which stops the leader and
  * does not start it again meanwhile.
  *
+ * A subscription stamped with another node (nodestamp.c: its row came
+ * from a logical upstream, a promoted standby's primary, a restored backup
+ * or dump, pg_upgrade's old cluster) is treated as disabled: its leader is
+ * not started, or is stopped, and the supervisor logs why once, until an
+ * enable_subscription() here stamps it with this node.
+ *
  * The supervisor tells whether a leader it started still runs, and stops
  * it, through its background worker handle (launcher.c), never through a
  * pid that might since name another process.  A leader an earlier
@@ -77,6 +83,7 @@
 #include "utils/timestamp.h"
 
 #include "common/catalog.h"
+#include "common/nodestamp.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
 #include "common/stoplog.h"
@@ -92,6 +99,7 @@ typedef struct LeaderHandle
 {
 	Oid			subid;
 	BackgroundWorkerHandle *handle;
+	bool		foreign_logged; /* said that it is another node's */
 } LeaderHandle;
 
 static LeaderHandle *leaders;	/* one per subscription slot */
@@ -372,6 +380,30 @@ schedule_restart(PaSubSlot *slot)
 	SpinLockRelease(&slot->mutex);
 }
 
+/*
+ * Whether enabled subscription sub, of slot idx, is stamped with another
+ * node (nodestamp.c); the first time it is, say so.
+ */
+static bool
+not_this_nodes(PaSubscription *sub, int idx)
+{
+	char	   *differs = pa_node_stamp_differs(sub->node_stamp);
+
+	if (differs == NULL)
+	{
+		leaders[idx].foreign_logged = false;
+		return false;
+	}
+	if (!leaders[idx].foreign_logged)
+		ereport(LOG,
+				(errmsg("parallel_apply subscription \"%s\" is not started: it belongs to another node",
+						sub->name),
+				 errdetail("It was %s.", differs),
+				 errhint("%s", pa_node_stamp_hint(sub->name))));
+	leaders[idx].foreign_logged = true;
+	return true;
+}
+
 static void
 reconcile(List *subs)
 {
@@ -386,6 +418,7 @@ reconcile(List *subs)
 		int			idx = pa_subslot_index(slot);
 		bool		running = leader_running(idx);
 		bool		paused;
+		bool		foreign;
 		pid_t		paused_by;
 		TimestampTz next_start;
 
@@ -399,8 +432,13 @@ reconcile(List *subs)
 		SpinLockRelease(&slot->mutex);
 		/* it takes ProcArrayLock: not under the spinlock */
 		paused = pid_alive(paused_by);
+		foreign = false;
+		if (sub->enabled)
+			foreign = not_this_nodes(sub, idx);
+		else
+			leaders[idx].foreign_logged = false;	/* said again if enabled */
 
-		if (!sub->enabled || paused)
+		if (!sub->enabled || paused || foreign)
 		{
 			stop_leader(idx);
 			leaders[idx].subid = InvalidOid;	/* stopped on purpose */
@@ -435,6 +473,7 @@ reconcile(List *subs)
 		else
 		{
 			leaders[i].subid = InvalidOid;
+			leaders[i].foreign_logged = false;
 			pa_subslot_release(slot);
 		}
 	}

@@ -44,8 +44,12 @@
  * asked: it may be that far behind.
  *
  * The states: disabled (by disable_subscription(), or by disable_on_error:
- * state_reason says which); down (not running, state_reason says why: the
- * library not preloaded, not started yet, or no slot left); error_backoff
+ * state_reason says which); needs_decision (enabled, but stamped with
+ * another node, nodestamp.c: not started here until enable_subscription()
+ * or drop_subscription(); state_reason, and subscription_status()'s
+ * last_error, say what differs and what to do); down (not running,
+ * state_reason says why: the library not preloaded, not started yet, or
+ * no slot left); error_backoff
  * (stopped by an error, starting again at a time state_reason gives);
  * error (running, and a transaction fails and is retried, or the error
  * that stopped the last pipeline is not yet past: see last_error); blocked
@@ -76,6 +80,7 @@
 #include "utils/wait_event.h"
 
 #include "common/catalog.h"
+#include "common/nodestamp.h"
 #include "common/pipeline.h"
 #include "compat.h"
 #include "sql/monitor.h"
@@ -330,6 +335,13 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 									  &nulls[13]);
 		values[14] = TimestampTzGetDatum(snap.last_error_time);
 		nulls[14] = snap.last_error_time == 0;
+		if (strcmp(state, PA_STATE_NEEDS_DECISION) == 0)
+		{
+			/* why, for every caller: no data in it; a state, not an event */
+			values[13] = CStringGetTextDatum(reason);
+			nulls[13] = false;
+			nulls[14] = true;
+		}
 		values[15] = Int64GetDatum((int64) applied);
 		values[16] = Int64GetDatum((int64) depw);
 		values[17] = Int64GetDatum((int64) commw);
@@ -726,6 +738,7 @@ describe_state(PaSubscription *sub, PaSubSlot *snap, bool have_slot,
 	const char *state;
 	char	   *reason = NULL;
 	char	   *blocked;
+	char	   *foreign;
 
 	if (!sub->enabled)
 	{
@@ -733,6 +746,12 @@ describe_state(PaSubscription *sub, PaSubSlot *snap, bool have_slot,
 		reason = snap->disabled_by_error ?
 			"disabled by disable_on_error after an error: see last_error" :
 			"disabled: enable_subscription() starts it";
+	}
+	else if ((foreign = pa_node_stamp_differs(sub->node_stamp)) != NULL)
+	{
+		/* the supervisor does not start it, whatever the slot says */
+		state = PA_STATE_NEEDS_DECISION;
+		reason = pa_node_stamp_reason(sub->name, foreign);
 	}
 	else if (!pa_shmem_ready())
 	{

@@ -19,7 +19,11 @@
  * parallel_apply predates it.  drop_subscription() warns of the
  * transactions a two_phase subscription leaves prepared here, and leaves
  * everything as it was when it cannot drop the slot on the provider
- * (unreachable, or refusing), unless told keep_slot.  Stopping
+ * (unreachable, or refusing), unless told keep_slot.  A subscription is
+ * stamped with this node by create_subscription() and enable_subscription()
+ * (nodestamp.c): one stamped with another node is not started here, and
+ * drop_subscription() of it leaves the provider's slot to that node, as
+ * keep_slot does.  Stopping
  * workers (disable, drop, a changed synchronous_commit) marks the
  * subscription paused by this backend until its transaction ends, so that
  * the supervisor does not restart what it just stopped from a catalog that
@@ -93,6 +97,7 @@
 
 #include "common/catalog.h"
 #include "common/conn.h"
+#include "common/nodestamp.h"
 #include "common/origins.h"
 #include "common/owner.h"
 #include "common/pipeline.h"
@@ -177,6 +182,22 @@ start_now(PaSubscription *sub)
 		slot->restarts = 0;
 		SpinLockRelease(&slot->mutex);
 	}
+}
+
+/*
+ * Stamp the subscription with this node (nodestamp.c): creating or
+ * enabling it here is the decision that this node applies it.
+ */
+static void
+stamp_subscription(Oid subid)
+{
+	Oid			types[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(subid);
+	values[1] = CStringGetTextDatum(pa_node_stamp());
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET node_stamp = $2 WHERE sub_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE);
 }
 
 static void
@@ -943,6 +964,7 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 
 	subid = insert_subscription(&ns);
 	pa_secret_store(subid, ns.dsn);
+	stamp_subscription(subid);
 	pa_owner_sync(ns.owner);
 
 	/*
@@ -979,6 +1001,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	WalReceiverConn *conn = NULL;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1];
+	char	   *foreign;
 
 	/* the slot it drops on the provider would not come back on ROLLBACK */
 	sub = sub_to_change(fcinfo, "drop", "drop_subscription()", if_exists);
@@ -988,6 +1011,14 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 				(errmsg("parallel_apply subscription \"%s\" does not exist, skipping", name)));
 		PG_RETURN_BOOL(false);
 	}
+
+	/*
+	 * Another node's subscription (nodestamp.c): that node may still
+	 * stream from the slot, which is left to it, as keep_slot leaves it.
+	 */
+	foreign = pa_node_stamp_differs(sub->node_stamp);
+	if (foreign != NULL)
+		keep_slot = true;
 
 	/* the provider first: unreachable, nothing is changed here */
 	if (!keep_slot)
@@ -1018,7 +1049,15 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	pa_progress_drop_origins(sub->subid);
 
 	/* last, since it cannot be undone: the slot on the provider */
-	if (keep_slot)
+	if (foreign != NULL)
+		ereport(NOTICE,
+				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider for the node the subscription belongs to",
+						sub->slot_name, name),
+				 errdetail("The subscription was %s; that node may still stream from the slot.",
+						   foreign),
+				 errhint("If no node applies the subscription any more, drop the slot on the provider with SELECT pg_drop_replication_slot(%s);",
+						 quote_literal_cstr(sub->slot_name))));
+	else if (keep_slot)
 		ereport(WARNING,
 				(errmsg("replication slot \"%s\" of parallel_apply subscription \"%s\" is left on the provider",
 						sub->slot_name, name),
@@ -1088,7 +1127,17 @@ set_enabled(const char *name, bool enabled)
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET enabled = $2 WHERE sub_id = $1",
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (enabled)
+	{
+		/* the decision that this node applies it (nodestamp.c) */
+		char	   *foreign = pa_node_stamp_differs(sub->node_stamp);
+
+		stamp_subscription(sub->subid);
+		if (foreign != NULL)
+			ereport(NOTICE,
+					(errmsg("parallel_apply subscription \"%s\" is applied by this node from now on", name),
+					 errdetail("It was %s.", foreign)));
 		start_now(sub);
+	}
 	nudge_supervisor();
 }
 
@@ -1511,11 +1560,20 @@ pa_wait_for_catchup(PG_FUNCTION_ARGS)
 	XLogRecPtr	target;
 	TimestampTz deadline;
 	bool		seen = false;	/* its workers' shared state, once */
+	char	   *foreign;
 
 	if (!sub->enabled)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("parallel_apply subscription \"%s\" is disabled", name)));
+	/* another node's: not started here (nodestamp.c), it would never catch up */
+	foreign = pa_node_stamp_differs(sub->node_stamp);
+	if (foreign != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" is not started on this node", name),
+				 errdetail("It was %s.", foreign),
+				 errhint("%s", pa_node_stamp_hint(name))));
 
 	deadline = GetCurrentTimestamp() +
 		(TimestampTz) (timeout->time + (int64) timeout->day * USECS_PER_DAY +
