@@ -191,15 +191,21 @@ ok( poll_until($down, "SELECT count(*) = 30 FROM t"),
 unlike($down->safe_psql('postgres', "SELECT provider_dsn FROM parallel_apply.subscription"),
 	qr/secret-/, 'd: and no secret');
 
-# the downstream copy of the subscription, enabled there too, runs once
-# that node restarts, and cannot use its masked DSN
+# the downstream copy of the subscription, enabled there too, is not
+# started once that node restarts (another node's stamp: t/063); and even
+# a DBA's enable_subscription() there cannot use its masked DSN
 SKIP:
 {
-	skip 'no row of parallel_apply.subscription downstream', 1 if $down_rows eq '';
+	skip 'no row of parallel_apply.subscription downstream', 2 if $down_rows eq '';
 	$down->restart;
 	ok( poll_until($down,
+			"SELECT state = 'needs_decision' FROM subscription_status() WHERE subscription_name = 'sec'"),
+		'b: the downstream copy of the subscription waits for a decision there');
+	$down->safe_psql('postgres', "SELECT enable_subscription('sec')");
+	ok( poll_until($down,
 			"SELECT last_error LIKE '%password authentication failed for user \"repl\"%' FROM subscription_status() WHERE subscription_name = 'sec'"),
-		'b: the downstream copy of the subscription cannot connect with the masked DSN');
+		'b: enabled there, it cannot connect with the masked DSN');
+	$down->safe_psql('postgres', "SELECT disable_subscription('sec')");
 }
 
 # --- e. drop_subscription ----------------------------------------------------

@@ -134,7 +134,8 @@ typedef struct PgoMsg
 	int			pos;
 } PgoMsg;
 
-pg_attribute_printf(1, 2)
+PA_NORETURN static void malformed(const char *detail,...) pg_attribute_printf(1, 2);
+
 PA_NORETURN static void
 malformed(const char *detail,...)
 {
