@@ -45,14 +45,40 @@
 #include "utils/snapmgr.h"
 
 #include "common/catalog.h"
+#include "common/nodestamp.h"
 #include "common/secrets.h"
 
 #define SUB_COLUMNS \
 	"sub_id, sub_name, group_name, provider_dsn, publications, slot_name, " \
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
-	"disable_on_error, skip_lsn, two_phase, failover, password_required, " \
-	"plugin, node_stamp"
+	"disable_on_error, skip_lsn, two_phase, failover, password_required, "
+
+/*
+ * The columns 1.6 added, or what they mean for a catalog still at 1.5
+ * (the library installed, ALTER EXTENSION ... UPDATE not run yet): its
+ * subscriptions decode through this project's plugin and are this node's,
+ * as they were, so that replication runs on until the update.
+ */
+bool
+pa_catalog_is_1_6(void)
+{
+	Oid			relid;
+
+	relid = get_relname_relid("subscription",
+							  get_namespace_oid("parallel_apply", false));
+	return OidIsValid(relid) &&
+		get_attnum(relid, "node_stamp") != InvalidAttrNumber;
+}
+
+static const char *
+columns_1_6(void)
+{
+	if (pa_catalog_is_1_6())
+		return "plugin, node_stamp";
+	return psprintf("'parallel_apply'::text, %s::text",
+					quote_literal_cstr(pa_node_stamp()));
+}
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -151,9 +177,9 @@ query_subs(const char *where, int nargs, Oid *argtypes, Datum *args)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	List	   *result = NIL;
-	char	   *sql = psprintf("SELECT " SUB_COLUMNS
+	char	   *sql = psprintf("SELECT " SUB_COLUMNS "%s"
 							   " FROM parallel_apply.subscription %s ORDER BY sub_id",
-							   where);
+							   columns_1_6(), where);
 
 	pa_catalog_query(sql, nargs, argtypes, args, NULL, true, 0, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)

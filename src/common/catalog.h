@@ -84,6 +84,14 @@ extern uint64 pa_catalog_exec(const char *sql, int nargs, Oid *types,
 extern bool pa_extension_installed(void);
 
 /*
+ * Whether the catalog has 1.6's columns: false while the library is 1.6's
+ * and ALTER EXTENSION parallel_apply UPDATE has not run yet, when the
+ * subscriptions are read as 1.5 had them (this node's, through this
+ * project's plugin).
+ */
+extern bool pa_catalog_is_1_6(void);
+
+/*
  * Is the relation one of this extension's own (pg_depend membership)?  It
  * is then never published, copied or applied.  Catalog lookups only: safe
  * in a decoding context, with its historic snapshot.

@@ -194,6 +194,9 @@ stamp_subscription(Oid subid)
 	Oid			types[2] = {OIDOID, TEXTOID};
 	Datum		values[2];
 
+	/* a catalog not updated yet: its subscriptions are this node's */
+	if (!pa_catalog_is_1_6())
+		return;
 	values[0] = ObjectIdGetDatum(subid);
 	values[1] = CStringGetTextDatum(pa_node_stamp());
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET node_stamp = $2 WHERE sub_id = $1",
