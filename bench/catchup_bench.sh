@@ -1174,10 +1174,18 @@ for (( RUN = 1 - WARMUP; RUN <= RUNS; RUN++ )); do
 	e_int=$(lsn2int "$END_LSN")
 	from=$(( e_int - 4 * 1024 * 1024 ))
 	(( from > s_int )) || from=$s_int
-	LAST_COMMIT=$(pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$(int2lsn "$from")" -e "$END_LSN" 2>/dev/null |
+	# pg_waldump is given the segment it starts in: otherwise it takes the
+	# WAL segment size from the first file the directory lists, which on a
+	# tmpfs is the newest, possibly not written yet ("invalid WAL segment
+	# size"); its status is not looked at: it may end with an error at the
+	# end of the WAL it reads, after printing every record
+	seg_of() { qp "SELECT pg_walfile_name('$1'::pg_lsn + 1)"; }
+	LAST_COMMIT=$({ pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$(int2lsn "$from")" -e "$END_LSN" \
+		"$(seg_of "$(int2lsn "$from")")" 2>/dev/null || true; } |
 		sed -n 's/.*lsn: \([0-9A-F]*\/[0-9A-F]*\), prev.*desc: COMMIT .*/\1/p' | tail -n 1)
 	if [[ -z $LAST_COMMIT ]]; then
-		LAST_COMMIT=$(pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$START_LSN" -e "$END_LSN" 2>/dev/null |
+		LAST_COMMIT=$({ pg_waldump -p "$(cdata prov)/pg_wal" -r Transaction -s "$START_LSN" -e "$END_LSN" \
+			"$(seg_of "$START_LSN")" 2>/dev/null || true; } |
 			sed -n 's/.*lsn: \([0-9A-F]*\/[0-9A-F]*\), prev.*desc: COMMIT .*/\1/p' | tail -n 1)
 	fi
 	[[ -n $LAST_COMMIT ]] || die "no commit record between $START_LSN and $END_LSN"
