@@ -286,20 +286,20 @@ for s in $STAGES; do
 	case $s in
 		tpcb)
 			# sized in bench/README.md, "Many CPUs" (the dry run of
-			# bench/RESULTS.md): about 25 s of in-core apply
-			D_WORKLOAD=tpcb D_SCALE=300 D_NXACTS=600000 D_CLIENTS=40 D_JOBS=16 D_RUNS=1 D_WARMUP=0
+			# bench/RESULTS.md, 2026-12-02): 23-28 s of in-core apply
+			D_WORKLOAD=tpcb D_SCALE=300 D_NXACTS=700000 D_CLIENTS=40 D_JOBS=16 D_RUNS=1 D_WARMUP=0
 			D_WRITERS="1 2 4 8 16" D_SYSTEMS="decode pa adaptive pglogical incore" D_ADAPTIVE=16
 			D_SHARED_BUFFERS=8GB D_MAX_WAL_SIZE=8GB D_INIT_STEPS=dtGvp D_MIN=240 D_MAX=400
 			catchup_stage tpcb TPCB ;;
 		insert)
 			D_WORKLOAD=insert D_SCALE=10 D_NXACTS=1000000 D_CLIENTS=40 D_JOBS=16 D_RUNS=1 D_WARMUP=0
 			D_WRITERS="1 4 16" D_SYSTEMS="decode pa adaptive incore" D_ADAPTIVE=16
-			D_SHARED_BUFFERS=2GB D_MAX_WAL_SIZE=8GB D_INIT_STEPS="" D_MIN=90 D_MAX=150
+			D_SHARED_BUFFERS=2GB D_MAX_WAL_SIZE=8GB D_INIT_STEPS="" D_MIN=80 D_MAX=150
 			catchup_stage insert INS ;;
 		hot)
-			D_WORKLOAD=hot D_SCALE=1 D_NXACTS=300000 D_CLIENTS=40 D_JOBS=16 D_RUNS=1 D_WARMUP=0
+			D_WORKLOAD=hot D_SCALE=1 D_NXACTS=200000 D_CLIENTS=40 D_JOBS=16 D_RUNS=1 D_WARMUP=0
 			D_WRITERS="1 4 16" D_SYSTEMS="decode pa adaptive incore" D_ADAPTIVE=16
-			D_SHARED_BUFFERS=1GB D_MAX_WAL_SIZE=4GB D_INIT_STEPS="" D_MIN=70 D_MAX=120
+			D_SHARED_BUFFERS=1GB D_MAX_WAL_SIZE=4GB D_INIT_STEPS="" D_MIN=50 D_MAX=100
 			catchup_stage hot HOT ;;
 		large)
 			stage large 150 "${LARGE_MAX:-240}" bash -c "cd $src && PGBIN=$pgbin PORT=$PORT N=${LARGE_N:-8000000} \
