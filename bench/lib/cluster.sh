@@ -199,13 +199,42 @@ OUTPUT_PLUGINS="pgoutput, test_decoding, parallel_apply, pglogical_output"
 #     pglogical.synchronous_commit = SYNC (off); incore: nothing more;
 #   CONF_LINE...: what the benchmark adds (its documented settings).
 cluster_init() {
-	local c=$1 role=$2 sys=${3:-} d conf
-	shift 3 || shift $#
+	local c=$1 d
 	d=$(cdata "$c")
-	log "initdb $d ($role${sys:+, $sys})"
+	log "initdb $d ($2${3:+, $3})"
 	initdb -D "$d" -U "$DBUSER" -A trust -E UTF8 --locale=C >"$WORKDIR/initdb_$c.log" 2>&1 ||
 		{ cat "$WORKDIR/initdb_$c.log" >&2; die "initdb $c failed"; }
 	rm -f "$WORKDIR/initdb_$c.log"
+	# initdb's own file, kept so that a copy of this cluster (cluster_clone)
+	# can be configured afresh as another system
+	cp "$d/postgresql.conf" "$d/postgresql.conf.initdb"
+	cluster_configure "$@"
+}
+
+# cluster_clone SOURCE NAME ROLE [SYSTEM] [CONF_LINE...]: cluster NAME a
+# file-level copy of the stopped cluster SOURCE (its data directory, cp -a,
+# reflinked where the file system can), then configured as cluster_init
+# configures a new one (initdb's postgresql.conf again, then NAME's
+# settings; postgresql.auto.conf as SOURCE left it), the server not started
+cluster_clone() {
+	local src=$1 c=$2 d
+	shift
+	d=$(cdata "$c")
+	! pg_ctl status -D "$(cdata "$src")" >/dev/null 2>&1 || die "cluster_clone: $src is running"
+	[[ -f $(cdata "$src")/postgresql.conf.initdb ]] || die "cluster_clone: $src was not made by cluster_init"
+	rm -rf "$d"
+	cp -a --reflink=auto "$(cdata "$src")" "$d" || die "copying $src to $c failed"
+	rm -f "$d/postmaster.pid" "$d/postmaster.opts"
+	cp "$d/postgresql.conf.initdb" "$d/postgresql.conf"
+	cluster_configure "$@"
+}
+
+# cluster_configure NAME ROLE [SYSTEM] [CONF_LINE...]: the settings of
+# cluster_init, appended to NAME's postgresql.conf
+cluster_configure() {
+	local c=$1 role=$2 sys=${3:-} d conf
+	shift 3 || shift $#
+	d=$(cdata "$c")
 	conf="
 # ---- bench/lib/cluster.sh: $c, $role${sys:+ ($sys)} ----
 listen_addresses = '127.0.0.1'
@@ -472,13 +501,30 @@ table_order_by() {
 	echo "${k:-t::text}"
 }
 # checksum_sql TABLE...: one row per table, "table|rows:md5" (md5 of the md5
-# of each row, in the order of ORDERBY[table], else of the whole row)
+# of each row, in the order of ORDERBY[table], else of the whole row); with
+# COMPARE=sum "table|rows:sum", the sum of a 64-bit hash of each row's text
+# (hashtextextended, 2.7 times as fast as md5 here): the same rows in any
+# order, without the 32 bytes per row that the
+# aggregated string needs (about 1 GB, the most a value may hold, for
+# pgbench_accounts at scale 300), and parallel workers can compute it
+# (checksum_set: the statement to run before it in the same session)
 declare -A ORDERBY
+checksum_set() {
+	if [[ ${COMPARE:-ordered} == sum ]]; then
+		echo "SET max_parallel_workers_per_gather = 8"
+	else
+		echo "RESET max_parallel_workers_per_gather"
+	fi
+}
 checksum_sql() {
 	local t sql=""
 	for t in "$@"; do
 		[[ -z $sql ]] || sql+=" UNION ALL "
-		sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]:-t::text})), '-') FROM public.$t t"
+		if [[ ${COMPARE:-ordered} == sum ]]; then
+			sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM public.$t t"
+		else
+			sql+="SELECT '$t' || '|' || count(*) || ':' || coalesce(md5(string_agg(md5(t::text), '' ORDER BY ${ORDERBY[$t]:-t::text})), '-') FROM public.$t t"
+		fi
 	done
 	echo "$sql"
 }
