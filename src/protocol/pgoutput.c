@@ -134,8 +134,7 @@ typedef struct PgoMsg
 	int			pos;
 } PgoMsg;
 
-pg_attribute_printf(1, 2)
-PA_NORETURN static void
+PA_NORETURN pg_attribute_printf(1, 2) static void
 malformed(const char *detail,...)
 {
 	char		buf[256];
