@@ -52,7 +52,7 @@
 	"enabled, synchronize_data, coalesce(num_writers, 0), " \
 	"synchronous_commit, sync_state, origin, sub_owner, run_as_owner, table_sync, " \
 	"disable_on_error, skip_lsn, two_phase, failover, password_required, " \
-	"plugin"
+	"plugin, adopted_subid, adopted_origin, adopted_drop"
 
 static char *
 getstr(HeapTuple tup, TupleDesc desc, int col)
@@ -108,6 +108,11 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->password_required = DatumGetBool(getdatum(tup, desc, 20, &isnull));
 	sub->owner_superuser = superuser_arg(sub->owner);
 	sub->plugin = getstr(tup, desc, 21);
+	sub->adopted_subid = DatumGetObjectId(getdatum(tup, desc, 22, &isnull));
+	if (isnull)
+		sub->adopted_subid = InvalidOid;
+	sub->adopted_origin = SPI_getvalue(tup, desc, 23);	/* NULL when null */
+	sub->adopted_drop = DatumGetBool(getdatum(tup, desc, 24, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

@@ -42,6 +42,11 @@ typedef struct PaSubscription
 									 * a password (1.4, conn.c) */
 	bool		owner_superuser;	/* the owner was a superuser when read */
 	char	   *plugin;			/* the provider's output plugin: PA_PLUGIN_* (1.6) */
+	Oid			adopted_subid;	/* the in-core subscription taken over
+								 * (sql/adopt.c), InvalidOid: none (1.6) */
+	char	   *adopted_origin; /* its origin, to take the position from
+								 * (leader/takeover.c); NULL: none (1.6) */
+	bool		adopted_drop;	/* drop it once taken (1.6) */
 } PaSubscription;
 
 /*

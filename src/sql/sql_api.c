@@ -1163,7 +1163,10 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
  * "Upgrades"): lsn, the end of the last transaction applied, becomes its
  * recorded position, which its next leader resumes from.  Refused while it
  * has origins: they know its position.  '0/0' streams from where the
- * provider's slot stands.
+ * provider's slot stands.  For a subscription adopt_subscription() made
+ * whose receiver has not taken the in-core position yet (it has no
+ * origin), the position given replaces that take-over (sql/adopt.c): for
+ * an in-core subscription dropped meanwhile, whose origin went with it.
  */
 PG_FUNCTION_INFO_V1(pa_set_subscription_position);
 Datum
@@ -1189,7 +1192,8 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 
 	values[0] = ObjectIdGetDatum(sub->subid);
 	values[1] = LSNGetDatum(lsn);
-	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription"
+						   " SET stopped_lsn = $2, adopted_origin = NULL WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 	/* a leader failing for want of it starts again now, not after backoff */
 	pa_api_start_now(sub);
