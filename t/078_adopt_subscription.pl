@@ -228,8 +228,8 @@ ok(poll_until($sub,
 sleep 1;
 is(pending(), "pg_$incore_oid", 'it has not taken the position while the in-core worker runs');
 is($sub->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL"),
-	'1', '... which is still there');
+		"SELECT count(*) > 0 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL"),
+	't', '... which is still there');
 my $event = $sub->pg_version >= 17 ? 'ParallelApplyTakeOver' : 'Extension';
 ok(poll_until($sub,
 		"SELECT wait_event = '$event' FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver insub'"),
@@ -271,7 +271,7 @@ is($pub->safe_psql('postgres',
 		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'"),
 	'1', 'the slot stays on the provider');
 ok(poll_until($sub,
-		"SELECT count(*) = 1 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL AND relid IS NULL"),
+		"SELECT count(*) >= 1 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL AND relid IS NULL"),
 	'the in-core apply worker runs again');
 load_done($h, 'release');
 $pub->wait_for_catchup('insub');
