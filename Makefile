@@ -52,7 +52,7 @@ OBJS += \
 	src/launcher/launcher.o \
 	src/launcher/supervisor.o
 # leader: receiver, dispatcher (dispatch/), pool of writers, progress,
-# table sync
+# table sync, taking over an in-core subscription's position
 OBJS += \
 	src/leader/receiver.o \
 	src/leader/dispatch/dispatch.o \
@@ -65,7 +65,8 @@ OBJS += \
 	src/leader/adapt.o \
 	src/leader/pool.o \
 	src/leader/progress.o \
-	src/leader/sync.o
+	src/leader/sync.o \
+	src/leader/takeover.o
 # writer: the writers
 OBJS += \
 	src/writer/writer.o \
@@ -82,9 +83,10 @@ OBJS += \
 	src/writer/apply.o \
 	src/writer/execstate.o \
 	src/writer/conflict.o
-# the SQL API
+# the SQL API (adopt.c: taking over an in-core subscription)
 OBJS += \
 	src/sql/sql_api.o \
+	src/sql/adopt.o \
 	src/sql/sequences.o \
 	src/sql/monitor.o
 

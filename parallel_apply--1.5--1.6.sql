@@ -91,3 +91,46 @@ UPDATE parallel_apply.subscription
          FROM pg_catalog.pg_control_system() s, pg_catalog.pg_control_checkpoint() c,
               pg_catalog.pg_database d
         WHERE d.datname = pg_catalog.current_database());
+-- ---------------------------------------------------------------------
+-- 1.6: taking over an in-core subscription, and handing it back (issue
+-- 43; src/sql/adopt.c, src/leader/takeover.c, docs/subscriber.md "Taking
+-- over an in-core subscription").  adopt_subscription() turns a
+-- CREATE SUBSCRIPTION of this database into a subscription of ours of the
+-- same name, plugin pgoutput, on the same slot, with the same
+-- publications, tables and settings, that continues from where in-core
+-- apply stood; the in-core one is left disabled with slot_name = NONE (or
+-- dropped, drop_incore).  release_subscription() hands it back: the
+-- in-core origin set to our position, its slot and ENABLE, ours dropped
+-- keeping the slot; it returns the position the in-core one continues
+-- from.  Superusers only, as create_subscription().
+--
+--   adopted_subid   the in-core subscription (pg_subscription.oid) taken
+--                   over, which release_subscription() hands back to;
+--                   NULL for a subscription create_subscription() made
+--   adopted_origin  while the position is still to be taken: the in-core
+--                   subscription's replication origin (pg_<oid>), which
+--                   the receiver reads once no in-core worker runs
+--                   (takeover.c); NULL once taken, in the transaction that
+--                   records it as stopped_lsn
+--   adopted_drop    drop the in-core subscription in that transaction
+--                   (adopt_subscription(..., drop_incore := true))
+-- ---------------------------------------------------------------------
+ALTER TABLE parallel_apply.subscription
+  ADD COLUMN adopted_subid oid,
+  ADD COLUMN adopted_origin text,
+  ADD COLUMN adopted_drop boolean NOT NULL DEFAULT false;
+
+CREATE FUNCTION adopt_subscription(subscription_name text,
+                                   num_writers int DEFAULT NULL,
+                                   drop_incore boolean DEFAULT false)
+RETURNS oid
+AS 'MODULE_PATHNAME', 'pa_adopt_subscription'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE;
+REVOKE ALL ON FUNCTION adopt_subscription(text, int, boolean) FROM PUBLIC;
+
+CREATE FUNCTION release_subscription(subscription_name text)
+RETURNS pg_lsn
+AS 'MODULE_PATHNAME', 'pa_release_subscription'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION release_subscription(text) FROM PUBLIC;
+-- ------------------ end of taking over a subscription -----------------

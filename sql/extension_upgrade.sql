@@ -152,6 +152,16 @@ INSERT INTO parallel_apply.subscription (sub_id, sub_name, group_name, provider_
          (8, 'nopw', 'default', 'dbname=y', '{p}', 'pa_nopw', false, true, 'off', 10);
 ALTER EXTENSION parallel_apply UPDATE TO '1.6';
 SELECT sub_id, provider_dsn FROM parallel_apply.subscription ORDER BY sub_id;
+-- 1.6: they took over no in-core subscription; adopt_subscription() and
+-- release_subscription() are for superusers only
+SELECT sub_id, adopted_subid, adopted_origin, adopted_drop
+  FROM parallel_apply.subscription ORDER BY sub_id;
+SELECT p.oid::regprocedure AS function,
+       (SELECT count(*) FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+        WHERE a.grantee <> p.proowner) AS grants
+  FROM pg_proc p
+  WHERE p.proname IN ('adopt_subscription', 'release_subscription')
+  ORDER BY p.oid::regprocedure::text COLLATE "C";
 SELECT s.srvname, w.fdwname, s.srvowner = 10 AS bootstrap_owner,
        EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_foreign_server'::regclass
                  AND d.objid = s.oid AND d.deptype = 'e') AS extension_member,

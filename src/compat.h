@@ -410,4 +410,33 @@ pa_exec_set_updated_cols(EState *estate, Bitmapset *updated)
 #define PA_MAX_ORIGINS_GUC "max_replication_slots"
 #endif
 
+/*
+ * The columns of an in-core subscription (pg_subscription s) that
+ * adopt_subscription() carries over (sql/adopt.c), as SQL.  16 added
+ * suborigin, subrunasowner and subpasswordrequired: a 15 subscription
+ * takes every origin's changes and applies as its owner, a superuser that
+ * connects with or without a password (origin 'any', run_as_owner and
+ * password_required true).  17 added subfailover; 19 subserver, a
+ * connection through a foreign server, which leaves subconninfo null.
+ */
+#if PG_VERSION_NUM >= 160000
+#define PA_INCORE_SUB_ORIGIN "s.suborigin"
+#define PA_INCORE_SUB_RUN_AS_OWNER "s.subrunasowner"
+#define PA_INCORE_SUB_PASSWORD_REQUIRED "s.subpasswordrequired"
+#else
+#define PA_INCORE_SUB_ORIGIN "'any'::pg_catalog.text"
+#define PA_INCORE_SUB_RUN_AS_OWNER "true"
+#define PA_INCORE_SUB_PASSWORD_REQUIRED "true"
+#endif
+#if PG_VERSION_NUM >= 170000
+#define PA_INCORE_SUB_FAILOVER "s.subfailover"
+#else
+#define PA_INCORE_SUB_FAILOVER "false"
+#endif
+#if PG_VERSION_NUM >= 190000
+#define PA_INCORE_SUB_SERVER "(s.subserver <> '0'::pg_catalog.oid)"
+#else
+#define PA_INCORE_SUB_SERVER "false"
+#endif
+
 #endif							/* PA_COMPAT_H */

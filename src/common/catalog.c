@@ -75,8 +75,8 @@ static const char *
 columns_1_6(void)
 {
 	if (pa_catalog_is_1_6())
-		return "plugin, node_stamp";
-	return psprintf("'parallel_apply'::text, %s::text",
+		return "plugin, node_stamp, adopted_subid, adopted_origin, adopted_drop";
+	return psprintf("'parallel_apply'::text, %s::text, NULL::oid, NULL::text, false",
 					quote_literal_cstr(pa_node_stamp()));
 }
 
@@ -135,6 +135,11 @@ row_to_sub(HeapTuple tup, TupleDesc desc, MemoryContext cxt)
 	sub->owner_superuser = superuser_arg(sub->owner);
 	sub->plugin = getstr(tup, desc, 21);
 	sub->node_stamp = SPI_getvalue(tup, desc, 22);	/* NULL: none (1.6) */
+	sub->adopted_subid = DatumGetObjectId(getdatum(tup, desc, 23, &isnull));
+	if (isnull)
+		sub->adopted_subid = InvalidOid;
+	sub->adopted_origin = SPI_getvalue(tup, desc, 24);	/* NULL when null */
+	sub->adopted_drop = DatumGetBool(getdatum(tup, desc, 25, &isnull));
 	MemoryContextSwitchTo(oldcxt);
 	return sub;
 }

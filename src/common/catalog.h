@@ -44,6 +44,11 @@ typedef struct PaSubscription
 	char	   *plugin;			/* the provider's output plugin: PA_PLUGIN_* (1.6) */
 	char	   *node_stamp;		/* the node that created or last enabled
 								 * it, NULL: none (1.6, nodestamp.c) */
+	Oid			adopted_subid;	/* the in-core subscription taken over
+								 * (sql/adopt.c), InvalidOid: none (1.6) */
+	char	   *adopted_origin; /* its origin, to take the position from
+								 * (leader/takeover.c); NULL: none (1.6) */
+	bool		adopted_drop;	/* drop it once taken (1.6) */
 } PaSubscription;
 
 /*

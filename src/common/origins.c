@@ -58,6 +58,9 @@
  * provider's slot, which may lag what was applied: its leader fails with
  * an error saying so, until set_subscription_position() gives the
  * position (docs/subscriber.md, "Upgrading a subscriber with pg_upgrade").
+ * A subscription adopt_subscription() made (sql/adopt.c) starts the same
+ * way: no origin, and the in-core subscription's position recorded by its
+ * receiver once final (leader/takeover.c).
  *
  *
  * src/common/origins.c
@@ -303,10 +306,11 @@ pa_progress_record_stop(Oid subid, bool skip_locked)
  * writers 0..nwriters-1 exist and hold at least the recorded position,
  * which is then cleared (the header's "Upgrades").  An error when the
  * subscription is past its initial copy and neither an origin nor a
- * recorded position is left.
+ * recorded position is left.  adopted: the recorded position was just
+ * taken from an in-core subscription (leader/takeover.c), which said so.
  */
 XLogRecPtr
-pa_progress_resume(PaSubscription *sub, int nwriters)
+pa_progress_resume(PaSubscription *sub, int nwriters, bool adopted)
 {
 	XLogRecPtr	start;
 	XLogRecPtr	stopped = InvalidXLogRecPtr;
@@ -357,11 +361,12 @@ pa_progress_resume(PaSubscription *sub, int nwriters)
 			replorigin_advance(replorigin_by_name(name, false), stopped,
 							   InvalidXLogRecPtr, false, true);
 			pfree(name);
-			if (!had_origins)
+			/* a position just taken over was logged by takeover.c */
+			if (!had_origins && !adopted)
 				ereport(LOG,
 						(errmsg("parallel_apply subscription \"%s\": replication origins missing (after pg_upgrade?), resuming from the recorded position " PA_LSN_FORMAT,
 								sub->name, LSN_FORMAT_ARGS(stopped))));
-			else
+			else if (had_origins)
 				ereport(LOG,
 						(errmsg("parallel_apply subscription \"%s\": resuming from the recorded position " PA_LSN_FORMAT ", ahead of its replication origins' " PA_LSN_FORMAT,
 								sub->name, LSN_FORMAT_ARGS(stopped),

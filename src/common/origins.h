@@ -36,7 +36,8 @@ extern void pa_progress_writer_setup(PaSubSlot *slot, Oid subid, int writer);
 /* The position kept for pg_upgrade (origins.c's header, "Upgrades"). */
 extern bool pa_progress_has_origins(Oid subid);
 extern bool pa_progress_record_stop(Oid subid, bool skip_locked);
-extern XLogRecPtr pa_progress_resume(PaSubscription *sub, int nwriters);
+extern XLogRecPtr pa_progress_resume(PaSubscription *sub, int nwriters,
+									 bool adopted);
 
 /* Writer, right after committing seq: record its remote and local end. */
 extern void pa_progress_committed(PaSubSlot *slot, XLogRecPtr remote_end,

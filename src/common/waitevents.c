@@ -43,6 +43,7 @@ static const char *const wait_event_names[PA_WE_COUNT] = {
 	[PA_WE_WORKERS_STOP] = "ParallelApplyWorkersStop",
 	[PA_WE_PROVIDER_WAL] = "ParallelApplyProviderWal",
 	[PA_WE_CATCHUP] = "ParallelApplyWaitForCatchup",
+	[PA_WE_TAKEOVER] = "ParallelApplyTakeOver",
 };
 
 const char *

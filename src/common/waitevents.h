@@ -26,10 +26,12 @@ typedef enum PaWaitEvent
 	PA_WE_WRITER_LIVE,			/* a writer applying live, for the next change */
 	PA_WE_WORKERS_STOP,			/* a backend, for a subscription's workers to stop */
 	PA_WE_PROVIDER_WAL,			/* a backend, for the provider to write its WAL */
-	PA_WE_CATCHUP				/* a backend, in wait_for_catchup() */
+	PA_WE_CATCHUP,				/* a backend, in wait_for_catchup() */
+	PA_WE_TAKEOVER				/* the receiver, for the workers of the
+								 * in-core subscription it takes over */
 } PaWaitEvent;
 
-#define PA_WE_COUNT (PA_WE_CATCHUP + 1)
+#define PA_WE_COUNT (PA_WE_TAKEOVER + 1)
 
 extern uint32 pa_wait_event(PaWaitEvent event);
 extern const char *pa_wait_event_name(PaWaitEvent event);

@@ -27,7 +27,9 @@
  * Before it starts writers, once those of an earlier leader are gone, it
  * reads the restart point and, from PostgreSQL 16, acquires the
  * subscription's replication origin for its life; its writers share it
- * (progress.c).
+ * (progress.c).  A subscription that adopt_subscription() made first takes
+ * the position of the in-core subscription it took over, once nothing of
+ * that one runs (takeover.c).
  *
  * The loop owns every wait of the leader and all it tells the provider.
  * The dispatcher and the pool never wait: when the dispatcher cannot go on
@@ -168,6 +170,7 @@
 #include "common/stoplog.h"
 #include "common/usercontext.h"
 #include "leader/sync.h"
+#include "leader/takeover.h"
 
 #ifdef PA_DEBUG_SWITCHES
 /* what a replayed recording is routed through (debug/replay.c) */
@@ -887,10 +890,13 @@ static XLogRecPtr
 start_pipeline(PaSubscription *sub, PaSubSlot *slot)
 {
 	XLogRecPtr	start;
+	bool		adopted;
 
 	pa_progress_await_writers(slot);
+	/* adopted: the in-core subscription's position, once final */
+	adopted = pa_takeover_position(sub, MyPaLeader->conn);
 	/* origins made, a recorded position (pg_upgrade) moved into them */
-	(void) pa_progress_resume(sub, pa_effective_writers(slot));
+	(void) pa_progress_resume(sub, pa_effective_writers(slot), adopted);
 	StartTransactionCommand();
 	pa_progress_fold_origins(sub->subid);
 	start = pa_progress_start_lsn(sub->subid);

@@ -105,6 +105,7 @@
 #include "compat.h"
 #include "leader/sync.h"
 #include "sql/monitor.h"
+#include "sql/sql_api.h"
 #include "writer/twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_create_subscription);
@@ -125,8 +126,8 @@ static bool xact_callback_registered = false;
  * ---------------------------------------------------------------------
  */
 
-static void
-require_superuser(const char *what)
+void
+pa_api_require_superuser(const char *what)
 {
 	if (!superuser())
 		ereport(ERROR,
@@ -134,8 +135,8 @@ require_superuser(const char *what)
 				 errmsg("must be superuser to %s a parallel_apply subscription", what)));
 }
 
-static PaSubscription *
-get_sub(const char *name, bool missing_ok)
+PaSubscription *
+pa_api_get_sub(const char *name, bool missing_ok)
 {
 	PaSubscription *sub = pa_catalog_get_by_name(name);
 
@@ -159,18 +160,18 @@ sub_to_change(FunctionCallInfo fcinfo, const char *what, const char *block,
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	require_superuser(what);
+	pa_api_require_superuser(what);
 	if (block != NULL)
 		PreventInTransactionBlock(true, block);
-	return get_sub(name, missing_ok);
+	return pa_api_get_sub(name, missing_ok);
 }
 
 /*
  * A subscription whose leader waits out its backoff (after failures)
  * starts at the supervisor's next round, its count of restarts cleared.
  */
-static void
-start_now(PaSubscription *sub)
+void
+pa_api_start_now(PaSubscription *sub)
 {
 	PaSubSlot  *slot;
 
@@ -188,8 +189,8 @@ start_now(PaSubscription *sub)
  * Stamp the subscription with this node (nodestamp.c): creating or
  * enabling it here is the decision that this node applies it.
  */
-static void
-stamp_subscription(Oid subid)
+void
+pa_api_stamp_subscription(Oid subid)
 {
 	Oid			types[2] = {OIDOID, TEXTOID};
 	Datum		values[2];
@@ -203,8 +204,8 @@ stamp_subscription(Oid subid)
 						   2, types, values, NULL, SPI_OK_UPDATE);
 }
 
-static void
-check_num_writers(int n)
+void
+pa_api_check_num_writers(int n)
 {
 	if (n < 1 || n > pa_max_writers)
 		ereport(ERROR,
@@ -214,8 +215,8 @@ check_num_writers(int n)
 				 errhint("The maximum is parallel_apply.max_writers_per_subscription; raising it needs a server restart.")));
 }
 
-static void
-check_synchronous_commit(const char *v)
+void
+pa_api_check_synchronous_commit(const char *v)
 {
 	static const char *const valid[] = {"off", "local", "on", "remote_write", "remote_apply"};
 
@@ -288,9 +289,9 @@ check_failover_provider(WalReceiverConn *conn, bool made_here)
  * as the subscription's origin asks (pa_check_plugin_provider) and, with
  * failover, can keep a FAILOVER slot (made_here: check_failover_provider's).
  */
-static void
-check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here,
-			   const char *plugin, bool origin_none)
+void
+pa_api_check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here,
+					  const char *plugin, bool origin_none)
 {
 	char	   *v;
 	StringInfoData sql;
@@ -492,8 +493,8 @@ static bool nudge_at_end = false;
 static void pause_xact_callback(XactEvent event, void *arg);
 
 /* Wake the supervisor when this transaction ends: it reads the catalog. */
-static void
-nudge_supervisor(void)
+void
+pa_api_nudge_supervisor(void)
 {
 	if (!xact_callback_registered)
 	{
@@ -541,15 +542,15 @@ pause_xact_callback(XactEvent event, void *arg)
  * are gone.  The supervisor, woken, sees the subscription paused and
  * stops its leader, whose writers exit with it.
  */
-static void
-stop_pipeline(PaSubscription *sub)
+void
+pa_api_stop_pipeline(PaSubscription *sub)
 {
 	PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
 	TimestampTz deadline;
 
 	if (slot == NULL)
 		return;
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	SpinLockAcquire(&slot->mutex);
 	slot->paused_by = MyProcPid;
 	SpinLockRelease(&slot->mutex);
@@ -624,9 +625,9 @@ missing_origins(Oid subid, int nwriters)
  * subscription of group (NULL: all), must fit beside every origin the node
  * already has.  The catalog is read as it was before the change.
  */
-static void
-check_origin_capacity(Oid subid, const char *group, bool by_group,
-					  int num_writers, const char *what)
+void
+pa_api_check_origin_capacity(Oid subid, const char *group, bool by_group,
+							 int num_writers, const char *what)
 {
 	int64		existing;
 	int			missing = 0;
@@ -695,8 +696,8 @@ publication_list(ArrayType *pubarr)
 	return pubs;
 }
 
-static void
-check_name(const char *name)
+void
+pa_api_check_name(const char *name)
 {
 	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
 		ereport(ERROR,
@@ -734,8 +735,8 @@ lock_owner(const char *role)
  * as CREATE SUBSCRIPTION ... WITH (create_slot = false, slot_name = ...)),
  * it is required; two_phase needs a slot this function makes.
  */
-static void
-check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
+void
+pa_api_check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
 {
 	Oid			types[1] = {NAMEOID};
 	Datum		values[1];
@@ -776,9 +777,9 @@ check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
  * of this plugin.  The subscription streams from where it stands, and
  * copies (synchronize_data) at a snapshot of its own (sync.c).
  */
-static void
-check_existing_slot(WalReceiverConn *conn, const char *slot_name,
-					const char *want)
+void
+pa_api_check_existing_slot(WalReceiverConn *conn, const char *slot_name,
+						   const char *want)
 {
 	char	   *plugin = pa_provider_value(conn,
 										   psprintf("SELECT coalesce(plugin, slot_type) FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
@@ -798,33 +799,8 @@ check_existing_slot(WalReceiverConn *conn, const char *slot_name,
 				 errdetail("Its plugin is \"%s\".", plugin)));
 }
 
-/* What create_subscription() is asked for, its defaults filled in. */
-typedef struct NewSubscription
-{
-	char	   *name;
-	char	   *dsn;
-	ArrayType  *pubarr;
-	List	   *pubs;
-	bool		sync_data;
-	bool		num_writers_given;
-	int			num_writers;
-	char	   *group;
-	bool		enabled;
-	char	   *sync_commit;
-	char	   *origin;
-	bool		run_as_owner;
-	bool		disable_on_error;
-	bool		two_phase;
-	bool		failover;
-	bool		password_required;
-	Oid			owner;
-	bool		create_slot;
-	char	   *slot_name;		/* NULL: named after the subscription */
-	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (resolve_plugin) */
-} NewSubscription;
-
 static void
-read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
+read_create_args(FunctionCallInfo fcinfo, PaNewSubscription *ns)
 {
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -850,7 +826,7 @@ read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
 	ns->plugin = (PG_NARGS() <= 17 || PG_ARGISNULL(17)) ? PA_PLUGIN_OURS :
 		text_to_cstring(PG_GETARG_TEXT_PP(17));
 
-	check_name(ns->name);
+	pa_api_check_name(ns->name);
 	/* the caller is a superuser: password_required := false is allowed */
 	ns->owner = PG_ARGISNULL(14) ? GetUserId() :
 		lock_owner(NameStr(*PG_GETARG_NAME(14)));
@@ -859,11 +835,11 @@ read_create_args(FunctionCallInfo fcinfo, NewSubscription *ns)
 
 /* The checks of a new subscription that need no provider. */
 static void
-check_new_subscription(NewSubscription *ns)
+check_new_subscription(PaNewSubscription *ns)
 {
 	if (ns->num_writers_given)
-		check_num_writers(ns->num_writers);
-	check_synchronous_commit(ns->sync_commit);
+		pa_api_check_num_writers(ns->num_writers);
+	pa_api_check_synchronous_commit(ns->sync_commit);
 	if (strcmp(ns->origin, "any") != 0 && strcmp(ns->origin, "none") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -878,19 +854,19 @@ check_new_subscription(NewSubscription *ns)
 				 errdetail("Valid values are \"parallel_apply\" (this project's output plugin, installed on the provider), \"pgoutput\" (PostgreSQL's own) and \"auto\" (parallel_apply where the provider has and allows it, else pgoutput).")));
 	if (ns->two_phase)
 		check_two_phase_here();
-	check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
+	pa_api_check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
 	pa_check_shared();
-	if (get_sub(ns->name, true) != NULL)
+	if (pa_api_get_sub(ns->name, true) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("parallel_apply subscription \"%s\" already exists", ns->name)));
-	check_origin_capacity(InvalidOid, NULL, false, ns->num_writers,
-						  psprintf("parallel_apply subscription \"%s\"", ns->name));
+	pa_api_check_origin_capacity(InvalidOid, NULL, false, ns->num_writers,
+								 psprintf("parallel_apply subscription \"%s\"", ns->name));
 }
 
 /* The subscription's row in parallel_apply.subscription; its id. */
-static Oid
-insert_subscription(NewSubscription *ns)
+Oid
+pa_api_insert_subscription(PaNewSubscription *ns)
 {
 	Oid			types[18] = {TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, NAMEOID,
 		BOOLOID, BOOLOID, INT4OID, TEXTOID, TEXTOID, OIDOID, BOOLOID, OIDOID, BOOLOID,
@@ -943,11 +919,11 @@ insert_subscription(NewSubscription *ns)
 Datum
 pa_create_subscription(PG_FUNCTION_ARGS)
 {
-	NewSubscription ns;
+	PaNewSubscription ns;
 	WalReceiverConn *conn;
 	Oid			subid;
 
-	require_superuser("create");
+	pa_api_require_superuser("create");
 	/* like CREATE SUBSCRIPTION: what it starts on the provider is not undone */
 	PreventInTransactionBlock(true, "create_subscription()");
 	read_create_args(fcinfo, &ns);
@@ -958,16 +934,16 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 							   pa_must_use_password(ns.owner,
 													ns.password_required));
 	ns.plugin = resolve_plugin(conn, ns.plugin);
-	check_provider(conn, ns.pubs, ns.failover, true, ns.plugin,
-				   strcmp(ns.origin, "none") == 0);
+	pa_api_check_provider(conn, ns.pubs, ns.failover, true, ns.plugin,
+						  strcmp(ns.origin, "none") == 0);
 	if (ns.two_phase && strcmp(ns.plugin, PA_PLUGIN_OURS) == 0)
 		check_two_phase_provider(conn);
 	if (!ns.create_slot)
-		check_existing_slot(conn, ns.slot_name, ns.plugin);
+		pa_api_check_existing_slot(conn, ns.slot_name, ns.plugin);
 
-	subid = insert_subscription(&ns);
+	subid = pa_api_insert_subscription(&ns);
 	pa_secret_store(subid, ns.dsn);
-	stamp_subscription(subid);
+	pa_api_stamp_subscription(subid);
 	pa_owner_sync(ns.owner);
 
 	/*
@@ -981,8 +957,34 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 		pa_sync_create_slot(conn, ns.slot_name, ns.failover, ns.plugin);
 	walrcv_disconnect(conn);
 
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	PG_RETURN_OID(subid);
+}
+
+/*
+ * Everything of subscription sub here, its slot on the provider left as it
+ * is: its pipeline stopped (until this transaction ends), its rows, its
+ * secrets and its replication origins (drop_subscription(), and
+ * release_subscription(), which hands the slot to an in-core
+ * subscription: sql/adopt.c).
+ */
+void
+pa_api_drop_here(PaSubscription *sub)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1];
+
+	pa_api_stop_pipeline(sub);
+	if (sub->two_phase)
+		warn_prepared_left(sub);
+	values[0] = ObjectIdGetDatum(sub->subid);
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
+						   1, types, values, NULL, SPI_OK_DELETE);
+	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
+						   1, types, values, NULL, SPI_OK_DELETE);
+	pa_secret_drop(sub->subid);
+	pa_owner_sync(sub->owner);
+	pa_progress_drop_origins(sub->subid);
 }
 
 /*
@@ -1002,8 +1004,6 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 	bool		keep_slot = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	PaSubscription *sub;
 	WalReceiverConn *conn = NULL;
-	Oid			types[1] = {OIDOID};
-	Datum		values[1];
 	char	   *foreign;
 
 	/* the slot it drops on the provider would not come back on ROLLBACK */
@@ -1039,17 +1039,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 							 quote_literal_cstr(name))));
 	}
 
-	stop_pipeline(sub);
-	if (sub->two_phase)
-		warn_prepared_left(sub);
-	values[0] = ObjectIdGetDatum(sub->subid);
-	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
-			 1, types, values, NULL, SPI_OK_DELETE);
-	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription_rel WHERE sub_id = $1",
-			 1, types, values, NULL, SPI_OK_DELETE);
-	pa_secret_drop(sub->subid);
-	pa_owner_sync(sub->owner);
-	pa_progress_drop_origins(sub->subid);
+	pa_api_drop_here(sub);
 
 	/* last, since it cannot be undone: the slot on the provider */
 	if (foreign != NULL)
@@ -1072,7 +1062,7 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 		pa_drop_provider_slot(conn, name, sub->slot_name);
 		walrcv_disconnect(conn);
 	}
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	PG_RETURN_BOOL(true);
 }
 
@@ -1104,9 +1094,9 @@ pa_refresh_subscription(PG_FUNCTION_ARGS)
 				 errmsg("parallel_apply subscription \"%s\" has not finished its initial copy", sub->name),
 				 errhint("Wait until subscription_status() shows it streaming, then refresh.")));
 	if (sub->enabled)
-		stop_pipeline(sub);
+		pa_api_stop_pipeline(sub);
 	added = pa_sync_refresh(sub, copy_data);
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	PG_RETURN_INT32(added);
 }
 
@@ -1117,11 +1107,11 @@ set_enabled(const char *name, bool enabled)
 	Oid			types[2] = {OIDOID, BOOLOID};
 	Datum		values[2];
 
-	require_superuser(enabled ? "enable" : "disable");
-	sub = get_sub(name, false);
+	pa_api_require_superuser(enabled ? "enable" : "disable");
+	sub = pa_api_get_sub(name, false);
 	if (!enabled)
 	{
-		stop_pipeline(sub);
+		pa_api_stop_pipeline(sub);
 		/* nothing runs: where apply stands, for pg_upgrade (origins.c) */
 		(void) pa_progress_record_stop(sub->subid, false);
 	}
@@ -1134,14 +1124,14 @@ set_enabled(const char *name, bool enabled)
 		/* the decision that this node applies it (nodestamp.c) */
 		char	   *foreign = pa_node_stamp_differs(sub->node_stamp);
 
-		stamp_subscription(sub->subid);
+		pa_api_stamp_subscription(sub->subid);
 		if (foreign != NULL)
 			ereport(NOTICE,
 					(errmsg("parallel_apply subscription \"%s\" is applied by this node from now on", name),
 					 errdetail("It was %s.", foreign)));
-		start_now(sub);
+		pa_api_start_now(sub);
 	}
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 }
 
 Datum
@@ -1210,8 +1200,8 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
 						   2, types, values, NULL, SPI_OK_UPDATE);
 	/* the writers read it when they start: restart now, not after backoff */
 	if (sub->enabled)
-		stop_pipeline(sub);
-	nudge_supervisor();
+		pa_api_stop_pipeline(sub);
+	pa_api_nudge_supervisor();
 	ereport(NOTICE,
 			(errmsg("remote transaction %u committed at " PA_LSN_FORMAT " will be skipped",
 					xid, LSN_FORMAT_ARGS(lsn))));
@@ -1225,7 +1215,10 @@ pa_skip_transaction(PG_FUNCTION_ARGS)
  * "Upgrades"): lsn, the end of the last transaction applied, becomes its
  * recorded position, which its next leader resumes from.  Refused while it
  * has origins: they know its position.  '0/0' streams from where the
- * provider's slot stands.
+ * provider's slot stands.  For a subscription adopt_subscription() made
+ * whose receiver has not taken the in-core position yet (it has no
+ * origin), the position given replaces that take-over (sql/adopt.c): for
+ * an in-core subscription dropped meanwhile, whose origin went with it.
  */
 PG_FUNCTION_INFO_V1(pa_set_subscription_position);
 Datum
@@ -1251,11 +1244,12 @@ pa_set_subscription_position(PG_FUNCTION_ARGS)
 
 	values[0] = ObjectIdGetDatum(sub->subid);
 	values[1] = LSNGetDatum(lsn);
-	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET stopped_lsn = $2 WHERE sub_id = $1",
+	(void) pa_catalog_exec("UPDATE parallel_apply.subscription"
+						   " SET stopped_lsn = $2, adopted_origin = NULL WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 	/* a leader failing for want of it starts again now, not after backoff */
-	start_now(sub);
-	nudge_supervisor();
+	pa_api_start_now(sub);
+	pa_api_nudge_supervisor();
 	PG_RETURN_VOID();
 }
 
@@ -1274,7 +1268,7 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	char		nulls[3] = "   ";
 
-	require_superuser("alter");
+	pa_api_require_superuser("alter");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -1285,7 +1279,7 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	/* it changes the slot on the provider, which a ROLLBACK would not undo */
 	if (!PG_ARGISNULL(9))
 		PreventInTransactionBlock(true, "alter_subscription_config(failover)");
-	sub = get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	sub = pa_api_get_sub(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	values[0] = ObjectIdGetDatum(sub->subid);
 
 	/*
@@ -1324,9 +1318,9 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 
 	if (!PG_ARGISNULL(1))
 	{
-		check_num_writers(PG_GETARG_INT32(1));
-		check_origin_capacity(sub->subid, NULL, false, PG_GETARG_INT32(1),
-							  psprintf("parallel_apply subscription \"%s\"", sub->name));
+		pa_api_check_num_writers(PG_GETARG_INT32(1));
+		pa_api_check_origin_capacity(sub->subid, NULL, false, PG_GETARG_INT32(1),
+									 psprintf("parallel_apply subscription \"%s\"", sub->name));
 		values[1] = PG_GETARG_DATUM(1);
 		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $2 WHERE sub_id = $1",
 				 2, types, values, nulls, SPI_OK_UPDATE);
@@ -1335,13 +1329,13 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 	{
 		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(2));
 
-		check_synchronous_commit(v);
+		pa_api_check_synchronous_commit(v);
 		values[2] = CStringGetTextDatum(v);
 		(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET synchronous_commit = $3 WHERE sub_id = $1",
 				 3, types, values, nulls, SPI_OK_UPDATE);
 		/* writers read it when they start: restart the pipeline */
 		if (strcmp(v, sub->synchronous_commit) != 0 && sub->enabled)
-			stop_pipeline(sub);
+			pa_api_stop_pipeline(sub);
 	}
 	if (!PG_ARGISNULL(5))
 		alter_dsn(sub, text_to_cstring(PG_GETARG_TEXT_PP(5)),
@@ -1356,7 +1350,7 @@ pa_alter_subscription_config(PG_FUNCTION_ARGS)
 		update_column(sub, "disable_on_error", BOOLOID, PG_GETARG_DATUM(8));
 	if (!PG_ARGISNULL(9) && PG_GETARG_BOOL(9) != sub->failover)
 		alter_failover(sub, PG_GETARG_BOOL(9));
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	PG_RETURN_VOID();
 }
 
@@ -1375,7 +1369,7 @@ update_column(PaSubscription *sub, const char *column, Oid type, Datum value)
 					  column),
 			 2, types, values, NULL, SPI_OK_UPDATE);
 	if (sub->enabled)
-		stop_pipeline(sub);
+		pa_api_stop_pipeline(sub);
 }
 
 /*
@@ -1389,8 +1383,8 @@ alter_dsn(PaSubscription *sub, char *dsn, bool failover)
 	WalReceiverConn *conn = pa_provider_connect(dsn, sub->name, NULL, false,
 												pa_must_use_password(sub->owner, sub->password_required));
 
-	check_provider(conn, sub->publications, failover, false, sub->plugin,
-				   sub->origin_none);
+	pa_api_check_provider(conn, sub->publications, failover, false, sub->plugin,
+						  sub->origin_none);
 	walrcv_disconnect(conn);
 	pa_secret_store(sub->subid, dsn);
 	update_column(sub, "provider_dsn", TEXTOID,
@@ -1410,7 +1404,7 @@ alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 	ArrayBuildState *astate = NULL;
 	ListCell   *lc;
 
-	check_provider(conn, pubs, false, false, sub->plugin, sub->origin_none);
+	pa_api_check_provider(conn, pubs, false, false, sub->plugin, sub->origin_none);
 	walrcv_disconnect(conn);
 	foreach(lc, pubs)
 		astate = accumArrayResult(astate, CStringGetTextDatum(lfirst(lc)),
@@ -1426,8 +1420,8 @@ alter_publications(PaSubscription *sub, List *pubs, bool copy_data)
 static void
 alter_name(PaSubscription *sub, char *name)
 {
-	check_name(name);
-	if (get_sub(name, true) != NULL)
+	pa_api_check_name(name);
+	if (pa_api_get_sub(name, true) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("parallel_apply subscription \"%s\" already exists", name)));
@@ -1477,15 +1471,15 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 	char		nulls[2] = "  ";
 	uint64		n;
 
-	require_superuser("alter");
+	pa_api_require_superuser("alter");
 	if (!PG_ARGISNULL(0))
-		check_num_writers(PG_GETARG_INT32(0));
+		pa_api_check_num_writers(PG_GETARG_INT32(0));
 	values[0] = PG_ARGISNULL(0) ? (Datum) 0 : PG_GETARG_DATUM(0);
 	nulls[0] = PG_ARGISNULL(0) ? 'n' : ' ';
-	check_origin_capacity(InvalidOid,
-						  PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)),
-						  true, PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0),
-						  "alter_group_config()");
+	pa_api_check_origin_capacity(InvalidOid,
+								 PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1)),
+								 true, PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0),
+								 "alter_group_config()");
 	values[1] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
 	nulls[1] = PG_ARGISNULL(1) ? 'n' : ' ';
 
@@ -1499,7 +1493,7 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("no parallel_apply subscription is in group \"%s\"",
 						text_to_cstring(PG_GETARG_TEXT_PP(1)))));
-	nudge_supervisor();
+	pa_api_nudge_supervisor();
 	PG_RETURN_INT32((int32) n);
 }
 

@@ -1,0 +1,313 @@
+# Taking over an in-core subscription without a resync, and handing it
+# back (adopt_subscription(), release_subscription(); src/sql/adopt.c,
+# src/leader/takeover.c).  Set up as users do: a plain provider (nothing
+# of this project there), a subscriber with an in-core CREATE SUBSCRIPTION
+# insub of a FOR ALL TABLES publication, pgbench's tables and a keyless
+# insert-only log table (a transaction applied twice shows twice) owned by
+# an ordinary role; README.md's quick start run as written, under a
+# pgbench load, while the in-core apply worker is in the middle of a
+# transaction (a lock on the log table holds it): the receiver waits for
+# it, then takes the exact position; the tables equal afterwards.  Then
+# release_subscription() under load, the in-core worker continuing; a
+# second take-over (drop_incore) killed with -9 before it took the
+# position; and the refusals.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use lib 't/lib';
+use PaTest;
+
+# README.md's quick start, statement by statement, as written there
+my ($quick) = slurp_file('README.md') =~
+  /^## Quick start: make an existing in-core subscription parallel\n.*?^```sql\n(.*?)^```/ms;
+ok(defined $quick, 'README.md has the quick start');
+my @quick = map { s/\s*--.*$//r } grep { /\S/ } split /\n/, $quick // '';
+is(scalar @quick, 3, 'in three statements');
+like($quick[0], qr/^CREATE EXTENSION parallel_apply;$/, '... the extension first');
+
+# a plain provider: PostgreSQL's defaults, no extension, no library
+my $pub = PostgreSQL::Test::Cluster->new('provider');
+$pub->init(allows_streaming => 'logical');
+$pub->append_conf('postgresql.conf', q{
+max_wal_senders = 10
+max_replication_slots = 10
+wal_sender_timeout = 0
+});
+$pub->start;
+# the subscriber as setup.md has it, the extension not created yet
+my $sub = PaTest::make_node('subscriber', 0, 1, bare => 1,
+	extra_conf => "wal_retrieve_retry_interval = 500ms\n");
+$sub->start;
+
+# an ordinary role owns the tables on both sides
+foreach my $node ($pub, $sub)
+{
+	$node->safe_psql('postgres', q{
+CREATE ROLE app LOGIN;
+GRANT CREATE ON SCHEMA public TO app;
+});
+}
+pgbench_init($pub, 'postgres', '-s', 1, '-U', 'app');
+pgbench_init($sub, 'postgres', '-s', 1, '-I', 'dtp', '-U', 'app');
+my $logtable = q{
+SET ROLE app;
+CREATE TABLE applylog (k bigint NOT NULL, client int, at timestamptz);
+RESET ROLE;
+};
+$pub->safe_psql('postgres', $logtable . 'SET ROLE app; CREATE SEQUENCE applylog_k;');
+$sub->safe_psql('postgres', $logtable);
+$pub->safe_psql('postgres', 'CREATE PUBLICATION pub FOR ALL TABLES');
+
+my $dsn = $pub->connstr('postgres');
+$sub->safe_psql('postgres',
+	"CREATE SUBSCRIPTION insub CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (binary = true)");
+ok(poll_until($sub, q{
+SELECT count(*) = 5 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel r
+  JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = 'insub'}),
+	'the in-core subscription copied its tables');
+my $incore_oid = $sub->safe_psql('postgres',
+	"SELECT oid FROM pg_subscription WHERE subname = 'insub'");
+my $slot = $sub->safe_psql('postgres',
+	"SELECT subslotname FROM pg_subscription WHERE subname = 'insub'");
+
+my $script = $pub->basedir . '/log.sql';
+append_to_file($script,
+	"INSERT INTO applylog VALUES (nextval('applylog_k'), :client_id, now());\n");
+# pgbench's TPC-B and the log table, as app, for $secs seconds
+sub load
+{
+	my ($secs) = @_;
+	return pgbench_start($pub, 'postgres', '-U', 'app', '-c', 2, '-j', 1,
+		'-T', $secs, '-R', 150, '-b', 'tpcb-like@3', '-f', "$script\@1");
+}
+
+sub load_done
+{
+	my ($h, $msg) = @_;
+	my ($ok, $n, $out) = pgbench_finish($h);
+	ok($ok && $n > 0, "$msg: the load ran ($n transactions)") or diag($out);
+	return;
+}
+
+# every table alike on both sides, the log table with no row twice
+sub tables_equal
+{
+	my ($msg) = @_;
+	pgbench_tables_equal($pub, $sub, $msg);
+	rows_equal($pub, $sub, [ [ 'applylog', 'k' ] ], $msg);
+	is($sub->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT k) FROM applylog'),
+		'0', "$msg: no transaction applied twice");
+	return;
+}
+
+# the in-core apply worker of insub, stopped in the middle of a
+# transaction: a session holds a lock its next insert into applylog waits
+# for
+sub hold_incore
+{
+	my $s = session_open($sub);
+	session_query($s, 'BEGIN');
+	session_query($s, 'LOCK TABLE applylog IN SHARE MODE');
+	ok(poll_until($sub, q{
+SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_subscription w ON w.pid = l.pid
+               WHERE w.subname = 'insub' AND NOT l.granted)}),
+		'the in-core apply worker waits in the middle of a transaction');
+	return $s;
+}
+
+sub incore_state
+{
+	return $sub->safe_psql('postgres',
+		"SELECT subenabled, coalesce(subslotname::text, 'NONE') FROM pg_subscription WHERE subname = 'insub'");
+}
+
+sub pending
+{
+	return $sub->safe_psql('postgres',
+		"SELECT adopted_origin FROM parallel_apply.subscription WHERE sub_name = 'insub'");
+}
+
+sub refused
+{
+	my ($sql, $re, $msg, $db) = @_;
+	my ($ret, $out, $err) = $sub->psql($db // 'postgres', $sql);
+	isnt($ret, 0, "$msg: refused");
+	like($err, $re, "$msg: as it says");
+	return $err;
+}
+
+# --- the extension, and the refusals: each changes nothing ------------
+$sub->safe_psql('postgres', $quick[0]);
+
+refused("SELECT adopt_subscription('nosuch')",
+	qr/in-core subscription "nosuch" does not exist/, 'an unknown name');
+refused("BEGIN; SELECT adopt_subscription('insub'); COMMIT;",
+	qr/adopt_subscription\(\) cannot run inside a transaction block/,
+	'in a transaction block');
+
+$sub->safe_psql('postgres', 'CREATE DATABASE other');
+$sub->safe_psql('other',
+	"CREATE SUBSCRIPTION elsewhere CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (connect = false, slot_name = NONE)");
+my $err = refused("SELECT adopt_subscription('elsewhere')",
+	qr/in-core subscription "elsewhere" is not in this database/,
+	'a subscription of another database');
+like($err, qr/DETAIL:  A subscription of that name is in database other\./,
+	'... naming the database');
+$sub->safe_psql('other', 'DROP SUBSCRIPTION elsewhere');
+
+$sub->safe_psql('postgres',
+	"CREATE SUBSCRIPTION noslot CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (connect = false, slot_name = NONE)");
+refused("SELECT adopt_subscription('noslot')",
+	qr/in-core subscription "noslot" has no replication slot/, 'a subscription without a slot');
+$sub->safe_psql('postgres', 'DROP SUBSCRIPTION noslot');
+
+$sub->safe_psql('postgres',
+	"CREATE SUBSCRIPTION tp CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (connect = false, two_phase = true, slot_name = 'tp_slot')");
+refused("SELECT adopt_subscription('tp')",
+	qr/in-core subscription "tp" has two_phase/, 'a two_phase subscription');
+$sub->safe_psql('postgres',
+	'ALTER SUBSCRIPTION tp SET (slot_name = NONE); DROP SUBSCRIPTION tp');
+
+# a table joins the publication; its copy is held back by a lock here
+my $late = q{
+SET ROLE app;
+CREATE TABLE late (id int PRIMARY KEY);
+RESET ROLE;
+};
+$sub->safe_psql('postgres', $late);
+$pub->safe_psql('postgres', $late . 'INSERT INTO late VALUES (1);');
+$pub->wait_for_catchup('insub');    # its change skipped: not subscribed yet
+my $hold = session_open($sub);
+session_query($hold, 'BEGIN');
+session_query($hold, 'LOCK TABLE late IN SHARE MODE');
+$sub->safe_psql('postgres', 'ALTER SUBSCRIPTION insub REFRESH PUBLICATION');
+$err = refused("SELECT adopt_subscription('insub', num_writers := 4)",
+	qr/in-core subscription "insub" has tables that are not ready/, 'a table not ready');
+like($err, qr/DETAIL:  Not ready \(state in pg_subscription_rel\): public\.late \([a-z]\)\./,
+	'... naming it');
+is(incore_state(), 't|' . $slot, 'the in-core subscription is left as it was');
+is($sub->safe_psql('postgres', 'SELECT count(*) FROM parallel_apply.subscription'),
+	'0', 'no parallel_apply subscription was made');
+session_query($hold, 'COMMIT');
+session_close($hold);
+ok(poll_until($sub, q{
+SELECT count(*) = 6 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel WHERE srsubid =
+  (SELECT oid FROM pg_subscription WHERE subname = 'insub')}),
+	'the late table is ready once its copy may run');
+
+# --- the take-over, under load, in the middle of a transaction --------
+# a backlog: the in-core subscription disabled for a while
+$sub->safe_psql('postgres', 'ALTER SUBSCRIPTION insub DISABLE');
+load_done(load(3), 'backlog');
+my $h = load(12);
+$sub->safe_psql('postgres', 'ALTER SUBSCRIPTION insub ENABLE');
+my $lock = hold_incore();
+
+my $logpos = -s $sub->logfile;
+my ($ret, $out);
+($ret, $out, $err) = $sub->psql('postgres', $quick[1]);
+is($ret, 0, "adopt_subscription() as the quick start has it: $quick[1]") or diag($err);
+like($err, qr/NOTICE:  parallel_apply subscription "insub" takes over in-core subscription "insub"/,
+	'... saying what it takes over');
+is(incore_state(), 'f|NONE', 'the in-core subscription is disabled, without a slot');
+is($sub->safe_psql('postgres',
+		"SELECT concat_ws(' ', plugin, slot_name, sync_state::text, run_as_owner) FROM parallel_apply.subscription WHERE sub_name = 'insub'"),
+	"pgoutput $slot r " . ($sub->pg_version >= 16 ? 'f' : 't'),
+	'ours streams from its slot through pgoutput, its tables ready, applying as in-core did');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM parallel_apply.subscription_rel r JOIN parallel_apply.subscription s USING (sub_id) WHERE s.sub_name = 'insub'"),
+	'6', 'with its tables');
+
+# the receiver waits: the in-core worker still applies a transaction
+ok(poll_until($sub,
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver insub'"),
+	'the receiver started');
+sleep 1;
+is(pending(), "pg_$incore_oid", 'it has not taken the position while the in-core worker runs');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL"),
+	't', '... which is still there');
+my $event = $sub->pg_version >= 17 ? 'ParallelApplyTakeOver' : 'Extension';
+ok(poll_until($sub,
+		"SELECT wait_event = '$event' FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver insub'"),
+	"the receiver waits on $event");
+
+# the in-core worker commits its transaction, sees the subscription
+# disabled and exits; the receiver takes the position then
+session_query($lock, 'COMMIT');
+session_close($lock);
+ok(poll_until($sub,
+		"SELECT adopted_origin IS NULL FROM parallel_apply.subscription WHERE sub_name = 'insub'"),
+	'the position was taken once the in-core worker was gone');
+ok($sub->wait_for_log(qr/parallel_apply subscription "insub" took over in-core subscription "insub" at \S+/, $logpos),
+	'the log says where');
+
+($ret, $out, $err) = $sub->psql('postgres', $quick[2]);
+is($ret, 0, "as the quick start has it: $quick[2]") or diag($err);
+load_done($h, 'take-over');
+wait_caught_up($sub, 'insub');
+tables_equal('after the take-over');
+no_errors($sub, 'insub', 'after the take-over');
+refused("SELECT adopt_subscription('insub')",
+	qr/parallel_apply subscription "insub" already exists/, 'a name a parallel_apply subscription has');
+
+# --- handed back, under load -------------------------------------------
+$h = load(6);
+sleep 1;
+($ret, $out, $err) = $sub->psql('postgres', "SELECT release_subscription('insub')");
+is($ret, 0, 'release_subscription() under load') or diag($err);
+like($err, qr/NOTICE:  in-core subscription "insub" continues from \S+ with slot "\Q$slot\E"/,
+	'... saying where the in-core one continues');
+is(incore_state(), 't|' . $slot, 'the in-core subscription is enabled with its slot');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM parallel_apply.subscription"), '0', 'ours is dropped');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_origin WHERE roname LIKE 'pa\\_%'"),
+	'0', '... with its replication origins');
+is($pub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'"),
+	'1', 'the slot stays on the provider');
+ok(poll_until($sub,
+		"SELECT count(*) >= 1 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL AND relid IS NULL"),
+	'the in-core apply worker runs again');
+load_done($h, 'release');
+$pub->wait_for_catchup('insub');
+tables_equal('after the release');
+is($sub->safe_psql('postgres',
+		"SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = 'insub'"),
+	'0', 'in-core apply met no error');
+
+# --- a take-over killed with -9 before it took the position ------------
+$h = load(10);
+$lock = hold_incore();
+($ret, $out, $err) = $sub->psql('postgres',
+	"SELECT adopt_subscription('insub', num_writers := 2, drop_incore := true)");
+is($ret, 0, 'adopted again, to drop the in-core subscription') or diag($err);
+ok(poll_until($sub,
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver insub'"),
+	'its receiver started');
+sleep 1;
+is(pending(), "pg_$incore_oid", 'it waits for the in-core worker');
+ok(kill9_postmaster_and_restart($sub), 'the subscriber killed with -9 and started again');
+ok(poll_until($sub,
+		"SELECT adopted_origin IS NULL FROM parallel_apply.subscription WHERE sub_name = 'insub'"),
+	'after the restart the position was taken');
+is($sub->safe_psql('postgres', "SELECT count(*) FROM pg_subscription WHERE subname = 'insub'"),
+	'0', 'and the in-core subscription dropped');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_origin WHERE roname = 'pg_$incore_oid'"),
+	'0', '... with its replication origin');
+load_done($h, 'take-over killed');
+wait_caught_up($sub, 'insub');
+tables_equal('after the take-over killed with -9');
+
+$err = refused("SELECT release_subscription('insub')",
+	qr/the in-core subscription that parallel_apply subscription "insub" took over no longer exists/,
+	'release after drop_incore');
+like($err, qr/HINT:  Keep this subscription, or drop it with drop_subscription\(\)/,
+	'... with a hint');
+
+done_testing();
