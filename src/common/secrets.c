@@ -172,30 +172,26 @@ bool
 pa_secret_gid_key(Oid subid, uint8 key[PA_GID_KEY_LEN])
 {
 	const char *hex = secret_option(subid, "gid_key");
+	bool		valid;
 
 	if (hex == NULL)
 		return false;
-	if (strlen(hex) != 2 * PA_GID_KEY_LEN)
+	valid = strlen(hex) == 2 * PA_GID_KEY_LEN;
+	for (int i = 0; valid && i < PA_GID_KEY_LEN; i++)
+	{
+		int			hi = hex_digit(hex[2 * i]);
+		int			lo = hex_digit(hex[2 * i + 1]);
+
+		valid = hi >= 0 && lo >= 0;
+		key[i] = (uint8) (hi << 4 | lo);
+	}
+	if (!valid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the gid_key of parallel_apply subscription %u is not %d hexadecimal digits",
 						subid, 2 * PA_GID_KEY_LEN),
 				 errhint("It is an option of the user mapping for PUBLIC of server %s.",
 						 quote_identifier(server_name(subid)))));
-	for (int i = 0; i < PA_GID_KEY_LEN; i++)
-	{
-		int			hi = hex_digit(hex[2 * i]);
-		int			lo = hex_digit(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the gid_key of parallel_apply subscription %u is not %d hexadecimal digits",
-							subid, 2 * PA_GID_KEY_LEN),
-					 errhint("It is an option of the user mapping for PUBLIC of server %s.",
-							 quote_identifier(server_name(subid)))));
-		key[i] = (uint8) (hi << 4 | lo);
-	}
 	return true;
 }
 
