@@ -66,7 +66,8 @@
 #                         about 8% more WAL and ten times the non-HOT updates)
 #   WRITERS="1 2 4 8"     parallel_apply writer counts, one subscription each
 #   SYSTEMS="pa pglogical incore"   which systems to run (also: route, nocoalesce,
-#                         adaptive)
+#                         adaptive, decode, pgoutput: parallel_apply with each
+#                         writer count of WRITERS through PostgreSQL's pgoutput)
 #   ADAPTIVE_WRITERS=8    writers of the "adaptive" system
 #   ROUTE_WRITERS=2       writers of the "route" system (>= 2: keys are tracked)
 #   SYNC=off              off | on: durable apply on the subscriber
@@ -197,8 +198,8 @@ for w in $WRITERS; do
 done
 for s in $SYSTEMS; do
 	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ||
-		$s == adaptive || $s == decode ]] ||
-		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode)"
+		$s == adaptive || $s == decode || $s == pgoutput ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode, pgoutput)"
 done
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
 bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS PIN \
@@ -217,7 +218,7 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0 WANT_PGO=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
@@ -225,6 +226,7 @@ for s in $SYSTEMS; do
 		route) WANT_ROUTE=1 ;;
 		nocoalesce) WANT_NC=1 ;;
 		adaptive) WANT_AD=1 ;;
+		pgoutput) WANT_PGO=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -234,7 +236,7 @@ if (( WANT_PGL && ! HAVE_PGL )); then
 	PGL_NOTE="pglogical is not installed ($PKGLIBDIR/pglogical.so missing; Debian package postgresql-15-pglogical): skipped"
 	log "NOTE: $PGL_NOTE"
 fi
-if (( WANT_PA || WANT_ROUTE || WANT_NC || WANT_AD || WANT_DEC )); then
+if (( WANT_PA || WANT_ROUTE || WANT_NC || WANT_AD || WANT_DEC || WANT_PGO )); then
 	[[ -f $PKGLIBDIR/parallel_apply.so ]] || die "parallel_apply is not installed; run make && make install as root"
 fi
 # the route system's settings exist only in a build made with
@@ -292,6 +294,15 @@ if (( WANT_AD )); then
 	s=pa_w${ADAPTIVE_WRITERS}_ad
 	SYS_LIST+=("$s")
 	SYS_KIND[$s]=pa SYS_SUB[$s]=pa_ad SYS_WRITERS[$s]=$ADAPTIVE_WRITERS SYS_LABEL[$s]="pa adaptive"
+fi
+# parallel_apply through PostgreSQL's pgoutput (plugin := 'pgoutput'), with
+# each writer count of WRITERS; its name ends in _pgo
+if (( WANT_PGO )); then
+	for w in $WRITERS; do
+		s=pa_w${w}_pgo
+		SYS_LIST+=("$s")
+		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_pgo_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa pgoutput"
+	done
 fi
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
@@ -621,7 +632,9 @@ setup_sys() {
 		q "$c" "$db" -f "$WORKDIR/schema.sql" >/dev/null || return 1
 		q "$c" "$db" -c "CREATE EXTENSION pg_prewarm" || return 1
 	fi
-	sys_subscribe "${SYS_KIND[$s]}" "$c" "$db" "${SYS_SUB[$s]}" "$copy" "${SYS_WRITERS[$s]}" ||
+	local with=()
+	[[ $s != *_pgo ]] || with=("plugin := 'pgoutput'")
+	sys_subscribe "${SYS_KIND[$s]}" "$c" "$db" "${SYS_SUB[$s]}" "$copy" "${SYS_WRITERS[$s]}" "${with[@]}" ||
 		{ record_evidence "$s" setup; return 1; }
 	SLOT[$s]=$SYS_SLOT ORIGIN[$s]=$SYS_ORIGIN
 	# the copy is done; let the slot confirm the provider's current position
@@ -1407,7 +1420,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true)$([[ $s == *_pgo ]] && echo ', through pgoutput' || true):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"
@@ -1474,7 +1487,7 @@ if [[ -n ${MED[pa_w1]:-} && ${MED[pa_w1]:-NA} != NA ]]; then
 	line="  against one writer (apply TPS / 1-writer apply TPS, medians):"
 	for s in "${SUB_LIST[@]}"; do
 		[[ $s == pa_w* && $s != *_route && $s != pa_w1 ]] || continue
-		line+="${sep:-} ${SYS_WRITERS[$s]}$([[ $s == *_ad ]] && echo ' adaptive' || true)$([[ $s == *_nc ]] && echo ' no-coalesce' || true): $(ratio_or_na "${MED[$s]:-NA}" "${MED[pa_w1]}")"
+		line+="${sep:-} ${SYS_WRITERS[$s]}$([[ $s == *_ad ]] && echo ' adaptive' || true)$([[ $s == *_nc ]] && echo ' no-coalesce' || true)$([[ $s == *_pgo ]] && echo ' pgoutput' || true): $(ratio_or_na "${MED[$s]:-NA}" "${MED[pa_w1]}")"
 		sep=,
 	done
 	sep=""
