@@ -25,6 +25,13 @@
 #   - optionally (SYSTEMS containing "nocoalesce") parallel_apply with 1
 #     writer and parallel_apply.coalesce_updates = off: every update applied
 #     (src/writer/coalesce.c), for comparing with pa_w1 in the same invocation,
+#   - optionally (SYSTEMS containing "alt") parallel_apply as built and
+#     installed in another PostgreSQL installation of the same major
+#     version, ALT_PGBIN (for instance a copy of /usr/lib/postgresql/15 into
+#     which an older commit was installed), with each writer count of
+#     ALT_WRITERS (default "1"): its subscriber clusters run that
+#     installation's server, everything else this one's, so that two builds
+#     are compared run by run in one invocation; ALT_LABEL names it,
 #   - optionally (SYSTEMS containing "decode") the decode-only rate of the
 #     same backlog, the ceiling of any logical apply: per run a slot of
 #     parallel_apply's plugin (decode_pa) and one of pgoutput (decode_pgoutput),
@@ -112,6 +119,7 @@
 #   WORKDIR=${TMPDIR:-/tmp}/parallel_apply_bench/catchup
 #   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
+#   ALT_PGBIN= ALT_WRITERS="1" ALT_LABEL="alt build"   the system "alt" (above)
 #   KEEP_DATA=0           (1: keep the data directories afterwards)
 #   ALL_SUBSCRIBERS=0     1: keep every subscriber cluster running during the
 #                         runs (before issue 17); 0: only the measured one runs
@@ -155,7 +163,7 @@ bench_load_defaults 100000 10 8 2 3
 : "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
 : "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}" "${PIN:=}"
 : "${SUBSCRIBER_CLONE:=0}" "${CLONE_FILL:=}" "${INIT_STEPS:=}" "${COMPARE:=ordered}" "${WAIT_SAMPLE_MS:=0}" "${DEADLINE:=0}"
-: "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}"
+: "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}" "${ALT_PGBIN:=}" "${ALT_WRITERS:=1}" "${ALT_LABEL:=alt build}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 # the workload files and the baseline check (beside this script, also in
@@ -198,14 +206,26 @@ for w in $WRITERS; do
 done
 for s in $SYSTEMS; do
 	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ||
-		$s == adaptive || $s == decode || $s == pgoutput ]] ||
-		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode, pgoutput)"
+		$s == adaptive || $s == decode || $s == pgoutput || $s == alt ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode, pgoutput, alt)"
 done
+if [[ " $SYSTEMS " == *" alt "* ]]; then
+	[[ -x ${ALT_PGBIN:-}/pg_ctl && -x $ALT_PGBIN/postgres ]] ||
+		die "SYSTEMS alt needs ALT_PGBIN, the bin directory of another PostgreSQL installation"
+	[[ -f $("$ALT_PGBIN/pg_config" --pkglibdir)/parallel_apply.so ]] ||
+		die "ALT_PGBIN's installation has no parallel_apply: make PG_CONFIG=$ALT_PGBIN/pg_config install"
+	[[ $("$ALT_PGBIN/postgres" --version) == "$("$PGBIN/postgres" --version)" ]] ||
+		die "ALT_PGBIN's postgres is not PGBIN's version: the subscriber clusters are made by PGBIN's initdb"
+	for w in $ALT_WRITERS; do
+		is_uint "$w" && (( w >= 1 && w <= 64 )) || die "ALT_WRITERS: '$w' is not a writer count in 1..64"
+	done
+fi
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
 bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS PIN \
 	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WARMUP_XACTS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
 	ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT PA_CONF \
-	SUBSCRIBER_CLONE CLONE_FILL INIT_STEPS COMPARE WAIT_SAMPLE_MS DEADLINE SHARED_BUFFERS MAX_WAL_SIZE
+	SUBSCRIBER_CLONE CLONE_FILL INIT_STEPS COMPARE WAIT_SAMPLE_MS DEADLINE SHARED_BUFFERS MAX_WAL_SIZE \
+	ALT_PGBIN ALT_WRITERS ALT_LABEL
 PDB=bench
 CSV=$WORKDIR/catchup_results.csv
 PGBENCH_LOG=$WORKDIR/pgbench.log
@@ -218,7 +238,7 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0 WANT_PGO=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0 WANT_PGO=0 WANT_ALT=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
@@ -227,6 +247,7 @@ for s in $SYSTEMS; do
 		nocoalesce) WANT_NC=1 ;;
 		adaptive) WANT_AD=1 ;;
 		pgoutput) WANT_PGO=1 ;;
+		alt) WANT_ALT=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -302,6 +323,16 @@ if (( WANT_PGO )); then
 		s=pa_w${w}_pgo
 		SYS_LIST+=("$s")
 		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_pgo_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa pgoutput"
+	done
+fi
+# parallel_apply of ALT_PGBIN's installation, each writer count of
+# ALT_WRITERS; its name ends in _alt (its clusters started by that
+# installation's pg_ctl: bench/lib/cluster.sh, cluster_start)
+if (( WANT_ALT )); then
+	for w in $ALT_WRITERS; do
+		s=pa_w${w}_alt
+		SYS_LIST+=("$s")
+		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_alt_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa $ALT_LABEL"
 	done
 fi
 if (( WANT_PGL )); then
@@ -1420,7 +1451,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true)$([[ $s == *_pgo ]] && echo ', through pgoutput' || true):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true)$([[ $s == *_pgo ]] && echo ', through pgoutput' || true)$([[ $s == *_alt ]] && echo ", $ALT_LABEL" || true):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"

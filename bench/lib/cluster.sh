@@ -283,6 +283,10 @@ pglogical.synchronous_commit = ${SYNC:-off}
 	(( $# == 0 )) || printf '%s\n' "$@" >>"$d/postgresql.conf"
 }
 
+# cluster_bin NAME: the bin directory whose server runs NAME: ALT_PGBIN's
+# for a system whose name ends in _alt (catchup_bench.sh's "alt"), else PGBIN
+cluster_bin() { [[ $1 == *_alt && -n ${ALT_PGBIN:-} ]] && echo "$ALT_PGBIN" || echo "$PGBIN"; }
+
 # cluster_start NAME [COMMAND...]: start it (through COMMAND, e.g. taskset
 # or a cgroup, when given); cluster_stop NAME; clusters_stop_started:
 # every started one, the last first (subscribers before their provider)
@@ -291,7 +295,7 @@ cluster_start() {
 	shift
 	pg_ctl status -D "$(cdata "$c")" >/dev/null 2>&1 && return 0
 	[[ " ${STARTED[*]} " == *" $c "* ]] || STARTED+=("$c")
-	"$@" pg_ctl start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
+	"$@" "$(cluster_bin "$c")/pg_ctl" start -D "$(cdata "$c")" -l "$(clog "$c")" -w -t 120 >/dev/null ||
 		{ tail -n 30 "$(clog "$c")" >&2 || true; die "server $c did not start"; }
 }
 cluster_stop() {

@@ -183,14 +183,18 @@
  * asynchronous; with it local, the writer flushes its commit record after
  * its turn, before it takes the next transaction, so commits of several
  * writers share WAL flushes instead of queueing one fsync each.  With it
- * on, remote_write or remote_apply the writer's session has that setting,
+ * on, remote_write or remote_apply and synchronous standbys named in this
+ * node's synchronous_standby_names, the writer's session has that setting,
  * as PostgreSQL's apply workers have the subscription's: each commit
- * waits, in its turn, for this node's synchronous standbys
- * (synchronous_standby_names) as any commit at that setting does, and is
- * visible here only once they have confirmed it.  Later writers' commits
- * wait for that turn, so the provider's commit order is kept; what the
- * leader reports flushed is then also on the standbys.  No standby named
- * there, the setting means local.
+ * waits, in its turn, for those standbys as any commit at that setting
+ * does, and is visible here only once they have confirmed it.  Later
+ * writers' commits wait for that turn, so the provider's commit order is
+ * kept; what the leader reports flushed is then also on the standbys.  No
+ * standby named there, the setting means local, and is applied as local
+ * (apply_commit_setting(), again at each reload of the configuration):
+ * were the session's setting on, each commit would flush inside its turn,
+ * and the next writer's commit could start only once that flush ended, one
+ * fsync after the other, where one writer's grouped commits share one.
  *
  * src/writer/writer.c
  *
@@ -205,6 +209,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "replication/syncrep.h"
 #include "replication/origin.h"
 #include "storage/buffile.h"
 #include "storage/ipc.h"
@@ -498,6 +503,28 @@ load_subscription(void)
 	return sub;
 }
 
+/*
+ * The session's synchronous_commit for the subscription's: with on,
+ * remote_write or remote_apply, that setting while this node names
+ * synchronous standbys, else off (the commit then flushed after its turn,
+ * pa_writer_after_commit()); see the header comment.  Called at start and
+ * after each reload of the configuration.
+ */
+static void
+apply_commit_setting(void)
+{
+	bool		waits;
+
+	waits = MyWriter->flush_commits &&
+		strcmp(MyWriter->sync_level, "local") != 0 &&
+		SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0';
+	if (waits == MyWriter->commit_waits)
+		return;
+	SetConfigOption("synchronous_commit", waits ? MyWriter->sync_level : "off",
+					PGC_SUSET, PGC_S_OVERRIDE);
+	MyWriter->commit_waits = waits;
+}
+
 /* Settle what the subscription's settings decide. */
 static void
 apply_settings(PaSubscription *sub)
@@ -514,11 +541,9 @@ apply_settings(PaSubscription *sub)
 	MyWriter->apply.relmap.remote_encoding = -1;
 	MyWriter->apply.report = pa_writer_conflict;
 	MyWriter->flush_commits = strcmp(sub->synchronous_commit, "off") != 0;
-	/* on, remote_write, remote_apply: as in-core (header comment) */
-	if (MyWriter->flush_commits &&
-		strcmp(sub->synchronous_commit, "local") != 0)
-		SetConfigOption("synchronous_commit", sub->synchronous_commit,
-						PGC_SUSET, PGC_S_OVERRIDE);
+	MyWriter->sync_level = MemoryContextStrdup(TopMemoryContext,
+											   sub->synchronous_commit);
+	apply_commit_setting();
 	MyWriter->disable_on_error = sub->disable_on_error;
 	MyWriter->skip_lsn = sub->skip_lsn;
 }
@@ -548,6 +573,7 @@ writer_loop(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			apply_commit_setting();
 		}
 		handle_queue_message(data, len);
 	}

@@ -122,6 +122,9 @@ typedef struct PaWriter
 	const char *subname;		/* its name, for messages */
 	bool		flush_commits;	/* flush each commit's WAL after its turn:
 								 * see pa_writer_after_commit() */
+	const char *sync_level;		/* the subscription's synchronous_commit */
+	bool		commit_waits;	/* the session has sync_level: commits wait
+								 * for the standbys in their turn */
 
 	/* memory (writer.c creates them) */
 	MemoryContext txn_cxt;		/* the group being applied */
