@@ -31,7 +31,9 @@
 #     which an older commit was installed), with each writer count of
 #     ALT_WRITERS (default "1"): its subscriber clusters run that
 #     installation's server, everything else this one's, so that two builds
-#     are compared run by run in one invocation; ALT_LABEL names it,
+#     are compared run by run in one invocation; ALT_LABEL names it; and
+#     SYSTEMS containing "alt2" the same for a third build, ALT2_PGBIN,
+#     ALT2_WRITERS, ALT2_LABEL (systems pa_w<N>_alt2),
 #   - optionally (SYSTEMS containing "decode") the decode-only rate of the
 #     same backlog, the ceiling of any logical apply: per run a slot of
 #     parallel_apply's plugin (decode_pa) and one of pgoutput (decode_pgoutput),
@@ -120,6 +122,7 @@
 #   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
 #   ALT_PGBIN= ALT_WRITERS="1" ALT_LABEL="alt build"   the system "alt" (above)
+#   ALT2_PGBIN= ALT2_WRITERS="1" ALT2_LABEL="alt2 build"   the system "alt2"
 #   KEEP_DATA=0           (1: keep the data directories afterwards)
 #   ALL_SUBSCRIBERS=0     1: keep every subscriber cluster running during the
 #                         runs (before issue 17); 0: only the measured one runs
@@ -164,6 +167,7 @@ bench_load_defaults 100000 10 8 2 3
 : "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}" "${PIN:=}"
 : "${SUBSCRIBER_CLONE:=0}" "${CLONE_FILL:=}" "${INIT_STEPS:=}" "${COMPARE:=ordered}" "${WAIT_SAMPLE_MS:=0}" "${DEADLINE:=0}"
 : "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}" "${ALT_PGBIN:=}" "${ALT_WRITERS:=1}" "${ALT_LABEL:=alt build}"
+: "${ALT2_PGBIN:=}" "${ALT2_WRITERS:=1}" "${ALT2_LABEL:=alt2 build}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
 # the workload files and the baseline check (beside this script, also in
@@ -206,26 +210,31 @@ for w in $WRITERS; do
 done
 for s in $SYSTEMS; do
 	[[ $s == pa || $s == pglogical || $s == incore || $s == route || $s == nocoalesce ||
-		$s == adaptive || $s == decode || $s == pgoutput || $s == alt ]] ||
-		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode, pgoutput, alt)"
+		$s == adaptive || $s == decode || $s == pgoutput || $s == alt || $s == alt2 ]] ||
+		die "SYSTEMS: unknown system '$s' (pa, pglogical, incore, route, nocoalesce, adaptive, decode, pgoutput, alt, alt2)"
 done
-if [[ " $SYSTEMS " == *" alt "* ]]; then
-	[[ -x ${ALT_PGBIN:-}/pg_ctl && -x $ALT_PGBIN/postgres ]] ||
-		die "SYSTEMS alt needs ALT_PGBIN, the bin directory of another PostgreSQL installation"
-	[[ -f $("$ALT_PGBIN/pg_config" --pkglibdir)/parallel_apply.so ]] ||
-		die "ALT_PGBIN's installation has no parallel_apply: make PG_CONFIG=$ALT_PGBIN/pg_config install"
-	[[ $("$ALT_PGBIN/postgres" --version) == "$("$PGBIN/postgres" --version)" ]] ||
-		die "ALT_PGBIN's postgres is not PGBIN's version: the subscriber clusters are made by PGBIN's initdb"
-	for w in $ALT_WRITERS; do
-		is_uint "$w" && (( w >= 1 && w <= 64 )) || die "ALT_WRITERS: '$w' is not a writer count in 1..64"
+# check_alt ALT|ALT2: that installation has parallel_apply and PGBIN's version
+check_alt() {
+	local bin=${1}_PGBIN writers=${1}_WRITERS
+	bin=${!bin:-} writers=${!writers}
+	[[ -x $bin/pg_ctl && -x $bin/postgres ]] ||
+		die "SYSTEMS ${1,,} needs ${1}_PGBIN, the bin directory of another PostgreSQL installation"
+	[[ -f $("$bin/pg_config" --pkglibdir)/parallel_apply.so ]] ||
+		die "${1}_PGBIN's installation has no parallel_apply: make PG_CONFIG=$bin/pg_config install"
+	[[ $("$bin/postgres" --version) == "$("$PGBIN/postgres" --version)" ]] ||
+		die "${1}_PGBIN's postgres is not PGBIN's version: the subscriber clusters are made by PGBIN's initdb"
+	for w in $writers; do
+		is_uint "$w" && (( w >= 1 && w <= 64 )) || die "${1}_WRITERS: '$w' is not a writer count in 1..64"
 	done
-fi
+}
+[[ " $SYSTEMS " != *" alt "* ]] || check_alt ALT
+[[ " $SYSTEMS " != *" alt2 "* ]] || check_alt ALT2
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
 bench_as_user CHECK_BASELINES CHECK_RUNS CHECK_PAIRED ALL_SUBSCRIBERS PIN \
 	NXACTS SCALE CLIENTS JOBS RUNS WARMUP WARMUP_XACTS WRITERS SYSTEMS SYNC WORKLOAD HISTORY_PK \
 	ROUTE_WRITERS ADAPTIVE_WRITERS INSERT_COLUMNS CATCHUP_TIMEOUT SETUP_TIMEOUT PA_CONF \
 	SUBSCRIBER_CLONE CLONE_FILL INIT_STEPS COMPARE WAIT_SAMPLE_MS DEADLINE SHARED_BUFFERS MAX_WAL_SIZE \
-	ALT_PGBIN ALT_WRITERS ALT_LABEL
+	ALT_PGBIN ALT_WRITERS ALT_LABEL ALT2_PGBIN ALT2_WRITERS ALT2_LABEL
 PDB=bench
 CSV=$WORKDIR/catchup_results.csv
 PGBENCH_LOG=$WORKDIR/pgbench.log
@@ -238,7 +247,7 @@ PGL_NOTE=""
 if [[ -f $PKGLIBDIR/pglogical.so && -f $SHAREDIR/extension/pglogical.control ]]; then
 	HAVE_PGL=1
 fi
-WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0 WANT_PGO=0 WANT_ALT=0
+WANT_PA=0 WANT_PGL=0 WANT_CORE=0 WANT_ROUTE=0 WANT_NC=0 WANT_AD=0 WANT_DEC=0 WANT_PGO=0 WANT_ALT=0 WANT_ALT2=0
 for s in $SYSTEMS; do
 	case $s in
 		pa) WANT_PA=1 ;;
@@ -248,6 +257,7 @@ for s in $SYSTEMS; do
 		adaptive) WANT_AD=1 ;;
 		pgoutput) WANT_PGO=1 ;;
 		alt) WANT_ALT=1 ;;
+		alt2) WANT_ALT2=1 ;;
 		pglogical) WANT_PGL=1 ;;
 		incore) WANT_CORE=1 ;;
 	esac
@@ -333,6 +343,13 @@ if (( WANT_ALT )); then
 		s=pa_w${w}_alt
 		SYS_LIST+=("$s")
 		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_alt_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa $ALT_LABEL"
+	done
+fi
+if (( WANT_ALT2 )); then
+	for w in $ALT2_WRITERS; do
+		s=pa_w${w}_alt2
+		SYS_LIST+=("$s")
+		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_alt2_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa $ALT2_LABEL"
 	done
 fi
 if (( WANT_PGL )); then
@@ -1451,7 +1468,7 @@ ratio_or_na() {
 }
 for s in "${SYS_LIST[@]}"; do
 	[[ $s == pa_w* && $s != *_route ]] || continue
-	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true)$([[ $s == *_pgo ]] && echo ', through pgoutput' || true)$([[ $s == *_alt ]] && echo ", $ALT_LABEL" || true):"
+	line="  parallel_apply $(printf '%2s' "${SYS_WRITERS[$s]}") writer(s)$([[ $s == *_nc ]] && echo ', no coalescing' || true)$([[ $s == *_ad ]] && echo ', adaptive' || true)$([[ $s == *_pgo ]] && echo ', through pgoutput' || true)$([[ $s == *_alt ]] && echo ", $ALT_LABEL" || true)$([[ $s == *_alt2 ]] && echo ", $ALT2_LABEL" || true):"
 	(( WANT_PGL )) && line+="  vs pglogical $(ratio_or_na "${MED[$s]:-NA}" "${MED[pglogical]:-NA}")"
 	(( WANT_CORE )) && line+="  vs in-core $(ratio_or_na "${MED[$s]:-NA}" "${MED[incore]:-NA}")"
 	line+="   (best runs:"

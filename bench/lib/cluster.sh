@@ -284,8 +284,15 @@ pglogical.synchronous_commit = ${SYNC:-off}
 }
 
 # cluster_bin NAME: the bin directory whose server runs NAME: ALT_PGBIN's
-# for a system whose name ends in _alt (catchup_bench.sh's "alt"), else PGBIN
-cluster_bin() { [[ $1 == *_alt && -n ${ALT_PGBIN:-} ]] && echo "$ALT_PGBIN" || echo "$PGBIN"; }
+# for a system whose name ends in _alt, ALT2_PGBIN's for _alt2
+# (catchup_bench.sh's "alt" and "alt2"), else PGBIN
+cluster_bin() {
+	case $1 in
+		*_alt) echo "${ALT_PGBIN:-$PGBIN}" ;;
+		*_alt2) echo "${ALT2_PGBIN:-$PGBIN}" ;;
+		*) echo "$PGBIN" ;;
+	esac
+}
 
 # cluster_start NAME [COMMAND...]: start it (through COMMAND, e.g. taskset
 # or a cgroup, when given); cluster_stop NAME; clusters_stop_started:
