@@ -9,6 +9,7 @@
 # which no change names), TRUNCATE, the initial copy, a backlog of 2,000
 # single-row transactions applied by 4 writers, a streamed transaction
 # (logical_decoding_work_mem = 64kB) with a subtransaction rolled back,
+# a transaction of 1,000,000 rows and one deleting them,
 # and a provider database in LATIN1 (pgoutput sends text in the
 # subscriber's encoding).
 use strict;
@@ -191,6 +192,16 @@ rows_equal($pub, $sub, \@tables, 'after a streamed transaction');
 ok(poll_until($pub,
 		"SELECT stream_txns > 0 FROM pg_stat_replication_slots WHERE slot_name LIKE 'pa_pgo_%'"),
 	'the provider streamed it');
+
+# a transaction of 1,000,000 rows, streamed while it runs, and one that
+# deletes them all again
+$pub->safe_psql('postgres',
+	"INSERT INTO big SELECT g, md5(g::text) FROM generate_series(100001, 1100000) g");
+wait_caught_up($sub, 'pgo', timeout => '15 min');
+rows_equal($pub, $sub, [ [ 'big', 'id' ] ], 'after a transaction of 1,000,000 rows');
+$pub->safe_psql('postgres', 'DELETE FROM big WHERE id > 100000');
+wait_caught_up($sub, 'pgo', timeout => '15 min');
+rows_equal($pub, $sub, \@tables, 'after a transaction deleting 1,000,000 rows');
 
 # a streamed transaction that aborts leaves nothing
 $pub->safe_psql('postgres', q{
