@@ -19,7 +19,7 @@ use PaTest;
 
 my $pub = provider_node('provider');
 my $sub = subscriber_node('subscriber');
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 
 # Same SQL result on both nodes.
 sub same

@@ -19,7 +19,7 @@ logical_decoding_work_mem = 64kB
 max_prepared_transactions = 10
 });
 my $sub = subscriber_node('subscriber', extra_conf => "max_prepared_transactions = 10\n");
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 
 my $types = q{
 CREATE EXTENSION hstore;

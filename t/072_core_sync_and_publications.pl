@@ -19,7 +19,7 @@ use PaTest;
 
 my $pub = provider_node('provider');
 my $sub = subscriber_node('subscriber', extra_conf => "max_replication_slots = 30\n");
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 my $dsn = $pub->connstr('postgres');
 
 # The slots of subscriptions on the provider, the writers' origins here.
@@ -116,14 +116,21 @@ is(origins(), '0', 'nor a replication origin here');
 $pub->safe_psql('postgres', 'CREATE TABLE gone (a int PRIMARY KEY); CREATE PUBLICATION p_gone FOR TABLE gone');
 $sub->safe_psql('postgres', 'CREATE TABLE gone (a int PRIMARY KEY)');
 my ($ret, $out, $err) = $sub->psql('postgres',
-	"SELECT create_subscription('missing', \$d\$$dsn\$d\$, ARRAY['p_gone', 'no_such_pub'])");
+	"SELECT create_subscription('missing', \$d\$$dsn\$d\$, ARRAY['p_gone', 'no_such_pub']" . plugin_arg() . ")");
 is($ret, 0, 'a subscription with one missing publication is created');
 like($err, qr/WARNING:  publication\(s\) not found on the provider: no_such_pub/,
 	'with a warning naming the missing publication');
 # as PostgreSQL 15's walsender does, the provider refuses to stream a
 # publication it does not have
-last_error_like('missing', 'publication "no_such_pub" does not exist',
-	'streaming stops on the missing publication, named in last_error');
+SKIP:
+{
+	skip_unless_plugin('parallel_apply',
+		'pgoutput looks the publications up at the first change it decodes, not when streaming starts, '
+		  . 'and before PostgreSQL 18 a change decoded before the publication existed fails for good '
+		  . '(its historic snapshot lacks it): no change to make here', 1);
+	last_error_like('missing', 'publication "no_such_pub" does not exist',
+		'streaming stops on the missing publication, named in last_error');
+}
 ($ret, $out, $err) = $sub->psql('postgres',
 	"SELECT alter_subscription_config('missing', publications := ARRAY['p_gone', 'nope1', 'nope2'])");
 is($ret, 0, 'publications changed to a list with missing ones');

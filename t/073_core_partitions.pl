@@ -20,7 +20,7 @@ use PaTest;
 my $pub = provider_node('provider');
 my $parted = subscriber_node('parted');
 my $flat = subscriber_node('flat');
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 
 $pub->safe_psql('postgres', q{
 CREATE TABLE orders (id int PRIMARY KEY, region text, v int) PARTITION BY RANGE (id);

@@ -18,7 +18,7 @@ use PaTest;
 
 my $pub = provider_node('provider');
 my $sub = subscriber_node('subscriber');
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 
 # --- 012: keys equal under the collation here, not in bytes ---------------
 $sub->safe_psql('postgres',

@@ -15,7 +15,7 @@ use PaTest;
 my $a = provider_node('a');
 my $b = both_node('b');
 my $c = subscriber_node('c');
-$a->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($a);
 
 my $ddl = 'CREATE TABLE t (id int PRIMARY KEY, v text); CREATE TABLE u (n int)';
 $_->safe_psql('postgres', $ddl) foreach ($a, $b, $c);

@@ -19,7 +19,7 @@ use PaTest;
 my $pub = provider_node('provider');
 my $s1 = subscriber_node('s1');
 my $s2 = subscriber_node('s2');
-$pub->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+provider_extension($pub);
 
 $pub->safe_psql('postgres', q{
 CREATE TABLE q2 (a int PRIMARY KEY, b text) PARTITION BY LIST (a);

@@ -17,7 +17,10 @@
 # small filesystem the subscriber's temporary files go to: test/faults.sh
 # mounts one as root; without it the disk_full fault is skipped),
 # FAULT_FAILOVER=0 (PostgreSQL 17 and later: no standby, no failover
-# fault), FAULT_VERBOSE=1 (each step on prove's output).
+# fault), FAULT_VERBOSE=1 (each step on prove's output), FAULT_PLUGIN
+# (the subscriptions' output plugin: parallel_apply, the default, or
+# pgoutput, PostgreSQL's own, from a provider with nothing of this
+# project: t/lib/PaTest.pm's PA_PLUGIN).
 #
 # The failover fault (PostgreSQL 17 and later) is written but was never
 # run by its author, who had only 15: t/lib/PaFaults.pm, make_standby()
@@ -29,10 +32,13 @@ use warnings;
 use Test::More;
 use lib 't/lib';
 use PaFaults;
+use PaTest;
 
+$ENV{PA_PLUGIN} = $ENV{FAULT_PLUGIN} if ($ENV{FAULT_PLUGIN} // '') ne '';
+my $plugin = pa_plugin();
 my $seed = $ENV{SEED} || (time() ^ ($$ << 8)) % 1000000007;
 my $n = $ENV{FAULTS} || 50;
-diag("fault campaign: SEED=$seed FAULTS=$n (replay a failure with the same SEED and FAULTS)");
+diag("fault campaign: SEED=$seed FAULTS=$n FAULT_PLUGIN=$plugin (replay a failure with the same SEED, FAULTS and FAULT_PLUGIN)");
 
 my $E = PaFaults->new(seed => $seed);
 $E->setup;

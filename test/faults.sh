@@ -19,7 +19,10 @@
 # campaign"), FAULT_KINDS (a subset, e.g. "net_stall,kill_writer"), REPORT
 # (a markdown report written to that path), FAULT_VERBOSE=1 (each step on
 # the output too), FAULT_FAILOVER=0 (on PostgreSQL 17 and later: no
-# standby and no failover fault; that path is untested so far), PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
+# standby and no failover fault; that path is untested so far),
+# FAULT_PLUGIN=pgoutput (the subscriptions on PostgreSQL's pgoutput, the
+# provider with its default output_plugin_libraries; default
+# parallel_apply, our plugin), PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config),
 # TEST_USER (default pa_test), TEST_DIR (default /tmp/parallel_apply_faults),
 # SKIP_INSTALL=1 (as root: the extension is installed already).
 set -euo pipefail
@@ -73,7 +76,7 @@ status=0
 runuser -u "$TEST_USER" -- env PG_CONFIG="$PG_CONFIG" bindir="$bindir" \
 	SEED="${SEED:-}" FAULTS="${FAULTS:-50}" FAULT_KINDS="${FAULT_KINDS:-}" \
 	FAULT_TMPFS="${FAULT_TMPFS:-}" FAULT_VERBOSE="${FAULT_VERBOSE:-}" \
-	FAULT_FAILOVER="${FAULT_FAILOVER:-1}" \
+	FAULT_FAILOVER="${FAULT_FAILOVER:-1}" FAULT_PLUGIN="${FAULT_PLUGIN:-}" \
 	REPORT="${report_dir:+$report_dir/report.md}" \
 	bash -c 'cd "$0" && run_campaign' "$TEST_DIR" || status=1
 if [ -n "$report_dir" ]; then

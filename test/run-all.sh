@@ -37,8 +37,13 @@
 # each OLD:NEW of PA_UPGRADES (default 18 -> 19, in 19's root; see below
 # why not 15 -> 19; "15:17 18:19" adds 15 -> 17).  On the versions with the
 # whole suite, the short fault campaign runs after it (test/faults.sh;
-# PA_FAULTS=0 leaves it out).  Each step is printed at the end with
-# where it ran, its result and its time; the run fails when one fails.
+# PA_FAULTS=0 leaves it out), and on the oldest of them (15) a shorter one
+# with the subscriptions on pgoutput, 20 faults (PA_PGOUTPUT_FAULT_VERSIONS,
+# PA_PGOUTPUT_FAULTS; about 2 minutes).  The whole suite runs the ports of
+# PostgreSQL's subscription tests in both modes: t/070-t/076 on our plugin,
+# t/070p-t/076p the same files on pgoutput (about a minute more).  Each
+# step is printed at the end with where it ran, its result and its time;
+# the run fails when one fails.
 #
 # Environment: TEST_USER (default pa_test), TEST_DIR (the copy, default
 # /tmp/parallel_apply_test; in a root, the same path inside it),
@@ -46,7 +51,8 @@
 # another user only, see above), PG_CONFIG (as another user, or for 15;
 # default /usr/lib/postgresql/15/bin/pg_config), PG_VERSIONS, PG_ROOTS,
 # PA_FULL_TAP_VERSIONS, PA_SMOKE_TESTS, PA_CROSS_VERSIONS, PA_UPGRADES,
-# PA_FAULTS, FAULT_SEED, FAULT_FAILOVER (test/faults.sh).
+# PA_FAULTS, PA_PGOUTPUT_FAULT_VERSIONS, PA_PGOUTPUT_FAULTS, FAULT_SEED,
+# FAULT_FAILOVER (test/faults.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -161,6 +167,16 @@ run_here() (
 		PG_CONFIG="$PG_CONFIG" TEST_USER="$TEST_USER" SEED="${FAULT_SEED:-7}" \
 			bash "$repo/test/faults.sh" || status=1
 	fi
+	# then, on PA_PGOUTPUT_FAULT_VERSIONS, a shorter one with the
+	# subscriptions on pgoutput (FAULT_PLUGIN), the build the one before
+	# installed, its files beside the first's
+	if [ "${PA_RUN_PGOUTPUT_FAULTS:-0}" = 1 ]; then
+		say "the fault campaign on pgoutput (test/faults.sh, FAULT_PLUGIN=pgoutput, FAULTS=$PA_PGOUTPUT_FAULTS, SEED=${FAULT_SEED:-7})"
+		PG_CONFIG="$PG_CONFIG" TEST_USER="$TEST_USER" SEED="${FAULT_SEED:-7}" \
+			FAULT_PLUGIN=pgoutput FAULTS="$PA_PGOUTPUT_FAULTS" SKIP_INSTALL=1 \
+			TEST_DIR=/tmp/parallel_apply_faults_pgoutput \
+			bash "$repo/test/faults.sh" || status=1
+	fi
 	exit $status
 )
 
@@ -179,6 +195,7 @@ run_in_root() {
 		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" \
 		TEST_USER="$TEST_USER" TEST_DIR="$TEST_DIR" SKIP_TAP="${SKIP_TAP:-0}" \
 		PROVE_TESTS="${PROVE_TESTS:-}" PA_RUN_FAULTS="${PA_RUN_FAULTS:-0}" \
+		PA_RUN_PGOUTPUT_FAULTS="${PA_RUN_PGOUTPUT_FAULTS:-0}" PA_PGOUTPUT_FAULTS="$PA_PGOUTPUT_FAULTS" \
 		FAULT_FAILOVER="${FAULT_FAILOVER:-}" FAULT_SEED="${FAULT_SEED:-}" \
 		bash "$src/test/run-all.sh" || status=1
 	[ $mounted = 1 ] || bash "$repo/tools/pg-root.sh" --umount "$version" "$root"
@@ -233,6 +250,15 @@ PA_SMOKE_TESTS=${PA_SMOKE_TESTS:-"
 
 sorted=$(printf '%s\n' $PG_VERSIONS | sort -n -u)
 PA_FULL_TAP_VERSIONS=${PA_FULL_TAP_VERSIONS:-$(printf '%s\n' "$sorted" | head -n 1) $(printf '%s\n' "$sorted" | tail -n 1)}
+# The fault campaign with the subscriptions on pgoutput (test/faults.sh
+# FAULT_PLUGIN=pgoutput): after the short one, on the versions of
+# PA_PGOUTPUT_FAULT_VERSIONS that run it (default the oldest of
+# PA_FULL_TAP_VERSIONS: 15, where pgoutput is oldest and this machine's
+# own), PA_PGOUTPUT_FAULTS faults (default 20: every kind that runs there
+# at least once; 0: none), to keep CI under its hour.
+PA_PGOUTPUT_FAULT_VERSIONS=${PA_PGOUTPUT_FAULT_VERSIONS:-$(printf '%s\n' $PA_FULL_TAP_VERSIONS | sort -n | head -n 1)}
+PA_PGOUTPUT_FAULTS=${PA_PGOUTPUT_FAULTS:-20}
+export PA_PGOUTPUT_FAULTS
 user_prove_tests=${PROVE_TESTS:-}
 
 # each step: what ran, where, its result and how long it took
@@ -274,11 +300,17 @@ for version in $PG_VERSIONS; do
 		export PROVE_TESTS
 	fi
 	[ "${SKIP_TAP:-0}" = 1 ] && tap="no TAP"
-	# the fault campaign where the whole suite runs (PA_FAULTS=0: nowhere)
-	export PA_RUN_FAULTS=0
+	# the fault campaign where the whole suite runs (PA_FAULTS=0: nowhere),
+	# and there on PA_PGOUTPUT_FAULT_VERSIONS the one on pgoutput
+	export PA_RUN_FAULTS=0 PA_RUN_PGOUTPUT_FAULTS=0
 	if [ "$tap" = "TAP: all" ] && [ "${PA_FAULTS:-1}" != 0 ]; then
 		PA_RUN_FAULTS=1
 		tap="$tap, fault campaign"
+		if case " $PA_PGOUTPUT_FAULT_VERSIONS " in *" $version "*) true ;; *) false ;; esac &&
+			[ "$PA_PGOUTPUT_FAULTS" != 0 ]; then
+			PA_RUN_PGOUTPUT_FAULTS=1
+			tap="$tap (+ $PA_PGOUTPUT_FAULTS faults on pgoutput)"
+		fi
 	fi
 	case $version in
 		15)

@@ -1,9 +1,12 @@
 # The fault campaign's engine (test/faults.pl drives it, test/faults.sh
-# runs that as root or as the test user): a provider and a subscriber with
-# the extension on both, FOR ALL TABLES, 4 writers and adaptive writers
-# (the default); a load that runs all the time; a nemesis that injects
-# faults picked from a printed seed; and the invariants checked during the
-# run (every ~0.5 s) and after each fault once the subscriber caught up.
+# runs that as root or as the test user): a provider and a subscriber,
+# FOR ALL TABLES, 4 writers and adaptive writers (the default), the
+# subscriptions on our plugin or, with FAULT_PLUGIN=pgoutput (PaTest's
+# PA_PLUGIN), on pgoutput from a provider with the default
+# output_plugin_libraries; a load that runs all the time; a nemesis that
+# injects faults picked from a printed seed; and the invariants checked
+# during the run (every ~0.5 s) and after each fault once the subscriber
+# caught up.
 #
 # Everything it kills or stops belongs to the clusters it made: processes
 # are found by SQL on those clusters (pg_stat_activity), never by name.
@@ -208,7 +211,7 @@ CREATE PUBLICATION pub FOR ALL TABLES;
 		my $tp = $x{name} eq 'tp' ? ', two_phase := true' : '';
 		$sub->safe_psql($db,
 			"SELECT create_subscription('$x{name}', \$d\$" . proxy_dsn($E, $db)
-			  . "\$d\$, ARRAY['pub'], num_writers := $WRITERS$tp$failover)");
+			  . "\$d\$, ARRAY['pub'], num_writers := $WRITERS$tp$failover" . plugin_arg() . ')');
 		wait_caught_up($sub, $x{name}, db => $db);
 		$x{subid} = $sub->safe_psql($db, "SELECT sub_id FROM parallel_apply.subscription WHERE sub_name = '$x{name}'");
 		$x{dboid} = $sub->safe_psql($db, "SELECT oid FROM pg_database WHERE datname = '$db'");
@@ -979,8 +982,9 @@ sub report
 {
 	my ($E, $path, $n) = @_;
 	my $md = "# Fault campaign report\n\n";
-	$md .= sprintf("- seed: %s (replay: `SEED=%s FAULTS=%d bash test/faults.sh`)\n", $E->{seed}, $E->{seed}, $n);
-	$md .= "- PostgreSQL: $E->{version}\n";
+	$md .= sprintf("- seed: %s (replay: `SEED=%s FAULTS=%d%s bash test/faults.sh`)\n", $E->{seed}, $E->{seed}, $n,
+		pa_plugin() eq 'pgoutput' ? ' FAULT_PLUGIN=pgoutput' : '');
+	$md .= "- PostgreSQL: $E->{version}; the subscriptions' plugin: " . pa_plugin() . "\n";
 	$md .= sprintf("- wall time: %.0f s; faults injected: %d\n", time - $E->{t0}, $E->{fault_n} // 0);
 	$md .= "- samples of the subscriber during the run: $E->{samples}, bad: $E->{bad_samples}\n";
 	$md .= "- disk_full faults during which the subscriber met ENOSPC: " . ($E->{enospc} // 0) . "\n";

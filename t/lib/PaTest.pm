@@ -18,12 +18,39 @@ our @EXPORT = qw(provider_node subscriber_node both_node origins_guc table_diges
   pgbench_tables_equal worker_pids wait_for_writers wait_for_pipeline
   kill9_postmaster_and_restart
   dump_pipeline no_errors session_open session_query session_close
-  proxy_start);
+  proxy_start pa_plugin plugin_arg provider_extension skip_unless_plugin
+  run_with_plugin);
 
-# What a provider's postgresql.conf needs: our plugin on the allow-list
-# that PostgreSQL 15.19+ requires, room for slots and walsenders.
-my $provider_conf = q{
+# The output plugin the tests' subscriptions decode through: PA_PLUGIN,
+# parallel_apply (this project's) when unset, or pgoutput (PostgreSQL's
+# own; the t/07Np_*.pl files run the ports of PostgreSQL's subscription
+# tests, t/070-t/076, that way, through run_with_plugin).  With pgoutput a
+# provider is made as a user makes one for it: output_plugin_libraries
+# left at PostgreSQL's default (which does not list ours) and no
+# extension there (provider_extension); create_sub asks for pgoutput.
+sub pa_plugin
+{
+	my $p = $ENV{PA_PLUGIN} // '';
+	return 'parallel_apply' if $p eq '';
+	die "PA_PLUGIN: parallel_apply or pgoutput, not \"$p\"\n"
+	  unless $p eq 'parallel_apply' || $p eq 'pgoutput';
+	return $p;
+}
+
+# ", plugin := 'pgoutput'" for a create_subscription() call written out
+# in SQL, in pgoutput mode; empty otherwise.
+sub plugin_arg
+{
+	return pa_plugin() eq 'pgoutput' ? ", plugin := 'pgoutput'" : '';
+}
+
+# What a provider's postgresql.conf needs: with our plugin, that plugin on
+# the allow-list that PostgreSQL 15.19+ requires (with pgoutput, nothing:
+# the default lists it); room for slots and walsenders.
+my $plugin_libraries_conf = q{
 output_plugin_libraries = 'pgoutput, test_decoding, parallel_apply'
+};
+my $provider_conf = q{
 max_wal_senders = 20
 max_replication_slots = 20
 wal_sender_timeout = 0
@@ -65,6 +92,7 @@ sub make_node
 	my $node = PostgreSQL::Test::Cluster->new($name,
 		$opts{install_path} ? (install_path => $opts{install_path}) : ());
 	my $conf = '';
+	$conf .= $plugin_libraries_conf if $provider && pa_plugin() eq 'parallel_apply';
 	$conf .= $provider_conf if $provider;
 	$conf .= subscriber_conf($opts{max_writers} // 8) if $subscriber;
 	# as many origins as max_replication_slots above, on 18 too
@@ -84,6 +112,45 @@ sub make_node
 sub provider_node { my ($name, %opts) = @_; return make_node($name, 1, 0, %opts); }
 sub subscriber_node { my ($name, %opts) = @_; return make_node($name, 0, 1, %opts); }
 sub both_node { my ($name, %opts) = @_; return make_node($name, 1, 1, %opts); }
+
+# The extension created on a provider, as users of our plugin set it up;
+# in pgoutput mode not (a provider with nothing of this project), noted.
+sub provider_extension
+{
+	my ($node) = @_;
+	if (pa_plugin() eq 'pgoutput')
+	{
+		note($node->name . ': no parallel_apply extension (pgoutput mode)');
+		return;
+	}
+	$node->safe_psql('postgres', 'CREATE EXTENSION parallel_apply');
+	return;
+}
+
+# Inside a SKIP block: skip its $count tests, saying $why, unless the
+# subscriptions decode through $plugin (a part that only that plugin
+# can pass, e.g. something only our plugin does).
+sub skip_unless_plugin
+{
+	my ($plugin, $why, $count) = @_;
+	return if pa_plugin() eq $plugin;
+	Test::More::skip('with ' . pa_plugin() . ": $why", $count);
+	return;
+}
+
+# A test file run with the subscriptions on $plugin (a t/07Np_*.pl
+# wrapper): PA_PLUGIN set, then the file run in this process, so that its
+# clusters and log take the wrapper's name.
+sub run_with_plugin
+{
+	my ($plugin, $file) = @_;
+	$ENV{PA_PLUGIN} = $plugin;
+	note("$file with the subscriptions on $plugin (PA_PLUGIN)");
+	die "$file: no such file\n" unless -f $file;
+	do "./$file";
+	die "$file: $@" if $@;
+	return;
+}
 
 # An ordered digest of a table's content, md5 of the rows' md5s in
 # $order (an ORDER BY list, t::text when none: every column; note that
@@ -115,17 +182,25 @@ sub rows_equal
 # create_subscription on $sub for $pub's database: %opts may name db (the
 # same database on both sides, postgres when none) and publications (an
 # array, ['pub'] when none); any other option is passed on by name, its
-# value as SQL (num_writers => 4, origin => "'none'").
+# value as SQL (num_writers => 4, origin => "'none'").  In pgoutput mode
+# (PA_PLUGIN) plugin := 'pgoutput' unless %opts names a plugin, and a test
+# that the subscription has it.
 sub create_sub
 {
 	my ($sub, $pub, $name, %opts) = @_;
 	my $db = delete $opts{db} // 'postgres';
 	my $pubs = delete $opts{publications} // ['pub'];
 	my $dsn = $pub->connstr($db);
+	my $pgoutput = pa_plugin() eq 'pgoutput' && !exists $opts{plugin};
+	$opts{plugin} = "'pgoutput'" if $pgoutput;
 	my $args = join('', map { ", $_ := $opts{$_}" } sort keys %opts);
 	my $arr = join(', ', map { "'$_'" } @$pubs);
-	return $sub->safe_psql($db,
+	my $id = $sub->safe_psql($db,
 		"SELECT create_subscription('$name', \$dsn\$$dsn\$dsn\$, ARRAY[$arr]$args)");
+	is($sub->safe_psql($db, "SELECT plugin FROM parallel_apply.subscription WHERE sub_name = '$name'"),
+		'pgoutput', "$name decodes through pgoutput")
+	  if $pgoutput;
+	return $id;
 }
 
 # wait_for_catchup(subscription) in %opts' db (postgres when none) within
