@@ -1,6 +1,9 @@
 # parallel_apply: PGXS build.
 #
 #   make && make install              build and install into PG_CONFIG's tree
+#   make install-test-scripts         install what the update tests need
+#                                     too (test/extension/); a test
+#                                     installation only
 #   make installcheck                 pg_regress and TAP against a running server
 #                                     (needs wal_level = logical; see README)
 #   make check-temp                   pg_regress on a temporary instance
@@ -10,6 +13,11 @@
 #                                     a subscriber whose data matters
 #   make dist                         the release tarball for PGXN
 #                                     (docs/packaging.md)
+#
+# The layout: sql/ the extension's SQL scripts (installed); test/sql/ and
+# test/expected/ the pg_regress suite; test/extension/ the older full
+# script the update tests start from (not installed by "make install");
+# t/ the TAP suite.
 
 MODULE_big = parallel_apply
 # The layout shows the architecture (README.md, "Layout").
@@ -91,14 +99,24 @@ OBJS += \
 	src/sql/monitor.o
 
 EXTENSION = parallel_apply
-DATA = parallel_apply--1.0.sql parallel_apply--1.1.sql parallel_apply--1.2.sql \
-	parallel_apply--1.3.sql parallel_apply--1.4.sql parallel_apply--1.5.sql parallel_apply--1.6.sql \
-	parallel_apply--1.2--1.3.sql parallel_apply--1.3--1.4.sql parallel_apply--1.4--1.5.sql parallel_apply--1.5--1.6.sql \
-	parallel_apply--1.0--1.1.sql parallel_apply--1.1--1.2.sql
+# The SQL scripts (sql/): the full script of the current version, which a
+# fresh CREATE EXTENSION runs, and every update step, which take an older
+# installation to it.  The full scripts of older versions are not
+# installed: an older version is made only by its update steps.
+DATA = sql/parallel_apply--1.6.sql \
+	sql/parallel_apply--1.0--1.1.sql sql/parallel_apply--1.1--1.2.sql \
+	sql/parallel_apply--1.2--1.3.sql sql/parallel_apply--1.3--1.4.sql \
+	sql/parallel_apply--1.4--1.5.sql sql/parallel_apply--1.5--1.6.sql
+# The full script of 1.0, for the tests alone (test/extension/): the update
+# tests (test/sql/extension_upgrade.sql, t/068) create older versions, which
+# PostgreSQL makes from it and the update steps.  "make install-test-scripts"
+# installs it beside DATA; a test installation only.
+PA_TEST_DATA = test/extension/parallel_apply--1.0.sql
 PGFILEDESC = "parallel_apply - parallel apply for logical replication"
 
 REGRESS = plugin_basic plugin_datums plugin_identity plugin_publication \
 	plugin_partition plugin_row_filter plugin_errors plugin_twophase plugin_streaming extension_upgrade
+REGRESS_OPTS = --inputdir=$(srcdir)/test
 TAP_TESTS = 1
 
 # One include path: every include names its folder ("leader/pool.h").
@@ -134,7 +152,13 @@ check-temp:
 	$(MKDIR_P) tmp_check
 	$(pgxsdir)/src/test/regress/pg_regress --temp-instance=tmp_check/regress \
 		--temp-config=$(srcdir)/test/regress.conf --bindir=$(bindir) \
-		--inputdir=$(srcdir) $(REGRESS)
+		--inputdir=$(srcdir)/test $(REGRESS)
+
+install-test-scripts:
+	$(MKDIR_P) '$(DESTDIR)$(datadir)/extension'
+	$(INSTALL_DATA) $(addprefix $(srcdir)/,$(PA_TEST_DATA)) '$(DESTDIR)$(datadir)/extension/'
+
+.PHONY: check-temp install-test-scripts
 
 # The release tarball for PGXN, parallel_apply-VERSION.tar.gz (VERSION:
 # META.json's): what HEAD holds (git archive: what is not committed is not

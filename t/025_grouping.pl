@@ -4,8 +4,9 @@
 # no more local commits than transactions and ends identical; with the
 # setting at 1 every transaction commits on its own; with several writers
 # it ends identical too.  (How many groups form depends on how far the
-# leader is ahead of the writer, which no counter shows: see the group
-# retry below for a group held together by a lock.)  In a build with
+# leader is ahead of the writer: see the group retry below for a group
+# held together by a lock, with every transaction in the writer's queue.)
+# In a build with
 # PA_DEBUG_SWITCHES=1 (the benchmark's): parallel_apply.debug_discard_changes
 # makes writers
 # record transactions as applied without applying them (for benchmarks);
@@ -149,14 +150,15 @@ SELECT pg_reload_conf();
 });
 one_writer('group retry');
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
-my $sql = '';
-for my $i (1 .. 20)
-{
-	$sql .= "BEGIN; INSERT INTO hist (acct, delta) VALUES ($i, 1000 + $i); "
+my $txn = sub {
+	my ($i) = @_;
+	return "BEGIN; INSERT INTO hist (acct, delta) VALUES ($i, 1000 + $i); "
 	  . "UPDATE acct SET balance = balance + 1000 + $i WHERE id = $i; COMMIT;\n";
-}
-$pub->safe_psql('postgres', $sql);
-my $end = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+};
+$pub->safe_psql('postgres', join('', map { $txn->($_) } 1 .. 19));
+# the twentieth commits after this time, every other one before it
+my $before_last = $pub->safe_psql('postgres', 'SELECT clock_timestamp()');
+$pub->safe_psql('postgres', $txn->(20));
 my $hist0 = $sub->safe_psql('postgres', 'SELECT count(*) FROM hist');
 my ($r0, $c0) = split /\|/, $sub->safe_psql('postgres',
 	"SELECT sum(retries), sum(local_commits) FROM writer_status() WHERE subscription_name = 'g'");
@@ -171,10 +173,12 @@ my $blocked_by = sub {
 	return "SELECT $_[0] = ANY (pg_blocking_pids(pid)) FROM pg_stat_activity WHERE application_name = 'parallel_apply writer g:0'";
 };
 ok(poll_until($sub, $blocked_by->($pid1)), 'group retry: the writer waits for account 1');
-# the provider has sent all twenty; give the receiver a moment to queue them
-ok(poll_until($pub, "SELECT r.sent_lsn >= '$end' FROM pg_stat_replication r JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name LIKE 'pa_g_%'"),
-	'group retry: all twenty transactions sent');
-sleep(1);
+# the leader has put all twenty in the writer's queue: the last one it
+# dispatched (last_remote_commit_time, set as it hands a transaction to a
+# writer) is the twentieth
+ok( poll_until($sub, qq{
+SELECT last_remote_commit_time > '$before_last' FROM subscription_status() WHERE subscription_name = 'g'}),
+	'group retry: all twenty transactions are in the writer\'s queue');
 session_query($lock1, 'COMMIT');
 ok(poll_until($sub, $blocked_by->($pid10)),
 	'group retry: the writer waits again, in transaction 10');

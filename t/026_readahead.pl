@@ -115,8 +115,8 @@ backlog(1500, 2, 1);
 # A local session holds the account of the backlog's first transaction
 # (backlog()'s formula for i = 1, seed 1).  The transactions are on
 # different accounts and rows: none depends on another, and the dispatcher
-# (src/leader/dispatch/placement.c) gives them to writer 0 while it has room (128 in
-# flight), then to an idle writer, and so on.  Writer 0 blocks in the
+# (src/leader/dispatch/placement.c) gives them to the writers in turn, in
+# runs of four.  Writer 0 blocks in the
 # first; each of the others applies its first and waits for its commit
 # turn with more queued behind it: it reads those ahead (src/writer/order.c,
 # wait_for_seq: a step of reading ahead before each block), and counts
@@ -167,18 +167,24 @@ is($sub->safe_psql('postgres',
 # the subscription, and so the transaction skip_transaction() skips, is
 # the failing one's (before: the waiting one's, retried with reading ahead
 # again, failed as exact; skipping it as the status said would have lost
-# it).  As above, writer 0 holds the first 128 transactions behind a local
-# lock; writer 1 applies the 129th and waits for its commit turn, reading
-# ahead the ones behind, the 135th among them.
+# it).  The transactions of this backlog are independent: the dispatcher
+# gives them to the four writers in turn in runs of four (src/leader/
+# dispatch/placement.c, RUN_LENGTH), writer 0 the 1st to 4th, writer 1 the
+# 5th to 8th, ..., writer 1 again the 21st to 24th.  A local lock holds
+# writer 0 in the first; writer 1 applies the 5th to 8th and waits for its
+# commit turn, reading ahead what it has queued behind them, first the
+# 21st: the failing one.  So its attempt fails reading ahead and is
+# applied again (a retry) while writer 0 is still held: a state the test
+# waits for, not a moment it sleeps for.
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 $sub->safe_psql('postgres', "SELECT alter_subscription_config('g', disable_on_error := true)");
 my $txns = sub {
 	join('', map { "BEGIN; UPDATE acct SET balance = balance + 1 WHERE id = " . (1000 + $_) . "; COMMIT;\n" } @_);
 };
-$pub->safe_psql('postgres', $txns->(1 .. 134));
+$pub->safe_psql('postgres', $txns->(1 .. 20));
 my $badxid = $pub->safe_psql('postgres',
 	"BEGIN; INSERT INTO acct (id, balance) VALUES (5000000000, 7); SELECT pg_current_xact_id(); COMMIT;");
-$pub->safe_psql('postgres', $txns->(136 .. 200));
+$pub->safe_psql('postgres', $txns->(22 .. 200));
 my $retries = $sub->safe_psql('postgres', "SELECT retries FROM subscription_status() WHERE subscription_name = 'g'");
 $lock = session_open($sub);
 $lockpid = session_query($lock, 'SELECT pg_backend_pid()');
@@ -189,7 +195,11 @@ ok( poll_until($sub, qq{
 SELECT count(*) FILTER (WHERE writer = 0 AND $lockpid = ANY (pg_blocking_pids(pid))) = 1
   FROM writer_status() WHERE subscription_name = 'g'}),
 	'the first transaction of the second backlog held') or dump_pipeline($sub);
-sleep 1;    # writer 1 reads ahead while waiting (the failing attempts this test is about)
+# writer 1, waiting, reads ahead the failing transaction: its own attempt
+# is rolled back and applied again (a retry), while writer 0 is held
+ok( poll_until($sub, qq{
+SELECT retries > $retries FROM subscription_status() WHERE subscription_name = 'g'}),
+	'a waiting transaction met it reading ahead, and was applied again') or dump_pipeline($sub);
 session_query($lock, 'COMMIT');
 session_close($lock);
 ok(poll_until($sub, "SELECT NOT enabled FROM subscription_status() WHERE subscription_name = 'g'"),
@@ -197,8 +207,6 @@ ok(poll_until($sub, "SELECT NOT enabled FROM subscription_status() WHERE subscri
 is($sub->safe_psql('postgres', "SELECT error_remote_xid FROM subscription_status() WHERE subscription_name = 'g'"),
 	$badxid, "the error reported is the failing transaction's (xid $badxid)")
   or diag($sub->safe_psql('postgres', "SELECT error_remote_xid, error_commit_lsn, last_error FROM subscription_status()"));
-cmp_ok($sub->safe_psql('postgres', "SELECT retries FROM subscription_status() WHERE subscription_name = 'g'"),
-	'>', $retries, 'a waiting transaction met it reading ahead, and was applied again');
 like($sub->safe_psql('postgres', "SELECT last_error FROM subscription_status() WHERE subscription_name = 'g'"),
 	qr/value "5000000000" is out of range for type integer \(converting remote data for column "id" of INSERT on target table "public\.acct"\)/,
 	'with its own error, met by its own apply');

@@ -193,9 +193,14 @@ SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
  WHERE a.application_name LIKE 'parallel_apply writer c:%'
    AND l.locktype = 'transactionid' AND NOT l.granted}),
 		'a writer waits for the row the local session locked');
-	sleep 2;
+	# later transactions applied behind the blocked one: a writer holds
+	# their rows while it waits for its commit turn
+	ok( poll_until($sub, q{
+SELECT count(*) > 0 FROM writer_status()
+ WHERE subscription_name = 'c' AND state = 'waiting for commit turn'}),
+		'a writer waits for its commit turn behind the blocked one');
 	# the local session now also locks rows the writers are updating (a
-	# no-op update): if a writer holds one while it waits for its commit
+	# no-op update): where a writer holds one while it waits for its commit
 	# turn behind the blocked one, that is a deadlock through the local
 	# session, which the deadlock detector breaks one way or the other
 	my $r = eval {

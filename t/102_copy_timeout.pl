@@ -11,7 +11,7 @@
 # Its owner on the subscriber is not a superuser; an ENABLE ALWAYS
 # trigger of that owner holds the copy at the table's first row on an
 # advisory lock this test holds, so that the stall (t/lib/pa_proxy.pl,
-# SIGUSR2: every connection open now is held, new ones pass) comes while
+# proxy_stall: every connection open now is held, new ones pass) comes while
 # the copy's connection is open and the provider has most of the table
 # still to send.
 use strict;
@@ -20,7 +20,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use lib 't/lib';
 use PaTest;
 
@@ -72,8 +71,7 @@ ok( poll_until($sub,
 # Hold every connection open now (the copy's among them), then let the
 # copy go on: it reads what had passed, then nothing more comes.
 my $log_offset = -s $sub->logfile;
-$proxy->signal('USR2');
-usleep(200_000);
+ok(proxy_stall($proxy), 'the proxy holds every connection open now, the copy\'s among them');
 session_query($lock, 'SELECT pg_advisory_unlock(42)');
 $pub->safe_psql('postgres', "INSERT INTO t SELECT g, 'during' FROM generate_series(11, 20) g");
 

@@ -97,11 +97,17 @@ for f in /usr/lib/postgresql/$PG_MAJOR/lib/parallel_apply.so \
 	[ -f "$f" ] || fail "$f is not on disk"
 	echo "listed and on disk: $f"
 done
-# each upgrade script the source has is in the package too
-for f in "$src"/parallel_apply--*.sql; do
+# each update step the source has (sql/) is in the package too, and no
+# full script but the default version's (the older full script of
+# test/extension/ is for the update tests alone)
+for f in "$src"/sql/parallel_apply--*--*.sql; do
 	f=/usr/share/postgresql/$PG_MAJOR/extension/$(basename "$f")
 	grep -qxF "$f" <<<"$files" || fail "dpkg -L $package does not list $f"
+	echo "listed: $f"
 done
+full=$(grep -E '/parallel_apply--[^-]+\.sql$' <<<"$files")
+[ "$full" = /usr/share/postgresql/$PG_MAJOR/extension/parallel_apply--$default_version.sql ] ||
+	fail "the package's full scripts are not $default_version's alone: $full"
 # the files on disk are the package's: an extension that "make install"
 # put there before was replaced (dpkg --verify prints what differs)
 verify=$(dpkg --verify "$package" 2>&1) || true

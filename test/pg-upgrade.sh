@@ -73,7 +73,7 @@ if [ "$old" = 15 ]; then
 	runuser -u "$TEST_USER" -- make -s -C "$work/src15" PG_CONFIG="$PG15_CONFIG" 2>&1 |
 		grep -E 'warning|error' && fail "the 15 build"
 	install -m 755 "$work/src15/parallel_apply.so" "$root/usr/lib/postgresql/15/lib/"
-	install -m 644 "$work/src15/parallel_apply.control" "$work"/src15/parallel_apply--*.sql \
+	install -m 644 "$work/src15/parallel_apply.control" "$work"/src15/sql/parallel_apply--*.sql \
 		"$root/usr/share/postgresql/15/extension/"
 else
 	[ "$old" -lt "$newer" ] || fail "OLD must be older than NEWER"

@@ -16,7 +16,8 @@
 # again, so no build that can be told to drop data is left installed.
 #
 # As another user: builds and runs the suites in place; the extension must
-# already be installed (make install as root), as the build that
+# already be installed (make install install-test-scripts as root: the
+# update tests start from test/extension/'s 1.0), as the build that
 # PA_DEBUG_SWITCHES names (0, the default: a default build; 1: "make
 # PA_DEBUG_SWITCHES=1 install"); t/002 checks that it is.
 #
@@ -134,6 +135,9 @@ run_here() (
 	monitoring=--monitoring
 	[ "${PA_IN_ROOT:-0}" = 1 ] && monitoring=
 	bash "$repo/tools/setup.sh" $monitoring "$TEST_DIR" "$TEST_USER" || exit 1
+	# the older full script that the update tests start from (pg_regress's
+	# extension_upgrade, t/068), which "make install" leaves out
+	make -s -C "$TEST_DIR" PG_CONFIG="$PG_CONFIG" install-test-scripts >/dev/null || exit 1
 	chown -R "$TEST_USER" "$TEST_DIR"
 
 	cd "$TEST_DIR"

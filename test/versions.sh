@@ -9,9 +9,11 @@
 #   parallel_apply.control
 #                       default_version: the SQL version, MAJOR.MINOR of
 #                       the release (a PATCH release changes no SQL);
-#                       parallel_apply--default_version.sql must exist, be
-#                       in the Makefile's DATA, and be META.json's
-#                       provides.parallel_apply.file
+#                       sql/parallel_apply--default_version.sql must exist,
+#                       be in the Makefile's DATA, and be META.json's
+#                       provides.parallel_apply.file; it is the only full
+#                       script in sql/ and in DATA (older versions are made
+#                       by the update steps)
 #
 # Prints each version, then what disagrees; exits 1 when anything does.
 # Needs perl with JSON::PP (Debian's perl), no PostgreSQL.
@@ -67,13 +69,21 @@ fi
 	disagree "debian/changelog's version '$changelog' is not META.json's '$release'"
 [ -z "$sql_version" ] || [ "$default" = "$sql_version" ] ||
 	disagree "parallel_apply.control's default_version '$default' is not $sql_version, the MAJOR.MINOR of META.json's '$release'"
-script=parallel_apply--$default.sql
+script=sql/parallel_apply--$default.sql
 [ -f "$script" ] ||
 	disagree "default_version '$default' has no install script $script"
 # the Makefile's DATA, continuation lines included
-if ! sed -n '/^DATA[[:space:]]*[:+]*=/,/[^\\]$/p' Makefile | grep -qw -- "$script"; then
+data=$(sed -n '/^DATA[[:space:]]*[:+]*=/,/[^\\]$/p' Makefile)
+if ! grep -qw -- "$script" <<<"$data"; then
 	disagree "$script is not in the Makefile's DATA"
 fi
+# one full script, the default version's: in sql/ and in DATA
+for f in sql/parallel_apply--*.sql $(grep -o 'sql/parallel_apply--[^ ]*\.sql' <<<"$data"); do
+	case $f in
+		*--*--*|"$script") ;;
+		*) disagree "$f is a full script of a version that is not the default '$default'" ;;
+	esac
+done
 [ "$provides_file" = "$script" ] ||
 	disagree "META.json: provides.parallel_apply.file '$provides_file' is not $script"
 

@@ -18,7 +18,7 @@ our @EXPORT = qw(provider_node subscriber_node both_node origins_guc table_diges
   pgbench_tables_equal worker_pids wait_for_writers wait_for_pipeline
   kill9_postmaster_and_restart
   dump_pipeline no_errors session_open session_query session_close
-  proxy_start pa_plugin plugin_arg provider_extension skip_unless_plugin
+  proxy_start proxy_stall pa_plugin plugin_arg provider_extension skip_unless_plugin
   run_with_plugin);
 
 # The output plugin the tests' subscriptions decode through: PA_PLUGIN,
@@ -287,6 +287,7 @@ sub dump_pipeline
 # tests of a network that fails: returns its handle and a DSN for $pub's
 # postgres database through it, once $sub connects through it (a test
 # "the proxy forwards", with the proxy's output when it does not).
+my %proxy_out;    # each proxy's output, by its handle
 sub proxy_start
 {
 	my ($pub, $sub) = @_;
@@ -305,7 +306,27 @@ sub proxy_start
 		usleep(100_000);
 	}
 	ok($up, 'the proxy forwards') or diag($out);
+	$proxy_out{$proxy} = \$out;
 	return ($proxy, $dsn);
+}
+
+# Stall every connection open now through the proxy (SIGUSR2) and wait
+# until it holds them, which it says on its output: true then, false when
+# it has not said so within the tests' timeout.
+sub proxy_stall
+{
+	my ($proxy) = @_;
+	my $out = $proxy_out{$proxy};
+	my $stalls = sub { $proxy->pump_nb; return scalar(() = $$out =~ /^stall: /mg); };
+	my $before = $stalls->();
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	$proxy->signal('USR2');
+	while ($stalls->() <= $before)
+	{
+		return 0 if time >= $deadline;
+		usleep(10_000);
+	}
+	return 1;
 }
 
 # A psql session for many quick queries, quieter than BackgroundPsql.

@@ -7,7 +7,9 @@
 #   SIGUSR1  cut: close every connection at once (both sides see it end)
 #   SIGUSR2  stall: stop forwarding on every connection open now, in both
 #            directions, ends included (a network that silently drops
-#            packets); connections made afterwards are forwarded
+#            packets); connections made afterwards are forwarded.  Once
+#            they are held it prints "stall: N sockets held" (a line on
+#            its standard output, for PaTest's proxy_stall)
 #   SIGHUP   end the stall: forward what was held
 #
 # Usage: perl pa_proxy.pl PORT UPSTREAM_FILE
@@ -33,6 +35,7 @@ $SIG{USR1} = sub { $cut = 1; };
 $SIG{USR2} = sub { $stall = 1; };
 $SIG{HUP}  = sub { $release = 1; };
 $SIG{PIPE} = 'IGNORE';
+$| = 1;
 
 # per socket (by fileno): its socket, its peer's fileno, bytes waiting to
 # be written to it, whether its peer has ended (close once written), held
@@ -84,6 +87,7 @@ while (1)
 	{
 		$stall = 0;
 		$_->{held} = 1 foreach values %conn;
+		print "stall: " . scalar(keys %conn) . " sockets held\n";
 	}
 	if ($release)
 	{
