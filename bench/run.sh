@@ -10,9 +10,10 @@
 #     machines: a subscriber that cannot keep up falls behind instead of
 #     taking the provider's CPU,
 #   - catch-up of a 100,000-transaction pgbench backlog (after an untimed
-#     warm-up of 20,000) by parallel_apply with 1 and 4 writers, pglogical
-#     and in-core (bench/catchup_bench.sh): long enough, at least 10 s for
-#     the slowest system on that machine, to rank the systems,
+#     warm-up of 20,000) by parallel_apply with 1 and 4 writers, with its
+#     own plugin and through PostgreSQL's pgoutput (plugin := 'pgoutput'),
+#     pglogical and in-core (bench/catchup_bench.sh): long enough, at least
+#     10 s for the slowest system on that machine, to rank the systems,
 #   - sustained pgbench load with 2 and 8 clients, 8 s each, with every
 #     system applying: provider TPS, catch-up after the load, sustained TPS
 #     and the largest replay lag (physical streaming as the reference),
@@ -65,7 +66,7 @@ echo "== benchmark suite, short default (bench/suite.py)"
 SUITE_INVOKED_BY="bench/run.sh" exec "$py" "$here/suite.py" \
 	--pin "$pin" \
 	--experiments catchup,sustained,lag,syncrep \
-	--systems pa,pglogical,incore,physical \
+	--systems pa,pgoutput,pglogical,incore,physical \
 	--writers 1,4 \
 	--scale 10 \
 	--backlog 100000 --catchup-runs 1 \

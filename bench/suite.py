@@ -101,7 +101,9 @@ DBUSER = "postgres"
 PDB = "bench"          # provider database (and the physical standby's)
 SDB = "sub"            # subscriber database of the logical systems
 EXPERIMENTS = ["catchup", "sustained", "lag", "syncrep", "memory"]
-SYSTEM_KINDS = ["pa", "pglogical", "incore", "physical"]
+SYSTEM_KINDS = ["pa", "pgoutput", "pglogical", "incore", "physical"]
+PA_KINDS = ("pa", "pgoutput")    # parallel_apply: its own plugin, PostgreSQL's pgoutput
+PGO_LABEL = "parallel_apply (pgoutput)"
 POLL = 0.02            # catch-up poll interval (s)
 LAG_TICK = 0.1         # lag sample interval (s)
 CHUNK = 100000         # rows per chunk of the ordered checksum
@@ -410,17 +412,22 @@ class Cluster:
 # Systems under test.
 # ---------------------------------------------------------------------------
 def sys_key(kind, writers):
-    return f"pa_w{writers}" if kind == "pa" else kind
+    """The system's name (and its cluster's): catchup_bench.sh's names."""
+    return {"pa": f"pa_w{writers}", "pgoutput": f"pa_w{writers}_pgo"}.get(kind, kind)
 
 
 class System:
     """One replication system on its own subscriber cluster."""
 
     def __init__(self, dep, kind, writers, cluster):
+        # pgoutput is parallel_apply decoding with PostgreSQL's pgoutput
+        # (create_subscription(..., plugin := 'pgoutput')): kind pa, its plugin
+        self.plugin = "pgoutput" if kind == "pgoutput" else None
+        kind = "pa" if kind == "pgoutput" else kind
         self.dep, self.kind, self.writers, self.cluster = dep, kind, writers, cluster
-        self.key = sys_key(kind, writers)
-        self.sub = {"pa": f"pa_w{writers}", "pglogical": "pgl_sub", "incore": "core_sub",
-                    "physical": "phys"}[kind]
+        self.key = cluster.name
+        self.sub = {"pa": f"pa_pgo_w{writers}" if self.plugin else f"pa_w{writers}", "pglogical": "pgl_sub",
+                    "incore": "core_sub", "physical": "phys"}[kind]
         self.db = PDB if kind == "physical" else SDB
         self.slot = self.origin = None
         self.appname = self.sub       # the walsender's application_name (checked in syncrep)
@@ -431,12 +438,16 @@ class System:
 
     @property
     def label(self):
+        if self.plugin:
+            return PGO_LABEL
         return {"pa": "parallel_apply", "pglogical": "pglogical", "incore": "in-core",
                 "physical": "physical"}[self.kind]
 
     @property
     def title(self):
-        return f"parallel_apply {self.writers}w" if self.kind == "pa" else self.label
+        if self.kind != "pa":
+            return self.label
+        return f"parallel_apply {self.writers}w" + (f" ({self.plugin})" if self.plugin else "")
 
     def q(self, sql, params=None, key="main"):
         return self.cluster.q(self.db, sql, params, key)
@@ -463,8 +474,8 @@ class System:
         self.sub_sync = a.sub_sync
         # the subscription and its initial copy, as every benchmark makes it
         out = r.harness(c.sock, "subscribe", self.kind, c.name, c.port, SDB, self.sub, prov.port, PDB,
-                        "true", self.writers or 1, timeout=a.setup_timeout + 60,
-                        SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
+                        "true", self.writers or 1, *([f"plugin := '{self.plugin}'"] if self.plugin else []),
+                        timeout=a.setup_timeout + 60, SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
         self.slot, origin = out.split()[-2:]
         self.origin = None if origin == "-" else origin
         self.enable_sql, self.disable_sql = r.harness(c.sock, "sql", self.kind, self.sub).splitlines()[-2:]
@@ -1289,8 +1300,8 @@ class Suite:
     def systems_spec(self, kinds, writers):
         spec = []
         for k in kinds:
-            if k == "pa":
-                spec += [("pa", w) for w in writers]
+            if k in PA_KINDS:
+                spec += [(k, w) for w in writers]
             else:
                 spec.append((k, 1))
         return spec
@@ -1379,6 +1390,8 @@ class Suite:
                 label = {"pglogical": "pglogical", "incore": "in-core"}.get(r["system"], r["system"])
                 if re.fullmatch(r"pa_w\d+", r["system"]):
                     label = "parallel_apply"
+                elif re.fullmatch(r"pa_w\d+_pgo", r["system"]):
+                    label = PGO_LABEL
                 self.add({**{k: "" for k in CSV_FIELDS}, "experiment": "catchup", "run": r["run"],
                           "system": label, "writers": r["writers"], "workload": r["workload"], "scale": a.scale,
                           "clients": a.backlog_clients, "xacts": r["xacts"],
@@ -1693,7 +1706,13 @@ def cell(v, digits=0):
 
 
 def sys_name(r):
-    return f"{r['system']} ({int(num(r['writers']))}w)" if r["system"] == "parallel_apply" else r["system"]
+    """A row's system as the tables name it: parallel_apply with its writer
+    count (and pgoutput when it decoded with that), else the system."""
+    if r["system"] == "parallel_apply":
+        return f"parallel_apply ({int(num(r['writers']))}w)"
+    if r["system"] == PGO_LABEL:
+        return f"parallel_apply ({int(num(r['writers']))}w, pgoutput)"
+    return r["system"]
 
 
 def md_table(header, rows):
@@ -1705,7 +1724,8 @@ def md_table(header, rows):
 def ratio_lines(suite):
     """The summary's lead: parallel_apply (its best writer count) against
     in-core and pglogical, catch-up apply TPS and sustained TPS, from this
-    run's medians."""
+    run's medians; parallel_apply through pgoutput likewise, and against
+    parallel_apply with its own plugin."""
     a, rows = suite.args, suite.rows
     out = []
 
@@ -1724,21 +1744,26 @@ def ratio_lines(suite):
             ("sustained", "sustained_tps", "sustained TPS (best over the client sweep)",
              lambda m: f" at {cell(m['clients'])} clients")):
         meds = median_rows([r for r in rows if r["experiment"] == exp], ["system", "writers", "clients"])
-        pa = best(meds, field, "parallel_apply")
-        if not pa:
-            continue
-        others = [vs(pa, field, best(meds, field, sysname), sysname, detail)
-                  for sysname in ("in-core", "pglogical")]
-        others = [o for o in others if o]
-        pa_cpu = num(pa["apply_cpu_us_per_xact"])
         kept_up = exp == "sustained" and all(num(m["catchup_s"]) is not None
                                              and num(m["catchup_s"]) < 0.1 * a.duration for m in meds)
-        out.append(f"- {what}: parallel_apply, writers {int(num(pa['writers']))}: {cell(pa[field])}"
-                   f"{detail(pa)} = " + (", ".join(others) if others else "no baseline measured")
-                   + (f"; its subscriber used {pa_cpu:,.0f} us of CPU per transaction" if pa_cpu else "")
-                   + ("; every system kept up (catch-up under a tenth of the load's time): the provider "
-                      "was the limit, these ratios are its run-to-run noise, not apply capacity"
-                      if kept_up else ""))
+        own = best(meds, field, "parallel_apply")
+        for system, name in (("parallel_apply", "parallel_apply"), (PGO_LABEL, "parallel_apply through pgoutput")):
+            pa = best(meds, field, system)
+            if not pa:
+                continue
+            others = [vs(pa, field, best(meds, field, sysname), sysname, detail)
+                      for sysname in ("in-core", "pglogical")]
+            if system == PGO_LABEL and own:
+                others.append(vs(pa, field, own, f"parallel_apply with its own plugin, writers "
+                                                 f"{int(num(own['writers']))}", detail))
+            others = [o for o in others if o]
+            pa_cpu = num(pa["apply_cpu_us_per_xact"])
+            out.append(f"- {what}: {name}, writers {int(num(pa['writers']))}: {cell(pa[field])}"
+                       f"{detail(pa)} = " + (", ".join(others) if others else "no baseline measured")
+                       + (f"; its subscriber used {pa_cpu:,.0f} us of CPU per transaction" if pa_cpu else "")
+                       + ("; every system kept up (catch-up under a tenth of the load's time): the provider "
+                          "was the limit, these ratios are its run-to-run noise, not apply capacity"
+                          if kept_up else ""))
     return out
 
 
@@ -1751,7 +1776,8 @@ def render_markdown(suite, charts):
     if lead:
         parts += ["## Summary: parallel_apply against the baselines (this run)", "",
                   "Ratios above 1.00: parallel_apply is faster.  Each figure is the median over this "
-                  "invocation's runs; parallel_apply at the writer count that did best.", ""] + lead + [""]
+                  "invocation's runs; parallel_apply (with its own plugin, and through PostgreSQL's pgoutput "
+                  "where that ran) at the writer count that did best.", ""] + lead + [""]
     parts += [rest.lstrip("\n"), ""]
     note_runs = f"median of {a.runs} runs" if a.runs > 1 else "one run"
     catch = [r for r in rows if r["experiment"] == "catchup"]
@@ -1920,7 +1946,7 @@ def make_charts(suite):
             fig, ax = plt.subplots(figsize=(7, 4.2))
             series = {}
             for e, run, system, w, c, t, lag in samples:
-                series.setdefault(f"{system} ({w}w)" if system == "parallel_apply" else system, []).append((t, lag))
+                series.setdefault(sys_name({"system": system, "writers": w}), []).append((t, lag))
             for name, pts in sorted(series.items()):
                 ax.plot([p[0] for p in pts], [p[1] / 1048576 for p in pts], label=name, lw=1)
             ax.set_xlabel("seconds since the load started")
@@ -1936,13 +1962,14 @@ def make_charts(suite):
         fig, axes = plt.subplots(1, len(sources), figsize=(6.5 * len(sources), 4.2), squeeze=False)
         for ax, (e, rs) in zip(axes[0], sources):
             med = median_rows(rs, ["system", "writers"])
-            pa = sorted((num(m["writers"]), num(m["catchup_s"])) for m in med
-                        if m["system"] == "parallel_apply" and num(m["catchup_s"]) is not None)
-            if pa:
-                ax.plot([p[0] for p in pa], [p[1] for p in pa], marker="o", label="parallel_apply")
-                ax.set_xticks([p[0] for p in pa])
+            for system, color in (("parallel_apply", "C0"), (PGO_LABEL, "C3")):
+                pa = sorted((num(m["writers"]), num(m["catchup_s"])) for m in med
+                            if m["system"] == system and num(m["catchup_s"]) is not None)
+                if pa:
+                    ax.plot([p[0] for p in pa], [p[1] for p in pa], marker="o", color=color, label=system)
+                    ax.set_xticks([p[0] for p in pa])
             for m in med:
-                if m["system"] != "parallel_apply" and num(m["catchup_s"]) is not None:
+                if m["system"] not in ("parallel_apply", PGO_LABEL) and num(m["catchup_s"]) is not None:
                     ax.axhline(num(m["catchup_s"]), ls="--", color="C1" if m["system"] == "pglogical" else "C2",
                                label=m["system"])
             ax.set_xlabel("parallel_apply writers")
@@ -2007,7 +2034,8 @@ def parse_args(argv):
     ap.add_argument("--experiments", default="catchup,sustained,lag,syncrep,memory",
                     help="comma list of: " + ", ".join(EXPERIMENTS))
     ap.add_argument("--systems", default="pa,pglogical,incore,physical",
-                    help="comma list of: pa, pglogical, incore, physical (pglogical is skipped when not installed)")
+                    help="comma list of: pa, pgoutput (parallel_apply through PostgreSQL's pgoutput), pglogical, "
+                         "incore, physical (pglogical is skipped when not installed)")
     ap.add_argument("--writers", default="1,2,4,8", help="parallel_apply writer counts (one subscriber each)")
     ap.add_argument("--clients", default="1,2,4,8,16,32", help="sustained/lag: pgbench client counts")
     ap.add_argument("--duration", type=int, default=60, help="sustained/lag: seconds of pgbench per run")
@@ -2110,7 +2138,7 @@ def parse_args(argv):
             if "pglogical" in lst:
                 lst.remove("pglogical")
         notes.append("pglogical is not installed (Debian package postgresql-15-pglogical): skipped")
-    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and ("pa" in a.systems + a.memory_systems):
+    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and set(PA_KINDS) & set(a.systems + a.memory_systems):
         ap.error(f"parallel_apply is not installed in {pkglib}; run make && make install")
     a.notes = notes
     return a
