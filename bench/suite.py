@@ -1317,7 +1317,7 @@ class Suite:
         if {"sustained", "lag"} & set(a.experiments):
             p.plan(a.runs * nsys * len(a.clients) * (a.duration * 1.3 + 8))
         if "syncrep" in a.experiments:
-            p.plan(a.runs * (a.sync_duration + 5 + nsys * len(a.sync_sub_sync)
+            p.plan(a.sync_runs * (a.sync_duration + 5 + nsys * len(a.sync_sub_sync)
                              * (10 + len(a.sync_modes) * (a.sync_duration + 3))))
         if "memory" in a.experiments:
             m = len(self.systems_spec(a.memory_systems, a.memory_writers))
@@ -1434,17 +1434,20 @@ class Suite:
         physical standby has none: once)."""
         a, p = self.args, dep.prov
         c = a.sync_clients
-        for run in range(1, a.runs + 1):
+        nsys = len(dep.systems)
+        for run in range(1, a.sync_runs + 1):
             for x in dep.systems:
                 x.disable()
-            self.progress.step(f"syncrep run {run}/{a.runs}: standalone provider, {c} clients, "
+            self.progress.step(f"syncrep run {run}/{a.sync_runs}: standalone provider, {c} clients, "
                                f"pgbench {a.sync_duration}s", a.sync_duration + 5)
             dep.prov.q(PDB, "CHECKPOINT")
             n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode="on")
             self.add(dep.row("syncrep", run, None, system="standalone", writers="", clients=c,
                              duration_s=a.sync_duration, sync_mode="on (no standby)", sub_sync="-", xacts=n,
                              provider_tps=round(tps), latency_ms=round(lat, 2), identical="-"))
-            for x in dep.systems:
+            # the standalone provider first, then the systems, the first
+            # one rotating per run (as in sustained)
+            for x in [dep.systems[(i + run - 1) % nsys] for i in range(nsys)]:
                 if x.broken:
                     continue
                 x.enable()
@@ -1474,7 +1477,7 @@ class Suite:
         a, p = self.args, dep.prov
         c = a.sync_clients
         what = x.title + ("" if sub_sync == "-" else f", apply synchronous_commit={sub_sync}")
-        self.progress.step(f"syncrep run {run}/{a.runs}: {what}: naming it in synchronous_standby_names", 10)
+        self.progress.step(f"syncrep run {run}/{a.sync_runs}: {what}: naming it in synchronous_standby_names", 10)
         if sub_sync != "-":
             x.set_sub_sync(sub_sync)
         if not dep.settle(x, "syncrep"):
@@ -1493,7 +1496,7 @@ class Suite:
             return False
         ok = True
         for mode in a.sync_modes:
-            self.progress.step(f"syncrep run {run}/{a.runs}: {what}, synchronous_commit={mode}, "
+            self.progress.step(f"syncrep run {run}/{a.sync_runs}: {what}, synchronous_commit={mode}, "
                                f"{c} clients, pgbench {a.sync_duration}s", a.sync_duration + 3)
             try:
                 n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode=mode,
@@ -1614,7 +1617,8 @@ class Suite:
             + f", scale {a.scale}; clients {','.join(map(str, a.clients))}, {a.duration}s per run, "
               f"pgbench -j min(clients, {a.jobs}); runs {a.runs}",
             f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}, "
-            f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}",
+            f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}; "
+            f"runs {a.sync_runs}",
             f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s) "
             f"after an untimed warm-up backlog of {a.warmup_backlog or min(a.backlog, 20000)}",
             f"- memory: scale {a.memory_scale}, subscriber shared_buffers {a.memory_shared_buffers}, "
@@ -1674,7 +1678,8 @@ def num(v):
 
 def median_rows(rows, key_fields):
     """Group rows by key_fields; per group the median of every numeric
-    column, identical = 'yes' only if every run was identical."""
+    column (and its runs' (min, max) as FIELD_range), identical = 'yes'
+    only if every run was identical, n = the runs."""
     groups = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in key_fields), []).append(r)
@@ -1689,6 +1694,7 @@ def median_rows(rows, key_fields):
             else:
                 vals = [v for v in vals if v is not None]
                 m[f] = statistics.median(vals) if vals else ""
+                m[f + "_range"] = (min(vals), max(vals)) if vals else None
         same = {r["identical"] for r in rs}
         m["identical"] = "yes" if same == {"yes"} else "-" if same == {"-"} else "NO"
         m["n"] = len(rs)
@@ -1832,7 +1838,12 @@ def render_markdown(suite, charts):
         def rel(m):
             return f"{num(m['provider_tps']) / base:.2f}" if base and num(m["provider_tps"]) else "-"
 
-        # side by side: per system, per apply setting, each mode's TPS (x standalone)
+        def spread(m):
+            """The runs' lowest and highest TPS of a cell, "-" for one run."""
+            lo_hi = m.get("provider_tps_range")
+            return f"{cell(lo_hi[0])}-{cell(lo_hi[1])}" if lo_hi and m["n"] > 1 else "-"
+
+        # side by side: per system, per apply setting, each mode's TPS (x standalone; min-max)
         cols = [(mode, ss) for mode in a.sync_modes for ss in a.sync_sub_sync]
         pivot = []
         for name in dict.fromkeys(sys_name(m) for m in med if m["system"] != "standalone"):
@@ -1840,22 +1851,34 @@ def render_markdown(suite, charts):
             for mode, ss in cols:
                 m = next((m for m in med if sys_name(m) == name and m["sync_mode"] == mode
                           and m["sub_sync"] in (ss, "-")), None)
-                cells.append(f"{cell(m['provider_tps'])} ({rel(m)})" if m else "-")
+                cells.append((f"{cell(m['provider_tps'])} ({rel(m)}" + ("" if m["n"] == 1 else f"; {spread(m)}")
+                              + ")") if m else "-")
             pivot.append([name] + cells)
-        parts += [f"## Synchronous replication ({a.sync_clients} clients, {a.sync_duration}s per mode, {note_runs})",
-                  "", f"Standalone provider (no standby, synchronous_commit = on): {cell(base)} TPS. "
+        runs = sorted({m["n"] for m in med})
+        each = (f"each cell: median of {a.sync_runs} runs of {a.sync_duration} s" if a.sync_runs > 1
+                else f"each cell: one run of {a.sync_duration} s")
+        if runs != [a.sync_runs]:
+            each += " (some cells fewer: " + ", ".join(str(r) for r in runs if r != a.sync_runs) + " runs)"
+        std = next((m for m in med if m["system"] == "standalone"), None)
+        parts += [f"## Synchronous replication ({a.sync_clients} clients, {a.sync_duration}s per mode, "
+                  + (f"median of {a.sync_runs} runs" if a.sync_runs > 1 else "one run") + ")", "",
+                  each + (" (each run measures the standalone provider and every system in turn; min-max: "
+                          "the runs' lowest and highest TPS)" if a.sync_runs > 1 else "") + ".", "",
+                  f"Standalone provider (no standby, synchronous_commit = on): {cell(base)} TPS"
+                  + (f" ({spread(std)})" if std and std["n"] > 1 else "") + ". "
                   "Provider TPS with the system named in synchronous_standby_names, per provider "
                   "synchronous_commit and the subscriber apply's own synchronous_commit (\"apply off\", "
                   "\"apply on\"; the physical standby has no such setting: the same figure in both), "
                   "relative to the standalone provider in brackets (1.00: synchronous replication cost nothing; "
-                  "higher is better).", "",
+                  "higher is better)" + (", then the runs' min-max" if a.sync_runs > 1 else "") + ".", "",
                   md_table(["system"] + [f"{mode}, apply {ss}" for mode, ss in cols], pivot), "",
-                  "Every run:", "",
-                  md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "latency ms",
-                            "vs standalone", "identical"],
+                  "Each cell" + (" (median of its runs; every run is a row of results.csv):" if a.sync_runs > 1
+                                 else ":"), "",
+                  md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "TPS min-max",
+                            "latency ms", "vs standalone", "runs", "identical"],
                            [[sys_name(m) if m["system"] != "standalone" else "standalone provider", m["sync_mode"],
-                             m["sub_sync"] or "-", cell(m["provider_tps"]), cell(m["latency_ms"], 2), rel(m),
-                             m["identical"]] for m in med]), ""]
+                             m["sub_sync"] or "-", cell(m["provider_tps"]), spread(m), cell(m["latency_ms"], 2),
+                             rel(m), m["n"], m["identical"]] for m in med]), ""]
     if any(r["experiment"].startswith("memory") for r in rows):
         method = getattr(suite, "memory_method", "?")
         cu = median_rows([r for r in rows if r["experiment"] == "memory_catchup"], ["system", "writers"])
@@ -1985,23 +2008,28 @@ def make_charts(suite):
         med = median_rows(sync, ["system", "writers", "sync_mode", "sub_sync"])
         base = next((num(m["provider_tps"]) for m in med if m["system"] == "standalone"), None)
 
-        def group(m):
-            return sys_name(m) + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}")
+        def group(m):   # a bar group's label, on lines short enough to stay apart
+            return sys_name(m).replace(", ", ",\n") + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}")
         names = list(dict.fromkeys(group(m) for m in med if m["system"] != "standalone"))
         modes = suite.args.sync_modes
         fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names)), 4.2))
         width = 0.8 / max(len(modes), 1)
         for j, mode in enumerate(modes):
-            ys = [next((num(m["provider_tps"]) or 0 for m in med if group(m) == n and m["sync_mode"] == mode), 0)
-                  for n in names]
-            ax.bar([i + j * width for i in range(len(names))], ys, width, label=mode)
+            ms = [next((m for m in med if group(m) == n and m["sync_mode"] == mode), None) for n in names]
+            ys = [num(m["provider_tps"]) or 0 if m else 0 for m in ms]
+            # the runs' min-max around each median (none for one run)
+            err = [[y - (m["provider_tps_range"] or (y, y))[0] if m else 0 for y, m in zip(ys, ms)],
+                   [(m["provider_tps_range"] or (y, y))[1] - y if m else 0 for y, m in zip(ys, ms)]]
+            ax.bar([i + j * width for i in range(len(names))], ys, width, label=mode,
+                   yerr=err if suite.args.sync_runs > 1 else None, capsize=2)
         if base:
             ax.axhline(base, color="k", ls="--", label="standalone provider")
         ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(names))])
         ax.set_xticklabels(names, fontsize=8)
         ax.set_ylabel("provider TPS")
         ax.set_title(f"synchronous replication, {suite.args.sync_clients} clients, "
-                     "by the subscriber apply's synchronous_commit")
+                     "by the subscriber apply's synchronous_commit"
+                     + (f" (median of {suite.args.sync_runs} runs, min-max)" if suite.args.sync_runs > 1 else ""))
         ax.legend(fontsize=8)
         save(fig, "syncrep.png")
     return charts
@@ -2039,7 +2067,8 @@ def parse_args(argv):
     ap.add_argument("--writers", default="1,2,4,8", help="parallel_apply writer counts (one subscriber each)")
     ap.add_argument("--clients", default="1,2,4,8,16,32", help="sustained/lag: pgbench client counts")
     ap.add_argument("--duration", type=int, default=60, help="sustained/lag: seconds of pgbench per run")
-    ap.add_argument("--runs", type=int, default=1, help="repetitions of sustained, syncrep, memory (medians)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="repetitions of sustained, memory and (without --sync-runs) syncrep (medians)")
     ap.add_argument("--scale", type=int, default=10, help="pgbench scale (insert workload: scale*10000 rows)")
     ap.add_argument("--workload", choices=["tpcb", "insert"], default="tpcb")
     ap.add_argument("--insert-columns", type=int, default=5, help="int columns of the insert-only table")
@@ -2054,6 +2083,8 @@ def parse_args(argv):
                          "(catchup_bench.sh WARMUP_XACTS; default min(--backlog, 20000))")
     ap.add_argument("--sync-clients", type=int, default=8, help="syncrep: pgbench clients")
     ap.add_argument("--sync-duration", type=int, default=30, help="syncrep: seconds per mode")
+    ap.add_argument("--sync-runs", type=int, default=None,
+                    help="syncrep: repetitions, each of every system in turn (medians with min-max; default --runs)")
     ap.add_argument("--sync-modes", default="remote_write,on,remote_apply", help="syncrep: synchronous_commit values")
     ap.add_argument("--sync-sub-sync", default="off,on",
                     help="syncrep: the subscribers' apply synchronous_commit values, each measured in turn "
@@ -2113,6 +2144,9 @@ def parse_args(argv):
         if v not in ("off", "on"):
             ap.error(f"--sync-sub-sync: '{v}' is neither off nor on")
     a.memory_duration = a.memory_duration or a.duration
+    a.sync_runs = a.runs if a.sync_runs is None else a.sync_runs
+    if a.runs < 1 or a.sync_runs < 1:
+        ap.error("--runs and --sync-runs must be at least 1")
     a.memory_limit_bytes = parse_size(a.memory_limit)
     for w in a.writers + a.memory_writers:
         if not 1 <= w <= 64:
@@ -2138,7 +2172,8 @@ def parse_args(argv):
             if "pglogical" in lst:
                 lst.remove("pglogical")
         notes.append("pglogical is not installed (Debian package postgresql-15-pglogical): skipped")
-    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and set(PA_KINDS) & set(a.systems + a.memory_systems):
+    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and \
+            set(PA_KINDS) & set(a.systems + a.memory_systems):
         ap.error(f"parallel_apply is not installed in {pkglib}; run make && make install")
     a.notes = notes
     return a
