@@ -2009,7 +2009,8 @@ def make_charts(suite):
         base = next((num(m["provider_tps"]) for m in med if m["system"] == "standalone"), None)
 
         def group(m):   # a bar group's label, on lines short enough to stay apart
-            return sys_name(m).replace(", ", ",\n") + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}")
+            return (sys_name(m).replace(", ", ",\n")
+                    + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}"))
         names = list(dict.fromkeys(group(m) for m in med if m["system"] != "standalone"))
         modes = suite.args.sync_modes
         fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names)), 4.2))
