@@ -1544,7 +1544,7 @@ if [[ -n ${MED[pa_w1]:-} && ${MED[pa_w1]:-NA} != NA ]]; then
 		line="  against the best fixed count (${SYS_WRITERS[$best_s]} writer(s), $best_t xacts/s):"
 		for s in "${SUB_LIST[@]}"; do
 			[[ $s == pa_w* && $s != *_route && $s != "$best_s" ]] || continue
-			line+="${sep:-} ${SYS_WRITERS[$s]}$([[ $s == *_ad ]] && echo ' adaptive' || true)$([[ $s == *_nc ]] && echo ' no-coalesce' || true): $(ratio_or_na "${MED[$s]:-NA}" "${MED[$best_s]}")"
+			line+="${sep:-} ${SYS_WRITERS[$s]}$([[ $s == *_ad ]] && echo ' adaptive' || true)$([[ $s == *_nc ]] && echo ' no-coalesce' || true)$([[ $s == *_pgo ]] && echo ' pgoutput' || true): $(ratio_or_na "${MED[$s]:-NA}" "${MED[$best_s]}")"
 			sep=,
 		done
 		sep=""

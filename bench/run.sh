@@ -2,28 +2,36 @@
 # The main job, one command on a fresh Debian 12 machine, as root: install
 # what is missing (PostgreSQL 15, pglogical for the comparison, Python's
 # psycopg2 and matplotlib), build and install parallel_apply, then run a
-# short default of the benchmark suite (bench/suite.py, 23 minutes in one
-# run on this project's 2-CPU machine while other work loaded it):
+# short default of the benchmark suite (bench/suite.py; about 50 minutes
+# on this project's 2-CPU machine, estimated: the default before
+# parallel_apply through pgoutput and the repeated syncrep took 23 minutes
+# in one run there while other work loaded it, bench/README.md, "One
+# command"):
 #
 #   - on 2 CPUs or more (with taskset), the provider's server and pgbench on
 #     CPU 0 and every subscriber's on the other CPUs (--pin split), as two
 #     machines: a subscriber that cannot keep up falls behind instead of
 #     taking the provider's CPU,
 #   - catch-up of a 100,000-transaction pgbench backlog (after an untimed
-#     warm-up of 20,000) by parallel_apply with 1 and 4 writers, pglogical
-#     and in-core (bench/catchup_bench.sh): long enough, at least 10 s for
-#     the slowest system on that machine, to rank the systems,
+#     warm-up of 20,000) by parallel_apply with 1 and 4 writers, with its
+#     own plugin and through PostgreSQL's pgoutput (plugin := 'pgoutput'),
+#     pglogical and in-core (bench/catchup_bench.sh): long enough, at least
+#     10 s for the slowest system on that machine, to rank the systems,
 #   - sustained pgbench load with 2 and 8 clients, 8 s each, with every
 #     system applying: provider TPS, catch-up after the load, sustained TPS
 #     and the largest replay lag (physical streaming as the reference),
-#   - synchronous replication: remote_write, on, remote_apply, 4 s each,
+#   - synchronous replication: remote_write, on, remote_apply, 6 s each,
 #     against a standalone provider, each logical system with its apply at
-#     synchronous_commit off and at on, side by side (--sync-sub-sync),
+#     synchronous_commit off and at on, side by side (--sync-sub-sync);
+#     3 runs, each of the standalone provider and every system in turn
+#     (--sync-runs 3): each cell the median of 3 runs, with their min-max,
+#     so that the systems can be ranked (issue 44),
 #
 # checking after every run that the subscriber's tables are identical to
 # the provider's, and measuring each system's apply CPU per transaction.
 # It prints first parallel_apply's ratios against in-core and pglogical
-# (catch-up apply TPS, sustained TPS), then the machine, the command and
+# (catch-up apply TPS, sustained TPS; through pgoutput also against its own
+# plugin), then the machine, the command and
 # the results tables, and writes CSV, markdown and PNG charts (path printed
 # at the end).  It exits
 # non-zero if a run's tables differ or a catch-up hangs.
@@ -65,10 +73,10 @@ echo "== benchmark suite, short default (bench/suite.py)"
 SUITE_INVOKED_BY="bench/run.sh" exec "$py" "$here/suite.py" \
 	--pin "$pin" \
 	--experiments catchup,sustained,lag,syncrep \
-	--systems pa,pglogical,incore,physical \
+	--systems pa,pgoutput,pglogical,incore,physical \
 	--writers 1,4 \
 	--scale 10 \
 	--backlog 100000 --catchup-runs 1 \
 	--clients 2,8 --duration 8 \
-	--sync-clients 4 --sync-duration 4 --sync-sub-sync off,on \
+	--sync-clients 4 --sync-duration 6 --sync-runs 3 --sync-sub-sync off,on \
 	"$@"

@@ -101,7 +101,9 @@ DBUSER = "postgres"
 PDB = "bench"          # provider database (and the physical standby's)
 SDB = "sub"            # subscriber database of the logical systems
 EXPERIMENTS = ["catchup", "sustained", "lag", "syncrep", "memory"]
-SYSTEM_KINDS = ["pa", "pglogical", "incore", "physical"]
+SYSTEM_KINDS = ["pa", "pgoutput", "pglogical", "incore", "physical"]
+PA_KINDS = ("pa", "pgoutput")    # parallel_apply: its own plugin, PostgreSQL's pgoutput
+PGO_LABEL = "parallel_apply (pgoutput)"
 POLL = 0.02            # catch-up poll interval (s)
 LAG_TICK = 0.1         # lag sample interval (s)
 CHUNK = 100000         # rows per chunk of the ordered checksum
@@ -410,17 +412,22 @@ class Cluster:
 # Systems under test.
 # ---------------------------------------------------------------------------
 def sys_key(kind, writers):
-    return f"pa_w{writers}" if kind == "pa" else kind
+    """The system's name (and its cluster's): catchup_bench.sh's names."""
+    return {"pa": f"pa_w{writers}", "pgoutput": f"pa_w{writers}_pgo"}.get(kind, kind)
 
 
 class System:
     """One replication system on its own subscriber cluster."""
 
     def __init__(self, dep, kind, writers, cluster):
+        # pgoutput is parallel_apply decoding with PostgreSQL's pgoutput
+        # (create_subscription(..., plugin := 'pgoutput')): kind pa, its plugin
+        self.plugin = "pgoutput" if kind == "pgoutput" else None
+        kind = "pa" if kind == "pgoutput" else kind
         self.dep, self.kind, self.writers, self.cluster = dep, kind, writers, cluster
-        self.key = sys_key(kind, writers)
-        self.sub = {"pa": f"pa_w{writers}", "pglogical": "pgl_sub", "incore": "core_sub",
-                    "physical": "phys"}[kind]
+        self.key = cluster.name
+        self.sub = {"pa": f"pa_pgo_w{writers}" if self.plugin else f"pa_w{writers}", "pglogical": "pgl_sub",
+                    "incore": "core_sub", "physical": "phys"}[kind]
         self.db = PDB if kind == "physical" else SDB
         self.slot = self.origin = None
         self.appname = self.sub       # the walsender's application_name (checked in syncrep)
@@ -431,12 +438,16 @@ class System:
 
     @property
     def label(self):
+        if self.plugin:
+            return PGO_LABEL
         return {"pa": "parallel_apply", "pglogical": "pglogical", "incore": "in-core",
                 "physical": "physical"}[self.kind]
 
     @property
     def title(self):
-        return f"parallel_apply {self.writers}w" if self.kind == "pa" else self.label
+        if self.kind != "pa":
+            return self.label
+        return f"parallel_apply {self.writers}w" + (f" ({self.plugin})" if self.plugin else "")
 
     def q(self, sql, params=None, key="main"):
         return self.cluster.q(self.db, sql, params, key)
@@ -463,8 +474,8 @@ class System:
         self.sub_sync = a.sub_sync
         # the subscription and its initial copy, as every benchmark makes it
         out = r.harness(c.sock, "subscribe", self.kind, c.name, c.port, SDB, self.sub, prov.port, PDB,
-                        "true", self.writers or 1, timeout=a.setup_timeout + 60,
-                        SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
+                        "true", self.writers or 1, *([f"plugin := '{self.plugin}'"] if self.plugin else []),
+                        timeout=a.setup_timeout + 60, SYNC=a.sub_sync, SETUP_TIMEOUT=a.setup_timeout)
         self.slot, origin = out.split()[-2:]
         self.origin = None if origin == "-" else origin
         self.enable_sql, self.disable_sql = r.harness(c.sock, "sql", self.kind, self.sub).splitlines()[-2:]
@@ -1289,8 +1300,8 @@ class Suite:
     def systems_spec(self, kinds, writers):
         spec = []
         for k in kinds:
-            if k == "pa":
-                spec += [("pa", w) for w in writers]
+            if k in PA_KINDS:
+                spec += [(k, w) for w in writers]
             else:
                 spec.append((k, 1))
         return spec
@@ -1306,7 +1317,7 @@ class Suite:
         if {"sustained", "lag"} & set(a.experiments):
             p.plan(a.runs * nsys * len(a.clients) * (a.duration * 1.3 + 8))
         if "syncrep" in a.experiments:
-            p.plan(a.runs * (a.sync_duration + 5 + nsys * len(a.sync_sub_sync)
+            p.plan(a.sync_runs * (a.sync_duration + 5 + nsys * len(a.sync_sub_sync)
                              * (10 + len(a.sync_modes) * (a.sync_duration + 3))))
         if "memory" in a.experiments:
             m = len(self.systems_spec(a.memory_systems, a.memory_writers))
@@ -1379,6 +1390,8 @@ class Suite:
                 label = {"pglogical": "pglogical", "incore": "in-core"}.get(r["system"], r["system"])
                 if re.fullmatch(r"pa_w\d+", r["system"]):
                     label = "parallel_apply"
+                elif re.fullmatch(r"pa_w\d+_pgo", r["system"]):
+                    label = PGO_LABEL
                 self.add({**{k: "" for k in CSV_FIELDS}, "experiment": "catchup", "run": r["run"],
                           "system": label, "writers": r["writers"], "workload": r["workload"], "scale": a.scale,
                           "clients": a.backlog_clients, "xacts": r["xacts"],
@@ -1421,17 +1434,20 @@ class Suite:
         physical standby has none: once)."""
         a, p = self.args, dep.prov
         c = a.sync_clients
-        for run in range(1, a.runs + 1):
+        nsys = len(dep.systems)
+        for run in range(1, a.sync_runs + 1):
             for x in dep.systems:
                 x.disable()
-            self.progress.step(f"syncrep run {run}/{a.runs}: standalone provider, {c} clients, "
+            self.progress.step(f"syncrep run {run}/{a.sync_runs}: standalone provider, {c} clients, "
                                f"pgbench {a.sync_duration}s", a.sync_duration + 5)
             dep.prov.q(PDB, "CHECKPOINT")
             n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode="on")
             self.add(dep.row("syncrep", run, None, system="standalone", writers="", clients=c,
                              duration_s=a.sync_duration, sync_mode="on (no standby)", sub_sync="-", xacts=n,
                              provider_tps=round(tps), latency_ms=round(lat, 2), identical="-"))
-            for x in dep.systems:
+            # the standalone provider first, then the systems, the first
+            # one rotating per run (as in sustained)
+            for x in [dep.systems[(i + run - 1) % nsys] for i in range(nsys)]:
                 if x.broken:
                     continue
                 x.enable()
@@ -1461,7 +1477,7 @@ class Suite:
         a, p = self.args, dep.prov
         c = a.sync_clients
         what = x.title + ("" if sub_sync == "-" else f", apply synchronous_commit={sub_sync}")
-        self.progress.step(f"syncrep run {run}/{a.runs}: {what}: naming it in synchronous_standby_names", 10)
+        self.progress.step(f"syncrep run {run}/{a.sync_runs}: {what}: naming it in synchronous_standby_names", 10)
         if sub_sync != "-":
             x.set_sub_sync(sub_sync)
         if not dep.settle(x, "syncrep"):
@@ -1480,7 +1496,7 @@ class Suite:
             return False
         ok = True
         for mode in a.sync_modes:
-            self.progress.step(f"syncrep run {run}/{a.runs}: {what}, synchronous_commit={mode}, "
+            self.progress.step(f"syncrep run {run}/{a.sync_runs}: {what}, synchronous_commit={mode}, "
                                f"{c} clients, pgbench {a.sync_duration}s", a.sync_duration + 3)
             try:
                 n, tps, lat = dep.pgbench(c, duration=a.sync_duration, sync_mode=mode,
@@ -1601,7 +1617,8 @@ class Suite:
             + f", scale {a.scale}; clients {','.join(map(str, a.clients))}, {a.duration}s per run, "
               f"pgbench -j min(clients, {a.jobs}); runs {a.runs}",
             f"- syncrep: {a.sync_clients} clients, {a.sync_duration}s per mode, modes {','.join(a.sync_modes)}, "
-            f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}",
+            f"each with the subscribers' apply at synchronous_commit {' and '.join(a.sync_sub_sync)}; "
+            f"runs {a.sync_runs}",
             f"- catch-up: backlog {a.backlog} transactions ({a.backlog_clients} clients), {a.catchup_runs} run(s) "
             f"after an untimed warm-up backlog of {a.warmup_backlog or min(a.backlog, 20000)}",
             f"- memory: scale {a.memory_scale}, subscriber shared_buffers {a.memory_shared_buffers}, "
@@ -1661,7 +1678,8 @@ def num(v):
 
 def median_rows(rows, key_fields):
     """Group rows by key_fields; per group the median of every numeric
-    column, identical = 'yes' only if every run was identical."""
+    column (and its runs' (min, max) as FIELD_range), identical = 'yes'
+    only if every run was identical, n = the runs."""
     groups = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in key_fields), []).append(r)
@@ -1676,6 +1694,7 @@ def median_rows(rows, key_fields):
             else:
                 vals = [v for v in vals if v is not None]
                 m[f] = statistics.median(vals) if vals else ""
+                m[f + "_range"] = (min(vals), max(vals)) if vals else None
         same = {r["identical"] for r in rs}
         m["identical"] = "yes" if same == {"yes"} else "-" if same == {"-"} else "NO"
         m["n"] = len(rs)
@@ -1693,7 +1712,13 @@ def cell(v, digits=0):
 
 
 def sys_name(r):
-    return f"{r['system']} ({int(num(r['writers']))}w)" if r["system"] == "parallel_apply" else r["system"]
+    """A row's system as the tables name it: parallel_apply with its writer
+    count (and pgoutput when it decoded with that), else the system."""
+    if r["system"] == "parallel_apply":
+        return f"parallel_apply ({int(num(r['writers']))}w)"
+    if r["system"] == PGO_LABEL:
+        return f"parallel_apply ({int(num(r['writers']))}w, pgoutput)"
+    return r["system"]
 
 
 def md_table(header, rows):
@@ -1705,7 +1730,8 @@ def md_table(header, rows):
 def ratio_lines(suite):
     """The summary's lead: parallel_apply (its best writer count) against
     in-core and pglogical, catch-up apply TPS and sustained TPS, from this
-    run's medians."""
+    run's medians; parallel_apply through pgoutput likewise, and against
+    parallel_apply with its own plugin."""
     a, rows = suite.args, suite.rows
     out = []
 
@@ -1724,21 +1750,26 @@ def ratio_lines(suite):
             ("sustained", "sustained_tps", "sustained TPS (best over the client sweep)",
              lambda m: f" at {cell(m['clients'])} clients")):
         meds = median_rows([r for r in rows if r["experiment"] == exp], ["system", "writers", "clients"])
-        pa = best(meds, field, "parallel_apply")
-        if not pa:
-            continue
-        others = [vs(pa, field, best(meds, field, sysname), sysname, detail)
-                  for sysname in ("in-core", "pglogical")]
-        others = [o for o in others if o]
-        pa_cpu = num(pa["apply_cpu_us_per_xact"])
         kept_up = exp == "sustained" and all(num(m["catchup_s"]) is not None
                                              and num(m["catchup_s"]) < 0.1 * a.duration for m in meds)
-        out.append(f"- {what}: parallel_apply, writers {int(num(pa['writers']))}: {cell(pa[field])}"
-                   f"{detail(pa)} = " + (", ".join(others) if others else "no baseline measured")
-                   + (f"; its subscriber used {pa_cpu:,.0f} us of CPU per transaction" if pa_cpu else "")
-                   + ("; every system kept up (catch-up under a tenth of the load's time): the provider "
-                      "was the limit, these ratios are its run-to-run noise, not apply capacity"
-                      if kept_up else ""))
+        own = best(meds, field, "parallel_apply")
+        for system, name in (("parallel_apply", "parallel_apply"), (PGO_LABEL, "parallel_apply through pgoutput")):
+            pa = best(meds, field, system)
+            if not pa:
+                continue
+            others = [vs(pa, field, best(meds, field, sysname), sysname, detail)
+                      for sysname in ("in-core", "pglogical")]
+            if system == PGO_LABEL and own:
+                others.append(vs(pa, field, own, f"parallel_apply with its own plugin, writers "
+                                                 f"{int(num(own['writers']))}", detail))
+            others = [o for o in others if o]
+            pa_cpu = num(pa["apply_cpu_us_per_xact"])
+            out.append(f"- {what}: {name}, writers {int(num(pa['writers']))}: {cell(pa[field])}"
+                       f"{detail(pa)} = " + (", ".join(others) if others else "no baseline measured")
+                       + (f"; its subscriber used {pa_cpu:,.0f} us of CPU per transaction" if pa_cpu else "")
+                       + ("; every system kept up (catch-up under a tenth of the load's time): the provider "
+                          "was the limit, these ratios are its run-to-run noise, not apply capacity"
+                          if kept_up else ""))
     return out
 
 
@@ -1751,7 +1782,8 @@ def render_markdown(suite, charts):
     if lead:
         parts += ["## Summary: parallel_apply against the baselines (this run)", "",
                   "Ratios above 1.00: parallel_apply is faster.  Each figure is the median over this "
-                  "invocation's runs; parallel_apply at the writer count that did best.", ""] + lead + [""]
+                  "invocation's runs; parallel_apply (with its own plugin, and through PostgreSQL's pgoutput "
+                  "where that ran) at the writer count that did best.", ""] + lead + [""]
     parts += [rest.lstrip("\n"), ""]
     note_runs = f"median of {a.runs} runs" if a.runs > 1 else "one run"
     catch = [r for r in rows if r["experiment"] == "catchup"]
@@ -1806,7 +1838,12 @@ def render_markdown(suite, charts):
         def rel(m):
             return f"{num(m['provider_tps']) / base:.2f}" if base and num(m["provider_tps"]) else "-"
 
-        # side by side: per system, per apply setting, each mode's TPS (x standalone)
+        def spread(m):
+            """The runs' lowest and highest TPS of a cell, "-" for one run."""
+            lo_hi = m.get("provider_tps_range")
+            return f"{cell(lo_hi[0])}-{cell(lo_hi[1])}" if lo_hi and m["n"] > 1 else "-"
+
+        # side by side: per system, per apply setting, each mode's TPS (x standalone; min-max)
         cols = [(mode, ss) for mode in a.sync_modes for ss in a.sync_sub_sync]
         pivot = []
         for name in dict.fromkeys(sys_name(m) for m in med if m["system"] != "standalone"):
@@ -1814,22 +1851,34 @@ def render_markdown(suite, charts):
             for mode, ss in cols:
                 m = next((m for m in med if sys_name(m) == name and m["sync_mode"] == mode
                           and m["sub_sync"] in (ss, "-")), None)
-                cells.append(f"{cell(m['provider_tps'])} ({rel(m)})" if m else "-")
+                cells.append((f"{cell(m['provider_tps'])} ({rel(m)}" + ("" if m["n"] == 1 else f"; {spread(m)}")
+                              + ")") if m else "-")
             pivot.append([name] + cells)
-        parts += [f"## Synchronous replication ({a.sync_clients} clients, {a.sync_duration}s per mode, {note_runs})",
-                  "", f"Standalone provider (no standby, synchronous_commit = on): {cell(base)} TPS. "
+        runs = sorted({m["n"] for m in med})
+        each = (f"each cell: median of {a.sync_runs} runs of {a.sync_duration} s" if a.sync_runs > 1
+                else f"each cell: one run of {a.sync_duration} s")
+        if runs != [a.sync_runs]:
+            each += " (some cells fewer: " + ", ".join(str(r) for r in runs if r != a.sync_runs) + " runs)"
+        std = next((m for m in med if m["system"] == "standalone"), None)
+        parts += [f"## Synchronous replication ({a.sync_clients} clients, {a.sync_duration}s per mode, "
+                  + (f"median of {a.sync_runs} runs" if a.sync_runs > 1 else "one run") + ")", "",
+                  each + (" (each run measures the standalone provider and every system in turn; min-max: "
+                          "the runs' lowest and highest TPS)" if a.sync_runs > 1 else "") + ".", "",
+                  f"Standalone provider (no standby, synchronous_commit = on): {cell(base)} TPS"
+                  + (f" ({spread(std)})" if std and std["n"] > 1 else "") + ". "
                   "Provider TPS with the system named in synchronous_standby_names, per provider "
                   "synchronous_commit and the subscriber apply's own synchronous_commit (\"apply off\", "
                   "\"apply on\"; the physical standby has no such setting: the same figure in both), "
                   "relative to the standalone provider in brackets (1.00: synchronous replication cost nothing; "
-                  "higher is better).", "",
+                  "higher is better)" + (", then the runs' min-max" if a.sync_runs > 1 else "") + ".", "",
                   md_table(["system"] + [f"{mode}, apply {ss}" for mode, ss in cols], pivot), "",
-                  "Every run:", "",
-                  md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "latency ms",
-                            "vs standalone", "identical"],
+                  "Each cell" + (" (median of its runs; every run is a row of results.csv):" if a.sync_runs > 1
+                                 else ":"), "",
+                  md_table(["system", "synchronous_commit", "apply synchronous_commit", "TPS", "TPS min-max",
+                            "latency ms", "vs standalone", "runs", "identical"],
                            [[sys_name(m) if m["system"] != "standalone" else "standalone provider", m["sync_mode"],
-                             m["sub_sync"] or "-", cell(m["provider_tps"]), cell(m["latency_ms"], 2), rel(m),
-                             m["identical"]] for m in med]), ""]
+                             m["sub_sync"] or "-", cell(m["provider_tps"]), spread(m), cell(m["latency_ms"], 2),
+                             rel(m), m["n"], m["identical"]] for m in med]), ""]
     if any(r["experiment"].startswith("memory") for r in rows):
         method = getattr(suite, "memory_method", "?")
         cu = median_rows([r for r in rows if r["experiment"] == "memory_catchup"], ["system", "writers"])
@@ -1920,7 +1969,7 @@ def make_charts(suite):
             fig, ax = plt.subplots(figsize=(7, 4.2))
             series = {}
             for e, run, system, w, c, t, lag in samples:
-                series.setdefault(f"{system} ({w}w)" if system == "parallel_apply" else system, []).append((t, lag))
+                series.setdefault(sys_name({"system": system, "writers": w}), []).append((t, lag))
             for name, pts in sorted(series.items()):
                 ax.plot([p[0] for p in pts], [p[1] / 1048576 for p in pts], label=name, lw=1)
             ax.set_xlabel("seconds since the load started")
@@ -1936,13 +1985,14 @@ def make_charts(suite):
         fig, axes = plt.subplots(1, len(sources), figsize=(6.5 * len(sources), 4.2), squeeze=False)
         for ax, (e, rs) in zip(axes[0], sources):
             med = median_rows(rs, ["system", "writers"])
-            pa = sorted((num(m["writers"]), num(m["catchup_s"])) for m in med
-                        if m["system"] == "parallel_apply" and num(m["catchup_s"]) is not None)
-            if pa:
-                ax.plot([p[0] for p in pa], [p[1] for p in pa], marker="o", label="parallel_apply")
-                ax.set_xticks([p[0] for p in pa])
+            for system, color in (("parallel_apply", "C0"), (PGO_LABEL, "C3")):
+                pa = sorted((num(m["writers"]), num(m["catchup_s"])) for m in med
+                            if m["system"] == system and num(m["catchup_s"]) is not None)
+                if pa:
+                    ax.plot([p[0] for p in pa], [p[1] for p in pa], marker="o", color=color, label=system)
+                    ax.set_xticks([p[0] for p in pa])
             for m in med:
-                if m["system"] != "parallel_apply" and num(m["catchup_s"]) is not None:
+                if m["system"] not in ("parallel_apply", PGO_LABEL) and num(m["catchup_s"]) is not None:
                     ax.axhline(num(m["catchup_s"]), ls="--", color="C1" if m["system"] == "pglogical" else "C2",
                                label=m["system"])
             ax.set_xlabel("parallel_apply writers")
@@ -1958,23 +2008,29 @@ def make_charts(suite):
         med = median_rows(sync, ["system", "writers", "sync_mode", "sub_sync"])
         base = next((num(m["provider_tps"]) for m in med if m["system"] == "standalone"), None)
 
-        def group(m):
-            return sys_name(m) + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}")
+        def group(m):   # a bar group's label, on lines short enough to stay apart
+            return (sys_name(m).replace(", ", ",\n")
+                    + ("" if m["sub_sync"] in ("", "-") else f"\napply {m['sub_sync']}"))
         names = list(dict.fromkeys(group(m) for m in med if m["system"] != "standalone"))
         modes = suite.args.sync_modes
         fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names)), 4.2))
         width = 0.8 / max(len(modes), 1)
         for j, mode in enumerate(modes):
-            ys = [next((num(m["provider_tps"]) or 0 for m in med if group(m) == n and m["sync_mode"] == mode), 0)
-                  for n in names]
-            ax.bar([i + j * width for i in range(len(names))], ys, width, label=mode)
+            ms = [next((m for m in med if group(m) == n and m["sync_mode"] == mode), None) for n in names]
+            ys = [num(m["provider_tps"]) or 0 if m else 0 for m in ms]
+            # the runs' min-max around each median (none for one run)
+            err = [[y - (m["provider_tps_range"] or (y, y))[0] if m else 0 for y, m in zip(ys, ms)],
+                   [(m["provider_tps_range"] or (y, y))[1] - y if m else 0 for y, m in zip(ys, ms)]]
+            ax.bar([i + j * width for i in range(len(names))], ys, width, label=mode,
+                   yerr=err if suite.args.sync_runs > 1 else None, capsize=2)
         if base:
             ax.axhline(base, color="k", ls="--", label="standalone provider")
         ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(names))])
         ax.set_xticklabels(names, fontsize=8)
         ax.set_ylabel("provider TPS")
         ax.set_title(f"synchronous replication, {suite.args.sync_clients} clients, "
-                     "by the subscriber apply's synchronous_commit")
+                     "by the subscriber apply's synchronous_commit"
+                     + (f" (median of {suite.args.sync_runs} runs, min-max)" if suite.args.sync_runs > 1 else ""))
         ax.legend(fontsize=8)
         save(fig, "syncrep.png")
     return charts
@@ -2007,11 +2063,13 @@ def parse_args(argv):
     ap.add_argument("--experiments", default="catchup,sustained,lag,syncrep,memory",
                     help="comma list of: " + ", ".join(EXPERIMENTS))
     ap.add_argument("--systems", default="pa,pglogical,incore,physical",
-                    help="comma list of: pa, pglogical, incore, physical (pglogical is skipped when not installed)")
+                    help="comma list of: pa, pgoutput (parallel_apply through PostgreSQL's pgoutput), pglogical, "
+                         "incore, physical (pglogical is skipped when not installed)")
     ap.add_argument("--writers", default="1,2,4,8", help="parallel_apply writer counts (one subscriber each)")
     ap.add_argument("--clients", default="1,2,4,8,16,32", help="sustained/lag: pgbench client counts")
     ap.add_argument("--duration", type=int, default=60, help="sustained/lag: seconds of pgbench per run")
-    ap.add_argument("--runs", type=int, default=1, help="repetitions of sustained, syncrep, memory (medians)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="repetitions of sustained, memory and (without --sync-runs) syncrep (medians)")
     ap.add_argument("--scale", type=int, default=10, help="pgbench scale (insert workload: scale*10000 rows)")
     ap.add_argument("--workload", choices=["tpcb", "insert"], default="tpcb")
     ap.add_argument("--insert-columns", type=int, default=5, help="int columns of the insert-only table")
@@ -2026,6 +2084,8 @@ def parse_args(argv):
                          "(catchup_bench.sh WARMUP_XACTS; default min(--backlog, 20000))")
     ap.add_argument("--sync-clients", type=int, default=8, help="syncrep: pgbench clients")
     ap.add_argument("--sync-duration", type=int, default=30, help="syncrep: seconds per mode")
+    ap.add_argument("--sync-runs", type=int, default=None,
+                    help="syncrep: repetitions, each of every system in turn (medians with min-max; default --runs)")
     ap.add_argument("--sync-modes", default="remote_write,on,remote_apply", help="syncrep: synchronous_commit values")
     ap.add_argument("--sync-sub-sync", default="off,on",
                     help="syncrep: the subscribers' apply synchronous_commit values, each measured in turn "
@@ -2085,6 +2145,9 @@ def parse_args(argv):
         if v not in ("off", "on"):
             ap.error(f"--sync-sub-sync: '{v}' is neither off nor on")
     a.memory_duration = a.memory_duration or a.duration
+    a.sync_runs = a.runs if a.sync_runs is None else a.sync_runs
+    if a.runs < 1 or a.sync_runs < 1:
+        ap.error("--runs and --sync-runs must be at least 1")
     a.memory_limit_bytes = parse_size(a.memory_limit)
     for w in a.writers + a.memory_writers:
         if not 1 <= w <= 64:
@@ -2110,7 +2173,8 @@ def parse_args(argv):
             if "pglogical" in lst:
                 lst.remove("pglogical")
         notes.append("pglogical is not installed (Debian package postgresql-15-pglogical): skipped")
-    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and ("pa" in a.systems + a.memory_systems):
+    if not os.path.exists(os.path.join(pkglib, "parallel_apply.so")) and \
+            set(PA_KINDS) & set(a.systems + a.memory_systems):
         ap.error(f"parallel_apply is not installed in {pkglib}; run make && make install")
     a.notes = notes
     return a

@@ -585,8 +585,8 @@ report_end() {
 #
 #   cluster.sh init NAME PORT ROLE [SYSTEM] [CONF_LINE...]
 #   cluster.sh publish PROV_PORT DB PGLOGICAL(0|1) TABLE...
-#   cluster.sh subscribe SYSTEM NAME PORT DB SUB PROV_PORT PROV_DB COPY WRITERS
-#       prints "slot origin"
+#   cluster.sh subscribe SYSTEM NAME PORT DB SUB PROV_PORT PROV_DB COPY WRITERS [WITH...]
+#       prints "slot origin" (WITH: sys_subscribe's, e.g. "plugin := 'pgoutput'")
 #   cluster.sh sql SYSTEM SUB            prints its enable and disable statements
 #   cluster.sh standby NAME PORT PROV_PORT APPNAME SLOT
 # ---------------------------------------------------------------------------
@@ -606,7 +606,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 			prov_publish "$3" "${@:4}" >/dev/null ;;
 		subscribe)
 			CPORT[$2]=$3 CPORT[prov]=$6 PDB=$7
-			sys_subscribe "$1" "$2" "$4" "$5" "$8" "$9" >/dev/null || die "$1: subscription $5 failed"
+			sys_subscribe "$1" "$2" "$4" "$5" "$8" "$9" "${@:10}" >/dev/null || die "$1: subscription $5 failed"
 			echo "$SYS_SLOT ${SYS_ORIGIN:--}" ;;
 		sql)
 			sys_sql "$1" "$2" ;;
