@@ -167,7 +167,8 @@ $sub->safe_psql('postgres', 'DROP SUBSCRIPTION noslot');
 $sub->safe_psql('postgres',
 	"CREATE SUBSCRIPTION tp CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (connect = false, two_phase = true, slot_name = 'tp_slot')");
 refused("SELECT adopt_subscription('tp')",
-	qr/in-core subscription "tp" has two_phase/, 'a two_phase subscription');
+	qr/two_phase of in-core subscription "tp" is still pending/,
+	'a two_phase subscription whose two_phase is not yet enabled');
 $sub->safe_psql('postgres',
 	'ALTER SUBSCRIPTION tp SET (slot_name = NONE); DROP SUBSCRIPTION tp');
 

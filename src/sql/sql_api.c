@@ -391,8 +391,8 @@ resolve_plugin(WalReceiverConn *conn, char *plugin)
  * supported").  The provider's installed extension files say which it has;
  * without them nothing is known here, and the stream tells.
  */
-static void
-check_two_phase_here(void)
+void
+pa_api_check_two_phase_here(void)
 {
 	if (max_prepared_xacts == 0)
 		ereport(ERROR,
@@ -853,7 +853,7 @@ check_new_subscription(PaNewSubscription *ns)
 				 errmsg("invalid value for plugin: \"%s\"", ns->plugin),
 				 errdetail("Valid values are \"parallel_apply\" (this project's output plugin, installed on the provider), \"pgoutput\" (PostgreSQL's own) and \"auto\" (parallel_apply where the provider has and allows it, else pgoutput).")));
 	if (ns->two_phase)
-		check_two_phase_here();
+		pa_api_check_two_phase_here();
 	pa_api_check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
 	pa_check_shared();
 	if (pa_api_get_sub(ns->name, true) != NULL)
