@@ -79,9 +79,11 @@
  * owner, origin (16), disable_on_error, run_as_owner (16; a 15
  * subscription applies as its owner: true), password_required (16; 15:
  * true), failover (17), synchronous_commit (PostgreSQL's spellings of on
- * and off taken as such), enabled.  Not carried: binary (pgoutput's binary
- * mode is never asked for, protocol/pgoutput.c: values travel as text,
- * which changes nothing applied), streaming (ours always streams large
+ * and off taken as such), enabled, two_phase (below).  Not carried:
+ * binary (ours asks pgoutput for binary whenever the published columns'
+ * types allow it, and else for text, whatever the in-core subscription
+ * said: leader/receiver.c, pgoutput_binary(); either way what is applied
+ * is the same), streaming (ours always streams large
  * transactions and applies them as they arrive), 19's retain_dead_tuples
  * and wal_receiver_timeout.
  *
@@ -156,7 +158,7 @@ typedef struct InCoreSub
 	char	   *name;
 	Oid			owner;
 	bool		enabled;
-	bool		binary;
+	bool		binary;			/* not carried: see the header comment */
 	char		two_phase;		/* subtwophasestate: 'd', 'p', 'e' */
 	bool		disable_on_error;
 	char	   *conninfo;		/* NULL: through a foreign server (19) */
@@ -523,10 +525,9 @@ pa_adopt_subscription(PG_FUNCTION_ARGS)
 	ereport(NOTICE,
 			(errmsg("parallel_apply subscription \"%s\" takes over in-core subscription \"%s\"",
 					name, s.name),
-			 errdetail("The in-core subscription is disabled, its slot_name NONE%s. The receiver takes its position from replication origin \"%s\" once the in-core workers have exited, then streams from slot \"%s\"%s.",
+			 errdetail("The in-core subscription is disabled, its slot_name NONE%s. The receiver takes its position from replication origin \"%s\" once the in-core workers have exited, then streams from slot \"%s\".",
 					   drop_incore ? ", and dropped once its position is taken" : "",
-					   origin, ns.slot_name,
-					   s.binary ? " (as text: pgoutput's binary mode is not used)" : ""),
+					   origin, ns.slot_name),
 			 ns.enabled ? 0 :
 			 errhint("The in-core subscription was disabled, and so is this one: enable_subscription('%s') starts it.",
 					 name)));
