@@ -27,21 +27,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use lib 't/lib';
 use PaTest;
+use PaAdopt;
 
 # the test framework turns restart_after_crash off; every kill -9 here
 # needs it, on the provider for its walsender's
-my $pub = PostgreSQL::Test::Cluster->new('provider');
-$pub->init(allows_streaming => 'logical');
-$pub->append_conf('postgresql.conf', q{
-max_wal_senders = 10
-max_replication_slots = 10
-wal_sender_timeout = 0
-restart_after_crash = on
-});
-$pub->start;
+my $pub = plain_provider('provider', "restart_after_crash = on\n");
 my $sub = PaTest::make_node('subscriber', 0, 1, extra_conf => q{
 wal_retrieve_retry_interval = 500ms
 max_prepared_transactions = 10
@@ -74,51 +66,20 @@ ALTER TABLE applylog ENABLE ALWAYS TRIGGER gate;
 ALTER TABLE pgbench_history ENABLE ALWAYS TRIGGER gate;
 });
 
-my $dsn = $pub->connstr('postgres');
-$sub->safe_psql('postgres',
-	"CREATE SUBSCRIPTION insub CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub");
-ok(poll_until($sub, q{
-SELECT count(*) = 5 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel r
-  JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = 'insub'}),
-	'the in-core subscription copied its tables');
-my $incore_oid = $sub->safe_psql('postgres',
-	"SELECT oid FROM pg_subscription WHERE subname = 'insub'");
-my $slot = $sub->safe_psql('postgres',
-	"SELECT subslotname FROM pg_subscription WHERE subname = 'insub'");
+my ($incore_oid, $slot) = incore_subscribe($sub, $pub, 'insub', 5);
 
-my $script = $pub->basedir . '/log.sql';
-append_to_file($script,
-	"INSERT INTO applylog VALUES (nextval('applylog_k'), :client_id, now());\n");
-
+my $script = applylog_script($pub);
 # pgbench's TPC-B and the log table for $secs seconds
 sub load
 {
 	my ($secs) = @_;
-	return pgbench_start($pub, 'postgres', '-c', 2, '-j', 1, '-T', $secs,
-		'-R', 100, '-b', 'tpcb-like@3', '-f', "$script\@1");
-}
-
-# the load's end; $may_fail when the provider was restarted under it
-sub load_done
-{
-	my ($h, $msg, $may_fail) = @_;
-	my ($ok, $n, $out) = pgbench_finish($h);
-	if ($may_fail)
-	{
-		note("$msg: the load ran $n transactions");
-		return;
-	}
-	ok($ok && $n > 0, "$msg: the load ran ($n transactions)") or diag($out);
-	return;
+	return applylog_load($pub, $script, $secs, 100);
 }
 
 sub tables_equal
 {
 	my ($msg) = @_;
-	pgbench_tables_equal($pub, $sub, $msg);
-	rows_equal($pub, $sub, [ [ 'applylog', 'k' ] ], $msg);
-	is($sub->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT k) FROM applylog'),
-		'0', "$msg: no transaction applied twice");
+	adopt_tables_equal($pub, $sub, $msg);
 	return;
 }
 
@@ -149,27 +110,6 @@ sub waits_at_gate
 	return ok(poll_until($sub, qq{
 SELECT EXISTS (SELECT FROM pg_locks l WHERE NOT l.granted AND l.locktype = 'transactionid'
                AND l.pid IN ($procs))}), $msg);
-}
-
-# kill -9 $pid of $node, which restarts every process of it: wait
-# (bounded) until the postmaster reaped it, then until the node accepts
-# connections again
-sub kill9
-{
-	my ($node, $pid, $what) = @_;
-	ok(defined $pid && $pid =~ /^\d+$/ && kill('KILL', $pid), "kill -9 of the $what ($pid)")
-	  or return;
-	for (my $i = 0; $i < 1200 && kill(0, $pid); $i++)
-	{
-		usleep(100_000);
-	}
-	for (my $i = 0; $i < 1200; $i++)
-	{
-		last if system('pg_isready', '-q', '-h', $node->host, '-p', $node->port) == 0;
-		usleep(100_000);
-	}
-	ok($node->poll_query_until('postgres', 'SELECT true'), "$what killed: the node runs again");
-	return;
 }
 
 # a statement in the background, in a psql of its own
@@ -254,23 +194,35 @@ sub incore_caught_up
 	return;
 }
 
+# SELECT $fn(...) ($call) in a backend of its own, waiting for a lock
+# that a transaction holds after $hold; with $fn waiting, &$check (when
+# given), then the backend killed with -9
+sub kill_waiting_backend
+{
+	my ($fn, $call, $hold, $msg, $check) = @_;
+	my $holder = session_open($sub);
+	session_query($holder, 'BEGIN');
+	session_query($holder, $hold);
+	my $bg = background("SELECT $fn($call)");
+	ok(poll_until($sub, qq{
+SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'SELECT $fn%'
+               AND wait_event_type = 'Lock')}), "$msg: $fn() waits");
+	$check->() if $check;
+	kill9($sub, $sub->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT $fn%'"),
+		"backend running $fn()");
+	background_done($bg);
+	session_close($holder);
+	return;
+}
+
 # --- the adopting backend killed before it changed anything -------------
 # a transaction holds the in-core subscription's lock; adopt_subscription()
 # waits for it
 my $h = load(6);
-my $holder = session_open($sub);
-session_query($holder, 'BEGIN');
-session_query($holder, 'ALTER SUBSCRIPTION insub SET (disable_on_error = false)');
-my $adopt = background("SELECT adopt_subscription('insub', num_writers := 2)");
-ok(poll_until($sub, q{
-SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'SELECT adopt_subscription%'
-               AND wait_event_type = 'Lock')}),
-	'adopt_subscription() waits for the in-core subscription\'s lock');
-kill9($sub, $sub->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT adopt_subscription%'"),
-	'backend running adopt_subscription()');
-background_done($adopt);
-session_close($holder);
+kill_waiting_backend('adopt_subscription', "'insub', num_writers := 2",
+	'ALTER SUBSCRIPTION insub SET (disable_on_error = false)',
+	'for the in-core subscription\'s lock');
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM parallel_apply.subscription'),
 	'0', 'adopt killed: no parallel_apply subscription');
 is(incore_state(), 't|' . $slot, '... the in-core subscription as it was');
@@ -345,20 +297,13 @@ foreach my $c (@cycles)
 	{
 		# its ALTER SUBSCRIPTION waits for a row lock on the in-core
 		# subscription's pg_subscription row, after the origin was moved
-		$holder = session_open($sub);
-		session_query($holder, 'BEGIN');
-		session_query($holder,
-			"SELECT FROM pg_subscription WHERE subname = 'insub' FOR NO KEY UPDATE");
-		my $rel = background("SELECT release_subscription('insub')");
-		ok(poll_until($sub, q{
-SELECT EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE 'SELECT release_subscription%'
-               AND wait_event_type = 'Lock')}),
-			"$msg: release_subscription() waits after it moved the in-core origin");
-		kill9($sub, $sub->safe_psql('postgres',
-				"SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT release_subscription%'"),
-			'backend running release_subscription()');
-		background_done($rel);
-		session_close($holder);
+		kill_waiting_backend('release_subscription', "'insub'",
+			"SELECT FROM pg_subscription WHERE subname = 'insub' FOR NO KEY UPDATE",
+			"$msg: after it moved the in-core origin", sub {
+				is(incore_origin_lsn(), $sub->safe_psql('postgres',
+						"SELECT max(remote_lsn) FROM pg_replication_origin_status WHERE external_id LIKE 'pa\\_%'"),
+					"$msg: the in-core origin stands where ours stopped");
+			});
 		is(incore_state(), 'f|NONE', "$msg: release killed: the in-core subscription still disabled");
 		is(pending(), 'taken', "$msg: ... ours still there");
 		ok(wait_for_pipeline($sub, 'insub'), "$msg: ... and running again");

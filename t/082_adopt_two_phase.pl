@@ -6,7 +6,12 @@
 # those our writers prepare while they apply are prepared under that GID
 # too, and in-core apply finishes them after the release.  And the
 # refusals: two_phase still pending, a transaction prepared under our own
-# GID at the release.
+# GID at the release.  And a kill -9 (of the receiver after the take-over,
+# of a writer after ours prepared, of the in-core apply worker after the
+# release) while transactions are prepared: still prepared, once, and
+# finished by the other side.
+#
+# The test framework turns restart_after_crash off; the kills need it.
 use strict;
 use warnings;
 
@@ -15,20 +20,14 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use lib 't/lib';
 use PaTest;
+use PaAdopt;
 
 # a plain provider: nothing of this project there
-my $pub = PostgreSQL::Test::Cluster->new('provider');
-$pub->init(allows_streaming => 'logical');
-$pub->append_conf('postgresql.conf', q{
-max_wal_senders = 10
-max_replication_slots = 10
-wal_sender_timeout = 0
-max_prepared_transactions = 10
-});
-$pub->start;
+my $pub = plain_provider('provider', "max_prepared_transactions = 10\n");
 my $sub = PaTest::make_node('subscriber', 0, 1, extra_conf => q{
 wal_retrieve_retry_interval = 500ms
 max_prepared_transactions = 10
+restart_after_crash = on
 });
 
 my $tables = q{
@@ -118,6 +117,10 @@ is($sub->safe_psql('postgres',
 ok(poll_until($sub,
 		"SELECT adopted_origin IS NULL FROM parallel_apply.subscription WHERE sub_name = 'insub'"),
 	'the position was taken');
+kill9($sub, $sub->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'parallel_apply receiver insub'"),
+	'receiver after the take-over');
+is(prepared_here(), $a_gids, 'after a kill -9: what in-core apply prepared is still prepared');
 $pub->safe_psql('postgres', "COMMIT PREPARED 'a1'");
 $pub->safe_psql('postgres', "ROLLBACK PREPARED 'a2'");
 wait_caught_up($sub, 'insub');
@@ -133,6 +136,12 @@ $pub->safe_psql('postgres', "COMMIT PREPARED 'b0'");
 wait_caught_up($sub, 'insub');
 my $b_gids = join(',', sort ("pg_gid_${incore_oid}_$xb1", "pg_gid_${incore_oid}_$xb2"));
 is(prepared_here(), $b_gids, 'our writers prepare under in-core apply\'s GIDs');
+kill9($sub, $sub->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'parallel_apply writer insub:0'"),
+	'writer after it prepared');
+ok(wait_for_pipeline($sub, 'insub'), 'the pipeline runs again');
+wait_caught_up($sub, 'insub');
+is(prepared_here(), $b_gids, '... still prepared, once');
 equal('prepared and committed by ours');
 no_errors($sub, 'insub', 'adopted with two_phase');
 
@@ -158,6 +167,10 @@ is($ret, 0, 'released with two transactions prepared') or diag($err);
 ok(poll_until($sub,
 		"SELECT count(*) = 1 FROM pg_stat_subscription WHERE subname = 'insub' AND pid IS NOT NULL AND relid IS NULL"),
 	'the in-core apply worker runs again');
+kill9($sub, $sub->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_subscription WHERE subname = 'insub' AND relid IS NULL"),
+	'in-core apply worker after the release');
+is(prepared_here(), $b_gids, '... what ours prepared is still prepared');
 $pub->safe_psql('postgres', "COMMIT PREPARED 'b1'");
 $pub->safe_psql('postgres', "ROLLBACK PREPARED 'b2'");
 $pub->safe_psql('postgres', "INSERT INTO t VALUES (100, 'after')");
