@@ -6,7 +6,8 @@
 # those our writers prepare while they apply are prepared under that GID
 # too, and in-core apply finishes them after the release.  And the
 # refusals: two_phase still pending, a transaction prepared under our own
-# GID at the release.  And a kill -9 (of the receiver after the take-over,
+# GID at the release; drop_subscription()'s warning of a transaction left
+# prepared under in-core's GID.  And a kill -9 (of the receiver after the take-over,
 # of a writer after ours prepared, of the in-core apply worker after the
 # release) while transactions are prepared: still prepared, once, and
 # finished by the other side.
@@ -181,5 +182,18 @@ equal('prepared by ours, finished by in-core');
 is($sub->safe_psql('postgres',
 		"SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = 'insub'"),
 	'0', 'in-core apply met no error');
+
+# --- adopted again, dropped with a transaction prepared ----------------
+($ret, $out, $err) = $sub->psql('postgres', "SELECT adopt_subscription('insub')");
+is($ret, 0, 'adopted again') or diag($err);
+my $xc = prepare('c1', 61, 70);
+wait_caught_up($sub, 'insub');
+is(prepared_here(), "pg_gid_${incore_oid}_$xc", 'prepared under in-core apply\'s GID');
+($ret, $out, $err) = $sub->psql('postgres', "SELECT drop_subscription('insub')");
+is($ret, 0, 'dropped with a transaction prepared') or diag($err);
+like($err, qr/WARNING:  1 transaction prepared by parallel_apply subscription "insub" is left prepared\n.*HINT:  .*gid starts with 'pg_gid_${incore_oid}_'\./s,
+	'... which it says is left prepared, under in-core apply\'s GID');
+$sub->safe_psql('postgres', "ROLLBACK PREPARED 'pg_gid_${incore_oid}_$xc'");
+$pub->safe_psql('postgres', "ROLLBACK PREPARED 'c1'");
 
 done_testing();

@@ -420,13 +420,13 @@ check_two_phase_provider(WalReceiverConn *conn)
 
 /*
  * A subscription with two_phase is dropped: the transactions it prepared
- * here and whose end has not come stay prepared, holding their locks, as
- * PostgreSQL leaves its own; say so, and how to finish them.
+ * here under GIDs that start with prefix and whose end has not come stay
+ * prepared, holding their locks, as PostgreSQL leaves its own; say so, and
+ * how to finish them.
  */
 static void
-warn_prepared_left(PaSubscription *sub)
+warn_prepared_left(PaSubscription *sub, const char *prefix)
 {
-	char	   *prefix = pa_twophase_gid_prefix(sub->subid);
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 	int			n;
@@ -976,7 +976,7 @@ pa_api_drop_here(PaSubscription *sub)
 
 	pa_api_stop_pipeline(sub);
 	if (sub->two_phase)
-		warn_prepared_left(sub);
+		warn_prepared_left(sub, pa_twophase_gid_prefix(sub->subid));
 	values[0] = ObjectIdGetDatum(sub->subid);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 						   1, types, values, NULL, SPI_OK_DELETE);
@@ -1039,6 +1039,13 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 							 quote_literal_cstr(name))));
 	}
 
+	/*
+	 * One that took over an in-core subscription prepares under in-core
+	 * apply's GIDs (writer/twophase.c), which release_subscription() hands
+	 * back; dropped, they are left too.
+	 */
+	if (sub->two_phase && OidIsValid(sub->adopted_subid))
+		warn_prepared_left(sub, psprintf("pg_gid_%u_", sub->adopted_subid));
 	pa_api_drop_here(sub);
 
 	/* last, since it cannot be undone: the slot on the provider */
