@@ -13,7 +13,9 @@
 #
 #	M1: the in-core subscription adopted, its apply worker still in the
 #	    transaction it applies (the receiver waits to take the position);
-#	M2: the position taken, no transaction of ours committed yet;
+#	M2: the position taken, no transaction of ours committed yet (and,
+#	    once, before the receiver made its origins: a lock on
+#	    pg_replication_origin holds it there);
 #	M3: during or right after release_subscription();
 #
 # the processes: the in-core apply worker while it is being stopped, the
@@ -349,5 +351,42 @@ foreach my $c (@cycles)
 	is($sub->safe_psql('postgres',
 			"SELECT count(*) FROM pg_prepared_xacts"), '0', "$msg: no gate left");
 }
+
+# --- killed after the position was taken, before our origins were made ----
+# the receiver creates them (replorigin_create(), which locks
+# pg_replication_origin in ExclusiveLock) after the transaction that
+# recorded the position; a transaction holding that catalog in SHARE mode
+# holds it there
+$h = load(10);
+close_gate(1);
+waits_at_gate('incore', 'state C: the in-core apply worker waits in a transaction');
+my $origins = session_open($sub);
+session_query($origins, 'BEGIN');
+session_query($origins, 'LOCK TABLE pg_catalog.pg_replication_origin IN SHARE MODE');
+my ($ret, $out, $err) = $sub->psql('postgres',
+	"SELECT adopt_subscription('insub', num_writers := 2)");
+is($ret, 0, 'state C: adopted') or diag($err);
+open_gate(1);
+ok(poll_until($sub, q{
+SELECT s.adopted_origin IS NULL AND s.stopped_lsn IS NOT NULL
+   AND (SELECT wait_event_type = 'Lock' FROM pg_stat_activity
+        WHERE application_name = 'parallel_apply receiver insub')
+  FROM parallel_apply.subscription s WHERE s.sub_name = 'insub'}),
+	'state C: the position taken and recorded, the receiver waits to make its origins');
+is($sub->safe_psql('postgres',
+		"SELECT count(*) FROM pg_replication_origin WHERE roname LIKE 'pa\\_%'"),
+	'0', 'state C: no origin of ours yet');
+kill_one('receiver', 'after the position was taken, before its origins were made');
+session_close($origins);
+ok(wait_for_pipeline($sub, 'insub'), 'state C: the pipeline runs');
+is($sub->safe_psql('postgres',
+		"SELECT stopped_lsn IS NULL FROM parallel_apply.subscription WHERE sub_name = 'insub'"),
+	't', 'state C: its origins made at the position, which is then cleared');
+load_done($h, 'state C');
+wait_caught_up($sub, 'insub');
+tables_equal('state C: after the take-over');
+($ret, $out, $err) = $sub->psql('postgres', "SELECT release_subscription('insub')");
+is($ret, 0, 'state C: released') or diag($err);
+incore_caught_up('state C: after the release');
 
 done_testing();
