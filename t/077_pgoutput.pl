@@ -107,6 +107,10 @@ is($sub->safe_psql('postgres',
 is($pub->safe_psql('postgres',
 		"SELECT plugin FROM pg_replication_slots WHERE slot_name LIKE 'pa_pgo_%'"),
 	'pgoutput', 'the slot decodes through pgoutput');
+# an enum column (types.m): pgoutput would send its OID-bound binary form
+like($pub->safe_psql('postgres',
+		"SELECT query FROM pg_stat_activity WHERE backend_type = 'walsender' AND query LIKE 'START_REPLICATION SLOT %pa_pgo_%'"),
+	qr/binary 'false'/, 'a published enum column: pgoutput streams text');
 
 my @tables = ([ 'types', 'id' ], [ 'toasty', 'id' ], [ 'full_id', 'a, b' ],
 	[ 'trunc', 'id' ], [ 'bench', 'id' ], [ 'parted', 'id, region' ],

@@ -19,6 +19,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use lib 't/lib';
 use PaTest;
+use PaAdopt;
 
 # README.md's quick start, statement by statement, as written there
 my ($quick) = slurp_file('README.md') =~
@@ -29,14 +30,7 @@ is(scalar @quick, 3, 'in three statements');
 like($quick[0], qr/^CREATE EXTENSION parallel_apply;$/, '... the extension first');
 
 # a plain provider: PostgreSQL's defaults, no extension, no library
-my $pub = PostgreSQL::Test::Cluster->new('provider');
-$pub->init(allows_streaming => 'logical');
-$pub->append_conf('postgresql.conf', q{
-max_wal_senders = 10
-max_replication_slots = 10
-wal_sender_timeout = 0
-});
-$pub->start;
+my $pub = plain_provider('provider');
 # the subscriber as setup.md has it, the extension not created yet
 my $sub = PaTest::make_node('subscriber', 0, 1, bare => 1,
 	extra_conf => "wal_retrieve_retry_interval = 500ms\n");
@@ -59,47 +53,56 @@ RESET ROLE;
 };
 $pub->safe_psql('postgres', $logtable . 'SET ROLE app; CREATE SEQUENCE applylog_k;');
 $sub->safe_psql('postgres', $logtable);
+# built-in types in binary (pgoutput's binary option; every column's type
+# one our readers take binary) and a TOASTed value kept by an UPDATE that
+# does not touch it
+my $bintypes = q{
+SET ROLE app;
+CREATE TABLE bintypes (id int PRIMARY KEY, i2 int2, i8 int8, n numeric, f4 float4,
+  f8 float8, b bool, t text, ba bytea, j jsonb, js json, u uuid, ts timestamptz,
+  d date, iv interval, ip inet, ia int4[], ta text[], p point, big text);
+ALTER TABLE bintypes ALTER COLUMN big SET STORAGE EXTERNAL;
+RESET ROLE;
+};
+$pub->safe_psql('postgres', $bintypes);
+$sub->safe_psql('postgres', $bintypes);
+# rows $from..$to of bintypes on the provider, and an update of the
+# previous ones that keeps their TOASTed value
+sub bintypes_rows
+{
+	my ($from, $to) = @_;
+	$pub->safe_psql('postgres', qq{
+SET ROLE app;
+INSERT INTO bintypes SELECT g, g::int2, g * 1000000000::int8, g / 7.0, g / 3.0::float4,
+  g / 3.0::float8, g % 2 = 0, 'text ' || g, decode(md5(g::text), 'hex'),
+  jsonb_build_object('g', g, 'a', jsonb_build_array(g, 'x')), json_build_object('g', g),
+  md5(g::text)::uuid, '2020-01-01 00:00+00'::timestamptz + g * interval '1 hour',
+  '2020-01-01'::date + g, g * interval '1 minute 1.5 second', ('10.0.0.' || (g % 250))::inet,
+  ARRAY[g, -g, NULL], ARRAY['a' || g, NULL, 'b'], point(g, -g), repeat(md5(g::text), 2000)
+  FROM generate_series($from, $to) g;
+UPDATE bintypes SET t = t || ' updated', n = -n WHERE id < $from;
+});
+	return;
+}
+bintypes_rows(1, 10);
 $pub->safe_psql('postgres', 'CREATE PUBLICATION pub FOR ALL TABLES');
 
 my $dsn = $pub->connstr('postgres');
-$sub->safe_psql('postgres',
-	"CREATE SUBSCRIPTION insub CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (binary = true)");
-ok(poll_until($sub, q{
-SELECT count(*) = 5 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel r
-  JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = 'insub'}),
-	'the in-core subscription copied its tables');
-my $incore_oid = $sub->safe_psql('postgres',
-	"SELECT oid FROM pg_subscription WHERE subname = 'insub'");
-my $slot = $sub->safe_psql('postgres',
-	"SELECT subslotname FROM pg_subscription WHERE subname = 'insub'");
+my ($incore_oid, $slot) = incore_subscribe($sub, $pub, 'insub', 6, 'binary = true');
 
-my $script = $pub->basedir . '/log.sql';
-append_to_file($script,
-	"INSERT INTO applylog VALUES (nextval('applylog_k'), :client_id, now());\n");
+my $script = applylog_script($pub);
 # pgbench's TPC-B and the log table, as app, for $secs seconds
 sub load
 {
 	my ($secs) = @_;
-	return pgbench_start($pub, 'postgres', '-U', 'app', '-c', 2, '-j', 1,
-		'-T', $secs, '-R', 150, '-b', 'tpcb-like@3', '-f', "$script\@1");
-}
-
-sub load_done
-{
-	my ($h, $msg) = @_;
-	my ($ok, $n, $out) = pgbench_finish($h);
-	ok($ok && $n > 0, "$msg: the load ran ($n transactions)") or diag($out);
-	return;
+	return applylog_load($pub, $script, $secs, 150, '-U', 'app');
 }
 
 # every table alike on both sides, the log table with no row twice
 sub tables_equal
 {
 	my ($msg) = @_;
-	pgbench_tables_equal($pub, $sub, $msg);
-	rows_equal($pub, $sub, [ [ 'applylog', 'k' ] ], $msg);
-	is($sub->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT k) FROM applylog'),
-		'0', "$msg: no transaction applied twice");
+	adopt_tables_equal($pub, $sub, $msg, [ 'bintypes', 'id' ]);
 	return;
 }
 
@@ -167,7 +170,8 @@ $sub->safe_psql('postgres', 'DROP SUBSCRIPTION noslot');
 $sub->safe_psql('postgres',
 	"CREATE SUBSCRIPTION tp CONNECTION \$d\$$dsn\$d\$ PUBLICATION pub WITH (connect = false, two_phase = true, slot_name = 'tp_slot')");
 refused("SELECT adopt_subscription('tp')",
-	qr/in-core subscription "tp" has two_phase/, 'a two_phase subscription');
+	qr/two_phase of in-core subscription "tp" is still pending/,
+	'a two_phase subscription whose two_phase is not yet enabled');
 $sub->safe_psql('postgres',
 	'ALTER SUBSCRIPTION tp SET (slot_name = NONE); DROP SUBSCRIPTION tp');
 
@@ -194,7 +198,7 @@ is($sub->safe_psql('postgres', 'SELECT count(*) FROM parallel_apply.subscription
 session_query($hold, 'COMMIT');
 session_close($hold);
 ok(poll_until($sub, q{
-SELECT count(*) = 6 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel WHERE srsubid =
+SELECT count(*) = 7 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel WHERE srsubid =
   (SELECT oid FROM pg_subscription WHERE subname = 'insub')}),
 	'the late table is ready once its copy may run');
 
@@ -219,7 +223,7 @@ is($sub->safe_psql('postgres',
 	'ours streams from its slot through pgoutput, its tables ready, applying as in-core did');
 is($sub->safe_psql('postgres',
 		"SELECT count(*) FROM parallel_apply.subscription_rel r JOIN parallel_apply.subscription s USING (sub_id) WHERE s.sub_name = 'insub'"),
-	'6', 'with its tables');
+	'7', 'with its tables');
 
 # the receiver waits: the in-core worker still applies a transaction
 ok(poll_until($sub,
@@ -247,7 +251,11 @@ ok($sub->wait_for_log(qr/parallel_apply subscription "insub" took over in-core s
 
 ($ret, $out, $err) = $sub->psql('postgres', $quick[2]);
 is($ret, 0, "as the quick start has it: $quick[2]") or diag($err);
+bintypes_rows(11, 20);
 load_done($h, 'take-over');
+like($pub->safe_psql('postgres',
+		"SELECT query FROM pg_stat_activity WHERE backend_type = 'walsender' AND query LIKE 'START_REPLICATION SLOT %$slot%'"),
+	qr/binary 'true'/, 'ours streams binary, as the in-core one did: every type allows it');
 wait_caught_up($sub, 'insub');
 tables_equal('after the take-over');
 no_errors($sub, 'insub', 'after the take-over');
@@ -309,5 +317,30 @@ $err = refused("SELECT release_subscription('insub')",
 	'release after drop_incore');
 like($err, qr/HINT:  Keep this subscription, or drop it with drop_subscription\(\)/,
 	'... with a hint');
+
+# --- a table whose type binary cannot carry joins the publications -----
+# pgoutput would send its enum binary, which names the provider's OIDs:
+# its RELATION stops the binary session, and the subscription streams as
+# text from where it stood
+my $moods = q{
+SET ROLE app;
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE TABLE moods (id int PRIMARY KEY, m mood);
+RESET ROLE;
+};
+$logpos = -s $sub->logfile;
+$sub->safe_psql('postgres', $moods);
+$pub->safe_psql('postgres', $moods . "INSERT INTO moods VALUES (1, 'ok');");
+ok($sub->wait_for_log(qr/pgoutput sends column "m" of table "public\.moods" in binary, which parallel_apply does not read in binary/, $logpos),
+	'a binary session meets a table whose type it cannot read binary');
+ok(poll_until($pub,
+		"SELECT query LIKE '%binary ''false''%' FROM pg_stat_activity WHERE backend_type = 'walsender' AND query LIKE 'START_REPLICATION SLOT %$slot%'"),
+	'... and streams again as text');
+($ret, $out, $err) = $sub->psql('postgres', "SELECT refresh_subscription('insub')");
+is($ret, 0, 'the table joins') or diag($err);
+$pub->safe_psql('postgres', "INSERT INTO moods VALUES (2, 'happy'); UPDATE moods SET m = 'sad' WHERE id = 1;");
+bintypes_rows(21, 25);
+wait_caught_up($sub, 'insub');
+rows_equal($pub, $sub, [ [ 'moods', 'id' ], [ 'bintypes', 'id' ] ], 'as text');
 
 done_testing();

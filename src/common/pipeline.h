@@ -187,6 +187,13 @@ typedef struct PaSubSlot
 	 * COMMIT PREPARED refused.  Kept until the server stops.
 	 */
 	TransactionId missing_prepared_xid;
+
+	/*
+	 * A subscription with plugin pgoutput met a RELATION that cannot be
+	 * read binary in a binary session (protocol/pgoutput.c): the leaders
+	 * that follow stream as text.  Kept until the server stops.
+	 */
+	bool		pgoutput_text_only;
 	uint64		skipped;		/* transactions skip_transaction() skipped */
 	bool		disabled_by_error;	/* a writer disabled the subscription
 									 * (disable_on_error) and exited */

@@ -734,14 +734,62 @@ start_replication(XLogRecPtr start, int version, bool streaming)
 }
 
 /*
+ * May pgoutput send this subscription's tables binary?  Only when the
+ * databases' encodings are the same (as for our plugin) and no column of a
+ * table the publications publish on the provider has a type our readers
+ * refuse binary (protocol/pgoutput.c): one not defined by the catalogs,
+ * or a reg* type.  A RELATION that breaks this later (a table joined the
+ * publications) sets the slot's pgoutput_text_only, and the leaders that
+ * follow stream as text.
+ */
+static bool
+pgoutput_binary(PaSubscription *sub)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	StringInfoData sql;
+	ListCell   *lc;
+	char	   *v;
+	bool		binary;
+
+	if (MyPaLeader->slot->pgoutput_text_only || !same_encoding())
+		return false;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT pg_catalog.count(*) FROM pg_catalog.pg_publication_tables p"
+						   " JOIN pg_catalog.pg_namespace n ON n.nspname = p.schemaname"
+						   " JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename"
+						   " JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
+						   " WHERE p.pubname IN (");
+	foreach(lc, sub->publications)
+		appendStringInfo(&sql, "%s%s", foreach_current_index(lc) > 0 ? ", " : "",
+						 quote_literal_cstr(lfirst(lc)));
+	appendStringInfo(&sql, ") AND a.attnum > 0 AND NOT a.attisdropped"
+					 " AND (a.atttypid >= %u OR a.atttypid IN (",
+					 PA_BINARY_SAFE_TYPE_LIMIT);
+	for (int i = 0; i < pa_binary_unsafe_ntypes; i++)
+		appendStringInfo(&sql, "%s%u", i > 0 ? ", " : "",
+						 pa_binary_unsafe_types[i]);
+	appendStringInfoString(&sql, "))");
+	/* the result's text is read with the catalog's input function */
+	StartTransactionCommand();
+	v = pa_provider_value(MyPaLeader->conn, sql.data);
+	binary = v != NULL && strcmp(v, "0") == 0;
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+	pfree(sql.data);
+	return binary;
+}
+
+/*
  * START_REPLICATION for a subscription with plugin pgoutput
  * (docs/subscriber.md, "Subscribing from pgoutput"): pgoutput's version 3
  * with two_phase, else its version 2 with streaming (every provider it
  * serves, PostgreSQL 15 and later, has both); origin as the
  * subscription's from PostgreSQL 16 on, where pgoutput has that option
  * (create_subscription() refused origin 'none' from an older one, checked
- * again for a DSN changed since); binary off (protocol/pgoutput.c says
- * why) and no messages.  The dispatcher then reads our version 3 with
+ * again for a DSN changed since); binary where the types allow
+ * (pgoutput_binary(); protocol/pgoutput.c says why not always) and no
+ * messages.  The dispatcher then reads our version 3 with
  * TWO_PHASE, or version 4 with STREAMING, from a STARTUP written here
  * (pgoutput has none), and every payload through the translation.  Its
  * encoding is this database's: pgoutput sends text in the connection's
@@ -759,15 +807,17 @@ start_pgoutput(XLogRecPtr start)
 	StringInfoData startup;
 	WalRcvExecResult *res;
 	uint8		flags = 0;
+	bool		binary;
 
 	pa_check_plugin_provider(L->conn, sub->plugin, sub->origin_none);
+	binary = pgoutput_binary(sub);
 	initStringInfo(&cmd);
 	appendStringInfo(&cmd, "START_REPLICATION SLOT %s LOGICAL %X/%X"
-					 " (proto_version '%d', publication_names %s, binary 'false'%s%s%s)",
+					 " (proto_version '%d', publication_names %s, binary '%s'%s%s%s)",
 					 quote_identifier(sub->slot_name), LSN_FORMAT_ARGS(start),
 					 sub->two_phase ? PA_PGOUTPUT_VERSION_TWO_PHASE :
 					 PA_PGOUTPUT_VERSION_STREAM,
-					 names,
+					 names, binary ? "true" : "false",
 					 streaming ? ", streaming 'on'" : "",
 					 sub->two_phase ? ", two_phase 'on'" : "",
 					 server_version < 160000 ? "" :
@@ -791,6 +841,8 @@ start_pgoutput(XLogRecPtr start)
 		flags |= PA_STARTUP_TWO_PHASE;
 	if (streaming)
 		flags |= PA_STARTUP_STREAMING;
+	if (binary)
+		flags |= PA_STARTUP_BINARY;
 
 	if (pgoutput_reader == NULL)
 	{
@@ -798,7 +850,8 @@ start_pgoutput(XLogRecPtr start)
 											 sizeof(PaPgoutputReader));
 		pa_pgoutput_init(pgoutput_reader, TopMemoryContext);
 	}
-	pa_pgoutput_new_session(pgoutput_reader);
+	pa_pgoutput_new_session(pgoutput_reader, binary,
+							&L->slot->pgoutput_text_only);
 	read_frame = read_pgoutput_frame;
 
 	initStringInfo(&startup);

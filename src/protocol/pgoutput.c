@@ -75,9 +75,20 @@
  * (pq_sendstring, pq_sendcountedtext), which libpqwalreceiver sets to the
  * subscriber's database encoding, so the text arrives converted, unlike
  * our plugin's, which sends the provider's bytes for the writers to
- * convert.  Binary transfer stays off: pgoutput's sends every type with a
- * send function binary, including the ones whose OIDs differ between
- * servers, which our readers refuse (docs/protocol.md, section 6).
+ * convert.
+ *
+ * Binary transfer.  pgoutput's binary option sends every datum of a type
+ * with a send function binary ('b', the same layout as ours), including
+ * types whose OIDs differ between servers and the reg* types, whose
+ * binary form is a bare OID: our readers refuse both (docs/protocol.md,
+ * section 6).  So the leader asks for binary only when no column of a
+ * published table on the provider has such a type (receiver.c), and
+ * writes a STARTUP with BINARY and binary_type_limit as our plugin's; and
+ * in a binary session each RELATION is checked here: one with such a
+ * column (a table that joined the publications since) sets the reader's
+ * text_only flag (the subscription's shared slot: kept until the server
+ * stops) and is an error, before any of its tuples is handed on; the
+ * leader that follows streams as text.
  *
  * The frame returned points into the reader's buffer (or is the frame
  * given), and the dispatcher may keep pointers into it until
@@ -234,7 +245,7 @@ pa_pgoutput_init(PaPgoutputReader *r, MemoryContext cxt)
  * and starts outside any transaction or block.
  */
 void
-pa_pgoutput_new_session(PaPgoutputReader *r)
+pa_pgoutput_new_session(PaPgoutputReader *r, bool binary, bool *text_only)
 {
 	HASH_SEQ_STATUS status;
 	PendingRelation *p;
@@ -248,12 +259,15 @@ pa_pgoutput_new_session(PaPgoutputReader *r)
 	r->npending = 0;
 	r->in_block = false;
 	r->prepare_xid = InvalidTransactionId;
+	r->binary = binary;
+	r->text_only = text_only;
 }
 
 /*
  * The STARTUP of a session read from pgoutput, in our protocol: the
  * version the dispatcher is to read, and flags saying what was asked of
- * pgoutput (PA_STARTUP_*: never BINARY or MESSAGES).
+ * pgoutput (PA_STARTUP_*: never MESSAGES); with BINARY the
+ * binary_type_limit our plugin announces, which the RELATIONs are held to.
  */
 void
 pa_pgoutput_write_startup(StringInfo out, int proto_version,
@@ -262,14 +276,54 @@ pa_pgoutput_write_startup(StringInfo out, int proto_version,
 {
 	PaStartupData startup;
 
-	Assert((flags & (PA_STARTUP_BINARY | PA_STARTUP_MESSAGES)) == 0);
+	Assert((flags & PA_STARTUP_MESSAGES) == 0);
 	startup.proto_version = proto_version;
 	startup.server_version_num = server_version_num;
 	startup.encoding = (char *) encoding;
 	startup.flags = flags;
-	startup.binary_type_limit = 0;
+	startup.binary_type_limit = (flags & PA_STARTUP_BINARY) ?
+		PA_BINARY_SAFE_TYPE_LIMIT : 0;
 	startup.plugin_version = PA_PGOUTPUT_PLUGIN_VERSION;
 	pa_write_startup(out, &startup);
+}
+
+/*
+ * In a binary session, a RELATION (m after its relid) whose columns are
+ * all of types our readers take binary; else the reader's text_only flag
+ * set, and an error.
+ */
+static void
+check_binary_columns(PaPgoutputReader *r, PgoMsg *m)
+{
+	PgoMsg		cols = *m;
+	char	   *nspname = get_string(&cols);
+	char	   *relname = get_string(&cols);
+	int			natts;
+
+	(void) get_byte(&cols);		/* replica identity */
+	natts = get_byte(&cols) << 8;
+	natts |= get_byte(&cols);
+	for (int i = 0; i < natts; i++)
+	{
+		char	   *attname;
+		Oid			typid;
+
+		(void) get_byte(&cols); /* flags */
+		attname = get_string(&cols);
+		typid = get_uint32(&cols);
+		(void) get_uint32(&cols);	/* typmod */
+		if (pa_type_binary_safe(typid))
+			continue;
+		if (r->text_only != NULL)
+			*r->text_only = true;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pgoutput sends column \"%s\" of table \"%s.%s\" in binary, which parallel_apply does not read in binary",
+						attname, nspname, relname),
+				 errdetail("Its type (OID %u on the provider) is not defined by the PostgreSQL catalogs, or its binary form is an object OID; such OIDs differ between servers.",
+						   typid),
+				 errhint("The subscription streams again without binary transfer, from where it stands.")));
+	}
 }
 
 /* A RELATION (body: after its type byte and xid), kept for its relid. */
@@ -280,6 +334,9 @@ keep_relation(PaPgoutputReader *r, PgoMsg *m)
 	PendingRelation *p;
 	bool		found;
 	int			bodylen = m->len - (m->pos - 4);
+
+	if (r->binary)
+		check_binary_columns(r, m);
 
 	p = hash_search(r->pending, &relid, HASH_ENTER, &found);
 	if (found)

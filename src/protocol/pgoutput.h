@@ -34,6 +34,8 @@ typedef struct PaPgoutputReader
 	MemoryContext cxt;			/* the pending RELATIONs and buffers */
 	bool		in_block;		/* between STREAM START and STREAM STOP */
 	TransactionId prepare_xid;	/* a BEGIN PREPARE's, until its PREPARE */
+	bool		binary;			/* the session asked for binary */
+	bool	   *text_only;		/* set when a RELATION cannot be binary */
 	HTAB	   *pending;		/* RELATIONs not passed on yet, by relid */
 	long		npending;		/* entries in pending */
 	StringInfoData out;			/* the translated frame */
@@ -41,7 +43,8 @@ typedef struct PaPgoutputReader
 } PaPgoutputReader;
 
 extern void pa_pgoutput_init(PaPgoutputReader *r, MemoryContext cxt);
-extern void pa_pgoutput_new_session(PaPgoutputReader *r);
+extern void pa_pgoutput_new_session(PaPgoutputReader *r, bool binary,
+									bool *text_only);
 extern StringInfo pa_pgoutput_translate(PaPgoutputReader *r, StringInfo in);
 extern void pa_pgoutput_write_startup(StringInfo out, int proto_version,
 									  int server_version_num,

@@ -39,34 +39,37 @@
 #include "compat.h"
 #include "protocol/protocol.h"
 
+/*
+ * The object-identifier types and their arrays, whose binary form is a
+ * bare OID (see PA_BINARY_SAFE_TYPE_LIMIT); listed with their arrays so
+ * that no catalog lookup is needed (the pgoutput reader checks RELATIONs
+ * outside any transaction).
+ */
+const Oid	pa_binary_unsafe_types[] = {
+	REGPROCOID, REGPROCARRAYOID,
+	REGPROCEDUREOID, REGPROCEDUREARRAYOID,
+	REGOPEROID, REGOPERARRAYOID,
+	REGOPERATOROID, REGOPERATORARRAYOID,
+	REGCLASSOID, REGCLASSARRAYOID,
+	REGTYPEOID, REGTYPEARRAYOID,
+	REGCONFIGOID, REGCONFIGARRAYOID,
+	REGDICTIONARYOID, REGDICTIONARYARRAYOID,
+	REGNAMESPACEOID, REGNAMESPACEARRAYOID,
+	REGROLEOID, REGROLEARRAYOID,
+	REGCOLLATIONOID, REGCOLLATIONARRAYOID,
+};
+const int	pa_binary_unsafe_ntypes = lengthof(pa_binary_unsafe_types);
+
 /* See PA_BINARY_SAFE_TYPE_LIMIT. */
 bool
 pa_type_binary_safe(Oid typid)
 {
-	Oid			elemtype;
-
 	if (typid >= PA_BINARY_SAFE_TYPE_LIMIT)
 		return false;
-	elemtype = get_element_type(typid);
-	if (OidIsValid(elemtype))
-		typid = elemtype;
-	switch (typid)
-	{
-		case REGPROCOID:
-		case REGPROCEDUREOID:
-		case REGOPEROID:
-		case REGOPERATOROID:
-		case REGCLASSOID:
-		case REGTYPEOID:
-		case REGCONFIGOID:
-		case REGDICTIONARYOID:
-		case REGNAMESPACEOID:
-		case REGROLEOID:
-		case REGCOLLATIONOID:
+	for (int i = 0; i < pa_binary_unsafe_ntypes; i++)
+		if (pa_binary_unsafe_types[i] == typid)
 			return false;
-		default:
-			return true;
-	}
+	return true;
 }
 
 /* ---------------------------------------------------------------------

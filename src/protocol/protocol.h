@@ -238,6 +238,9 @@ typedef struct PaColumnOutput
 } PaColumnOutput;
 
 extern bool pa_type_binary_safe(Oid typid);
+/* The types below the limit that are not safe, arrays included. */
+extern const Oid pa_binary_unsafe_types[];
+extern const int pa_binary_unsafe_ntypes;
 
 /* Writing (provider side). */
 extern void pa_write_startup(StringInfo out, const PaStartupData *startup);

@@ -79,19 +79,31 @@
  * owner, origin (16), disable_on_error, run_as_owner (16; a 15
  * subscription applies as its owner: true), password_required (16; 15:
  * true), failover (17), synchronous_commit (PostgreSQL's spellings of on
- * and off taken as such), enabled.  Not carried: binary (pgoutput's binary
- * mode is never asked for, protocol/pgoutput.c: values travel as text,
- * which changes nothing applied), streaming (ours always streams large
- * transactions and applies them as they arrive), two_phase (refused: the
- * two apply paths name prepared transactions differently, so one
- * prepared by either would not be found by the other's COMMIT PREPARED),
- * 19's retain_dead_tuples and wal_receiver_timeout.
+ * and off taken as such), enabled, two_phase (below).  Not carried:
+ * binary (ours asks pgoutput for binary whenever the published columns'
+ * types allow it, and else for text, whatever the in-core subscription
+ * said: leader/receiver.c, pgoutput_binary(); either way what is applied
+ * is the same), streaming (ours always streams large
+ * transactions and applies them as they arrive), 19's retain_dead_tuples
+ * and wal_receiver_timeout.
+ *
+ * two_phase (subtwophasestate 'e') is carried too.  In-core apply names
+ * a transaction it prepares pg_gid_<its oid>_<remote xid>; ours prepares
+ * under that same GID while the in-core subscription is kept, and finishes
+ * by it what in-core apply prepared (writer/twophase.c).  So a transaction
+ * prepared before the take-over and finished on the provider after it is
+ * finished by our writers, and one prepared by ours and finished after
+ * the release by in-core apply.  release_subscription() refuses only when
+ * a transaction prepared under our own GID is pending (none is, unless
+ * someone made one by hand): in-core apply would never find it.
  *
  * Refused, each before anything is changed: inside a transaction block
  * (as create_subscription()), a name a parallel_apply subscription has,
  * no in-core subscription of that name in this database (another's is
  * named), one that connects through a foreign server (19), one without a
- * slot, two_phase, a table not ready ('r') in pg_subscription_rel, a slot
+ * slot, two_phase still pending ('p': not yet enabled on its slot),
+ * two_phase without max_prepared_transactions here, a table not ready
+ * ('r') in pg_subscription_rel, a slot
  * another parallel_apply subscription uses, a synchronous_commit or
  * origin ours does not take, the provider (unreachable, not allowing
  * pgoutput, origin 'none' from 15, the slot missing or of another plugin).
@@ -126,6 +138,7 @@
 #include "common/secrets.h"
 #include "compat.h"
 #include "sql/sql_api.h"
+#include "writer/twophase.h"
 
 PG_FUNCTION_INFO_V1(pa_adopt_subscription);
 PG_FUNCTION_INFO_V1(pa_release_subscription);
@@ -145,7 +158,7 @@ typedef struct InCoreSub
 	char	   *name;
 	Oid			owner;
 	bool		enabled;
-	bool		binary;
+	bool		binary;			/* not carried: see the header comment */
 	char		two_phase;		/* subtwophasestate: 'd', 'p', 'e' */
 	bool		disable_on_error;
 	char	   *conninfo;		/* NULL: through a foreign server (19) */
@@ -351,12 +364,15 @@ check_adoptable(const char *name, InCoreSub *s)
 				 errdetail("Its slot_name is NONE: there is no slot on the provider to continue from."),
 				 errhint("Give it its slot again with ALTER SUBSCRIPTION %s SET (slot_name = '...'), or subscribe with create_subscription().",
 						 quote_identifier(name))));
-	if (s->two_phase != 'd')
+	if (s->two_phase == 'p')
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("in-core subscription \"%s\" has two_phase", name),
-				 errdetail("A transaction prepared by in-core apply would not be found by the COMMIT PREPARED parallel_apply applies, nor one prepared by parallel_apply by in-core apply: they name prepared transactions differently."),
-				 errhint("Subscribe with create_subscription(..., two_phase := true) instead, or turn two_phase off first (PostgreSQL 18: ALTER SUBSCRIPTION ... SET (two_phase = false) while it is disabled, with no transaction of it prepared).")));
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("two_phase of in-core subscription \"%s\" is still pending", name),
+				 errdetail("Its slot decodes prepared transactions only once in-core apply enables two_phase (subtwophasestate 'e' in pg_subscription), which it does when every table is ready."),
+				 errhint("Wait until subtwophasestate is 'e' for subscription %s, then adopt it.",
+						 quote_identifier(name))));
+	if (s->two_phase == 'e')
+		pa_api_check_two_phase_here();
 
 	/* every table past its initial copy: no table sync worker runs */
 	pa_catalog_query("SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s)',"
@@ -457,7 +473,7 @@ pa_adopt_subscription(PG_FUNCTION_ARGS)
 	ns.origin = s.origin;
 	ns.run_as_owner = s.run_as_owner;
 	ns.disable_on_error = s.disable_on_error;
-	ns.two_phase = false;
+	ns.two_phase = s.two_phase == 'e';
 	ns.failover = s.failover;
 	ns.password_required = s.password_required;
 	ns.owner = s.owner;
@@ -509,10 +525,9 @@ pa_adopt_subscription(PG_FUNCTION_ARGS)
 	ereport(NOTICE,
 			(errmsg("parallel_apply subscription \"%s\" takes over in-core subscription \"%s\"",
 					name, s.name),
-			 errdetail("The in-core subscription is disabled, its slot_name NONE%s. The receiver takes its position from replication origin \"%s\" once the in-core workers have exited, then streams from slot \"%s\"%s.",
+			 errdetail("The in-core subscription is disabled, its slot_name NONE%s. The receiver takes its position from replication origin \"%s\" once the in-core workers have exited, then streams from slot \"%s\".",
 					   drop_incore ? ", and dropped once its position is taken" : "",
-					   origin, ns.slot_name,
-					   s.binary ? " (as text: pgoutput's binary mode is not used)" : ""),
+					   origin, ns.slot_name),
 			 ns.enabled ? 0 :
 			 errhint("The in-core subscription was disabled, and so is this one: enable_subscription('%s') starts it.",
 					 name)));
@@ -660,6 +675,37 @@ stopped_position(PaSubscription *sub, bool *pending, XLogRecPtr *lsn)
 }
 
 /*
+ * In-core apply finishes a prepared transaction only by its own GID,
+ * pg_gid_<oid>_<xid>, which ours prepares under (writer/twophase.c): one
+ * prepared under ours, pa_<db>_<subid>_..., would be left prepared, its
+ * locks held, forever.  An error when there is one.
+ */
+static void
+check_no_own_prepared(PaSubscription *sub)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *prefix = pa_twophase_gid_prefix(sub->subid);
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(prefix)};
+	char	   *gids;
+
+	pa_catalog_query("SELECT pg_catalog.string_agg(pg_catalog.quote_literal(gid), ', ' ORDER BY gid)"
+					 " FROM pg_catalog.pg_prepared_xacts"
+					 " WHERE pg_catalog.starts_with(gid, $1)",
+					 1, types, values, NULL, true, 0, SPI_OK_SELECT);
+	gids = value_in(cxt, 1);
+	SPI_finish();
+	if (gids != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("parallel_apply subscription \"%s\" has transactions prepared under its own GIDs", sub->name),
+				 errdetail("In-core apply finishes a prepared transaction only under the GID pg_gid_<subscription oid>_<remote xid>; it would never finish %s.",
+						   gids),
+				 errhint("Wait until the provider has finished them (COMMIT PREPARED or ROLLBACK PREPARED) and this subscription has applied that, or finish them here by hand, then release it again.")));
+	pfree(prefix);
+}
+
+/*
  * release_subscription(subscription_name): the header comment says what
  * and how.  Returns the position the in-core subscription continues from.
  */
@@ -681,6 +727,8 @@ pa_release_subscription(PG_FUNCTION_ARGS)
 
 	/* nothing of ours runs from here on: the position is final */
 	pa_api_stop_pipeline(sub);
+	if (sub->two_phase)
+		check_no_own_prepared(sub);
 	if (!stopped_position(sub, &pending, &lsn))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -391,8 +391,8 @@ resolve_plugin(WalReceiverConn *conn, char *plugin)
  * supported").  The provider's installed extension files say which it has;
  * without them nothing is known here, and the stream tells.
  */
-static void
-check_two_phase_here(void)
+void
+pa_api_check_two_phase_here(void)
 {
 	if (max_prepared_xacts == 0)
 		ereport(ERROR,
@@ -420,13 +420,13 @@ check_two_phase_provider(WalReceiverConn *conn)
 
 /*
  * A subscription with two_phase is dropped: the transactions it prepared
- * here and whose end has not come stay prepared, holding their locks, as
- * PostgreSQL leaves its own; say so, and how to finish them.
+ * here under GIDs that start with prefix and whose end has not come stay
+ * prepared, holding their locks, as PostgreSQL leaves its own; say so, and
+ * how to finish them.
  */
 static void
-warn_prepared_left(PaSubscription *sub)
+warn_prepared_left(PaSubscription *sub, const char *prefix)
 {
-	char	   *prefix = pa_twophase_gid_prefix(sub->subid);
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 	int			n;
@@ -853,7 +853,7 @@ check_new_subscription(PaNewSubscription *ns)
 				 errmsg("invalid value for plugin: \"%s\"", ns->plugin),
 				 errdetail("Valid values are \"parallel_apply\" (this project's output plugin, installed on the provider), \"pgoutput\" (PostgreSQL's own) and \"auto\" (parallel_apply where the provider has and allows it, else pgoutput).")));
 	if (ns->two_phase)
-		check_two_phase_here();
+		pa_api_check_two_phase_here();
 	pa_api_check_slot_name(ns->slot_name, ns->create_slot, ns->two_phase);
 	pa_check_shared();
 	if (pa_api_get_sub(ns->name, true) != NULL)
@@ -976,7 +976,7 @@ pa_api_drop_here(PaSubscription *sub)
 
 	pa_api_stop_pipeline(sub);
 	if (sub->two_phase)
-		warn_prepared_left(sub);
+		warn_prepared_left(sub, pa_twophase_gid_prefix(sub->subid));
 	values[0] = ObjectIdGetDatum(sub->subid);
 	(void) pa_catalog_exec("DELETE FROM parallel_apply.subscription WHERE sub_id = $1",
 						   1, types, values, NULL, SPI_OK_DELETE);
@@ -1039,6 +1039,13 @@ pa_drop_subscription(PG_FUNCTION_ARGS)
 							 quote_literal_cstr(name))));
 	}
 
+	/*
+	 * One that took over an in-core subscription prepares under in-core
+	 * apply's GIDs (writer/twophase.c), which release_subscription() hands
+	 * back; dropped, they are left too.
+	 */
+	if (sub->two_phase && OidIsValid(sub->adopted_subid))
+		warn_prepared_left(sub, psprintf("pg_gid_%u_", sub->adopted_subid));
 	pa_api_drop_here(sub);
 
 	/* last, since it cannot be undone: the slot on the provider */

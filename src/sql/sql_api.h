@@ -50,6 +50,8 @@ extern PaSubscription *pa_api_get_sub(const char *name, bool missing_ok);
 extern void pa_api_check_name(const char *name);
 extern void pa_api_check_num_writers(int n);
 extern void pa_api_check_synchronous_commit(const char *v);
+/* two_phase: an error unless this server can prepare transactions. */
+extern void pa_api_check_two_phase_here(void);
 extern void pa_api_check_slot_name(const char *slot_name, bool create_slot,
 								   bool two_phase);
 extern void pa_api_check_origin_capacity(Oid subid, const char *group,

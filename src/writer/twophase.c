@@ -34,6 +34,20 @@
  * that does not find its GID looks for 1.5's too, so that a transaction
  * prepared before the update is finished after it.
  *
+ * A subscription that took over an in-core one (adopt_subscription(),
+ * sql/adopt.c) prepares under in-core apply's GID instead,
+ * pg_gid_<in-core subscription oid>_<remote xid> (PostgreSQL's
+ * TwoPhaseTransactionGid()), while the in-core subscription is kept (not
+ * drop_incore): release_subscription() hands the subscription back with
+ * its prepared transactions, and in-core apply finishes them by that GID
+ * (COMMIT PREPARED as it is; ROLLBACK PREPARED matched by the PREPARE's
+ * end and time, which the PREPARE record holds here as in-core's would).
+ * Those GIDs carry no MAC, as in-core's do not; what this code finishes is
+ * still only what the writers' role prepared in this database.  And every
+ * adopted subscription finishes a transaction in-core apply prepared
+ * before the take-over, under that GID: a COMMIT or ROLLBACK PREPARED
+ * looks for the GID it prepares under, then its own, 1.5's and in-core's.
+ *
  * Preparing.  The writer applies the changes as for any transaction, waits
  * for its turn, sets its origin's progress to the PREPARE's end and
  * timestamp, and ends the local transaction with PREPARE TRANSACTION
@@ -123,6 +137,79 @@ gid_key(Oid subid, uint8 key[PA_GID_KEY_LEN])
 	return cached_found;
 }
 
+/*
+ * The in-core subscription that subscription subid took over
+ * (adopt_subscription(), its adopted_subid), read once per process;
+ * InvalidOid when none.  *drop: it was to be dropped once its position
+ * was taken (adopted_drop).
+ */
+static Oid
+adopted_incore(Oid subid, bool *drop)
+{
+	static Oid	cached_subid = InvalidOid;
+	static Oid	cached_incore = InvalidOid;
+	static bool cached_drop = false;
+
+	if (cached_subid != subid)
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(subid)};
+		bool		isnull;
+
+		cached_incore = InvalidOid;
+		cached_drop = false;
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pa_catalog_query("SELECT adopted_subid, adopted_drop FROM parallel_apply.subscription"
+						 " WHERE sub_id = $1",
+						 1, types, values, NULL, true, 1, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				cached_incore = DatumGetObjectId(d);
+			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+							  2, &isnull);
+			cached_drop = !isnull && DatumGetBool(d);
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		cached_subid = subid;
+	}
+	*drop = cached_drop;
+	return cached_incore;
+}
+
+/*
+ * The GID in-core apply gives remote transaction xid of in-core
+ * subscription incore: pg_gid_<subscription oid>_<xid>, as PostgreSQL's
+ * TwoPhaseTransactionGid() builds it.
+ */
+static void
+incore_gid(char *gid, int size, Oid incore, TransactionId xid)
+{
+	snprintf(gid, size, "pg_gid_%u_%u", incore, xid);
+}
+
+/*
+ * The GID subscription subid prepares remote transaction xid under: that
+ * of the in-core subscription it took over while that one is kept (so
+ * that in-core apply, handed the subscription back, finishes it), else
+ * its own.
+ */
+static void
+prepare_gid(char *gid, int size, Oid subid, TransactionId xid)
+{
+	bool		drop;
+	Oid			incore = adopted_incore(subid, &drop);
+
+	if (OidIsValid(incore) && !drop)
+		incore_gid(gid, size, incore, xid);
+	else
+		pa_twophase_gid(gid, size, subid, xid);
+}
+
 /* 1.5's GID, without the MAC. */
 static void
 legacy_gid(char *gid, int size, Oid subid, TransactionId xid)
@@ -168,7 +255,7 @@ pa_twophase_prepare(Oid subid, TransactionId xid)
 {
 	char		gid[GIDSIZE];
 
-	pa_twophase_gid(gid, sizeof(gid), subid, xid);
+	prepare_gid(gid, sizeof(gid), subid, xid);
 
 	/* a transaction block to end with PREPARE, as PREPARE TRANSACTION's */
 	BeginTransactionBlock();
@@ -237,18 +324,30 @@ pa_twophase_finish(PaSubSlot *slot, Oid subid, char twophase,
 		pa_read_rollback_prepared(&msg, &fin);
 	pa_read_end(&msg);
 
-	pa_twophase_gid(gid, sizeof(gid), subid, fin.xid);
+	prepare_gid(gid, sizeof(gid), subid, fin.xid);
 	found = finish_lookup(gid, commit, &fin);
 	if (!found)
 	{
-		char		old[GIDSIZE];
+		char		other[3][GIDSIZE];
+		int			n = 0;
+		bool		drop;
+		Oid			incore = adopted_incore(subid, &drop);
 
+		/* its own, whichever it prepares under */
+		pa_twophase_gid(other[n++], GIDSIZE, subid, fin.xid);
 		/* prepared by 1.5, before the extension was updated */
-		legacy_gid(old, sizeof(old), subid, fin.xid);
-		if (strcmp(old, gid) != 0 && finish_lookup(old, commit, &fin))
+		legacy_gid(other[n++], GIDSIZE, subid, fin.xid);
+		/* prepared by in-core apply before the take-over */
+		if (OidIsValid(incore))
+			incore_gid(other[n++], GIDSIZE, incore, fin.xid);
+		for (int i = 0; i < n && !found; i++)
 		{
-			strlcpy(gid, old, sizeof(gid));
-			found = true;
+			if (strcmp(other[i], gid) != 0 &&
+				finish_lookup(other[i], commit, &fin))
+			{
+				strlcpy(gid, other[i], sizeof(gid));
+				found = true;
+			}
 		}
 	}
 	if (!found && commit && prepare_seen)
