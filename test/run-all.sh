@@ -38,11 +38,13 @@
 # each OLD:NEW of PA_UPGRADES (default 18 -> 19, in 19's root; see below
 # why not 15 -> 19; "15:17 18:19" adds 15 -> 17).  On the versions with the
 # whole suite, the short fault campaign runs after it (test/faults.sh;
-# PA_FAULTS=0 leaves it out), and on the oldest of them (15) a shorter one
+# PA_FAULTS=0 leaves it out), and on the newest of them (19) a shorter one
 # with the subscriptions on pgoutput, 20 faults (PA_PGOUTPUT_FAULT_VERSIONS,
-# PA_PGOUTPUT_FAULTS; about 2 minutes).  The whole suite runs the ports of
-# PostgreSQL's subscription tests in both modes: t/070-t/076 on our plugin,
-# t/070p-t/076p the same files on pgoutput (about a minute more).  Each
+# PA_PGOUTPUT_FAULTS; about 2 minutes).  Two groups of the whole suite run
+# on one of those versions only (PA_OLDEST_TAP_TESTS, PA_NEWEST_TAP_TESTS,
+# below, with why): t/070p-t/076p, the ports of PostgreSQL's subscription
+# tests (t/070-t/076) again on pgoutput, on the oldest; t/079, kill -9
+# during a take-over, on the newest.  Each
 # step is printed at the end with where it ran, its result and its time;
 # the run fails when one fails.
 #
@@ -254,13 +256,41 @@ PA_SMOKE_TESTS=${PA_SMOKE_TESTS:-"
 
 sorted=$(printf '%s\n' $PG_VERSIONS | sort -n -u)
 PA_FULL_TAP_VERSIONS=${PA_FULL_TAP_VERSIONS:-$(printf '%s\n' "$sorted" | head -n 1) $(printf '%s\n' "$sorted" | tail -n 1)}
+full_oldest=$(printf '%s\n' $PA_FULL_TAP_VERSIONS | sort -n | head -n 1)
+full_newest=$(printf '%s\n' $PA_FULL_TAP_VERSIONS | sort -n | tail -n 1)
+# Of the whole suite, two groups of files run on one of the versions that
+# get it, to keep CI under its hour (with 15 and 19 as those versions, each
+# group saves its time on the other):
+#   - PA_OLDEST_TAP_TESTS, on the oldest (15): t/070p-t/076p, PostgreSQL's
+#     subscription tests again with the subscriptions on pgoutput.  What
+#     pgoutput changes there is the provider's side, oldest on 15 (protocol
+#     3, no origin option); the newest gets the fault campaign on pgoutput
+#     instead (below), and t/077 and t/078 on pgoutput run on both;
+#   - PA_NEWEST_TAP_TESTS, on the newest (19): t/079, kill -9 of each
+#     process during a take-over and a hand-back (about 3 minutes).  The
+#     take-over's steps are the same on every version; the newest has the
+#     subscription's own origin shared by the writers (16+, as 17-19), the
+#     oldest the writers' own origins, which t/078's take-over and t/040's
+#     kill -9 cover there.
+PA_OLDEST_TAP_TESTS=${PA_OLDEST_TAP_TESTS-$(cd "$repo" && echo t/07[0-6]p_*.pl)}
+PA_NEWEST_TAP_TESTS=${PA_NEWEST_TAP_TESTS-t/079_adopt_crash.pl}
+# whole_suite VERSION: the TAP files of the whole suite on VERSION
+whole_suite() {
+	local f out=
+	for f in $(cd "$repo" && echo t/*.pl); do
+		case " $PA_OLDEST_TAP_TESTS " in *" $f "*) [ "$1" = "$full_oldest" ] || continue ;; esac
+		case " $PA_NEWEST_TAP_TESTS " in *" $f "*) [ "$1" = "$full_newest" ] || continue ;; esac
+		out+="$f "
+	done
+	echo "${out% }"
+}
 # The fault campaign with the subscriptions on pgoutput (test/faults.sh
 # FAULT_PLUGIN=pgoutput): after the short one, on the versions of
-# PA_PGOUTPUT_FAULT_VERSIONS that run it (default the oldest of
-# PA_FULL_TAP_VERSIONS: 15, where pgoutput is oldest and this machine's
-# own), PA_PGOUTPUT_FAULTS faults (default 20: every kind that runs there
-# at least once; 0: none), to keep CI under its hour.
-PA_PGOUTPUT_FAULT_VERSIONS=${PA_PGOUTPUT_FAULT_VERSIONS:-$(printf '%s\n' $PA_FULL_TAP_VERSIONS | sort -n | head -n 1)}
+# PA_PGOUTPUT_FAULT_VERSIONS that run it (default the newest of
+# PA_FULL_TAP_VERSIONS: 19, where pgoutput has most, protocol 4 and the
+# origin option; the oldest runs t/070p-t/076p), PA_PGOUTPUT_FAULTS faults
+# (default 20: every kind that runs there at least once; 0: none).
+PA_PGOUTPUT_FAULT_VERSIONS=${PA_PGOUTPUT_FAULT_VERSIONS:-$full_newest}
 PA_PGOUTPUT_FAULTS=${PA_PGOUTPUT_FAULTS:-20}
 export PA_PGOUTPUT_FAULTS
 user_prove_tests=${PROVE_TESTS:-}
@@ -296,8 +326,9 @@ for version in $PG_VERSIONS; do
 		tap="TAP: $user_prove_tests"
 		export PROVE_TESTS=$user_prove_tests
 	elif case " $PA_FULL_TAP_VERSIONS " in *" $version "*) true ;; *) false ;; esac; then
-		tap="TAP: all"
-		export PROVE_TESTS=
+		export PROVE_TESTS
+		PROVE_TESTS=$(whole_suite "$version")
+		tap="TAP: all ($(echo $PROVE_TESTS | wc -w) files)"
 	else
 		tap="TAP: smoke ($(echo $PA_SMOKE_TESTS | wc -w) files)"
 		PROVE_TESTS=$(echo $PA_SMOKE_TESTS)
@@ -307,7 +338,7 @@ for version in $PG_VERSIONS; do
 	# the fault campaign where the whole suite runs (PA_FAULTS=0: nowhere),
 	# and there on PA_PGOUTPUT_FAULT_VERSIONS the one on pgoutput
 	export PA_RUN_FAULTS=0 PA_RUN_PGOUTPUT_FAULTS=0
-	if [ "$tap" = "TAP: all" ] && [ "${PA_FAULTS:-1}" != 0 ]; then
+	if [ "${tap#TAP: all}" != "$tap" ] && [ "${PA_FAULTS:-1}" != 0 ]; then
 		PA_RUN_FAULTS=1
 		tap="$tap, fault campaign"
 		if case " $PA_PGOUTPUT_FAULT_VERSIONS " in *" $version "*) true ;; *) false ;; esac &&
