@@ -55,6 +55,7 @@ OBJS += \
 # table sync, taking over an in-core subscription's position
 OBJS += \
 	src/leader/receiver.o \
+	src/leader/dispatch/base.o \
 	src/leader/dispatch/dispatch.o \
 	src/leader/dispatch/keys.o \
 	src/leader/dispatch/placement.o \

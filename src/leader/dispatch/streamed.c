@@ -109,15 +109,6 @@ require_streaming(char type)
 		pa_unexpected(type, "in a session without streaming");
 }
 
-/* Inside a stream block, or outside one. */
-void
-pa_require_block(bool inside, char type)
-{
-	if (TransactionIdIsValid(MyPaLeader->block_xid) != inside)
-		pa_unexpected(type, inside ? "outside a stream block" :
-					  "inside a stream block");
-}
-
 /* Between transactions and outside blocks: where a block begins or ends. */
 static void
 require_between(char type)
@@ -344,6 +335,7 @@ start_committed(PaStreamedTxn *st, PaCommitData *commit)
 	begin.commit_time = commit->commit_time;
 	begin.xid = st->xid;
 	pa_start_txn(&begin);
+	pa_decide_tracking(MyPaLeader->txn.seq);
 }
 
 /*
