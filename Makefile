@@ -70,6 +70,7 @@ OBJS += \
 	src/leader/takeover.o
 # writer: the writers
 OBJS += \
+	src/writer/state.o \
 	src/writer/writer.o \
 	src/writer/lookahead.o \
 	src/writer/order.o \

@@ -56,7 +56,7 @@ extern bool pa_debug_discard;	/* benchmark-only, see parallel_apply.c */
 /*
  * Transactions a writer may have been given and not yet committed: enough
  * to keep it busy while the leader reads on, and for it to group the ones
- * that follow each other into one local commit (writer.c).  The leader
+ * that follow each other into one local commit (writer/txn.c).  The leader
  * refills a full writer once half of that has committed, so a group is at
  * most half of it: the other half is queued behind the group meanwhile.
  */
@@ -174,7 +174,7 @@ typedef struct PaSubSlot
 	TimestampTz last_error_time;
 
 	/*
-	 * The remote transaction whose apply failed (writer.c), until a commit
+	 * The remote transaction whose apply failed (writer/txn.c), until a commit
 	 * at or past it clears them: what skip_transaction() accepts.
 	 */
 	XLogRecPtr	error_commit_lsn;
@@ -270,7 +270,7 @@ pa_wake_leader(PaSubSlot *slot, uint64 seq)
 		SetLatch(slot->leader_latch);
 }
 
-/* The lock a writer holds while it applies transaction seq (writer.c). */
+/* The lock a writer holds while it applies transaction seq (writer/order.c). */
 extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
 
 /* Worker entry points. */

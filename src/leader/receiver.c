@@ -55,7 +55,7 @@
  *
  * Deadlock freedom.  The leader waits for writers (for a commit, for room
  * in a queue); writers wait for each other (commit order, dependencies,
- * retries: lock waits, writer.c).  No writer ever waits for the leader in
+ * retries: lock waits, writer/order.c).  No writer ever waits for the leader in
  * the middle of a transaction, so no wait of the leader can be part of a
  * cycle, and each of its waits ends:
  *
@@ -78,7 +78,7 @@
  *	- Commit-order and dependency waits between writers are heavyweight
  *	  lock waits, which the deadlock detector sees, also together with
  *	  local sessions; the transaction it cancels is retried by its writer
- *	  from what it already holds, after its predecessors (writer.c),
+ *	  from what it already holds, after its predecessors (writer/order.c),
  *	  without the leader.
  *
  *	- A large transaction is sent in chunks as it arrives, but its writer
@@ -493,7 +493,7 @@ housekeeping(TimestampTz *last_xact, bool drained)
 		/*
 		 * An error of no transaction that stopped an earlier pipeline (the
 		 * provider refused, a table was missing) is past once this one has
-		 * caught up, even if nothing was there to apply (writer.c clears it
+		 * caught up, even if nothing was there to apply (writer/txn.c clears it
 		 * at a commit)
 		 */
 		if (slot->error_commit_lsn == InvalidXLogRecPtr &&

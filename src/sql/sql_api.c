@@ -1151,7 +1151,7 @@ pa_disable_subscription(PG_FUNCTION_ARGS)
 /*
  * skip_transaction(name, lsn): as ALTER SUBSCRIPTION ... SKIP (lsn = ...),
  * for the transaction that fails only (subscription_status() shows its
- * commit LSN; see "Failing transactions" in writer.c).  It records lsn in
+ * commit LSN; see "Failing transactions" in writer/txn.c).  It records lsn in
  * the catalog and restarts the pipeline when this transaction ends; the
  * writer given that transaction commits it with none of its changes and
  * clears the record in the same local transaction.  It changes nothing on

@@ -16,8 +16,7 @@
  * another writer remains for the rest.  That writer applies it as it
  * arrives, in a local transaction of its own with a savepoint per
  * subtransaction (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and
- * message, or a STREAM_ABORT), and keeps the records in a file (writer.c,
- * "Live").  The keys of its changes are gathered as they arrive, and
+ * message, or a STREAM_ABORT), and keeps the records in a file (writer/live.c).  The keys of its changes are gathered as they arrive, and
  * become its own in the key table at its STREAM_COMMIT, when it gets its
  * seq, in the provider's commit order, and is sent to its writer as
  * PA_Q_STREAM_END; from there on it is an ordinary transaction in flight,
