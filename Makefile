@@ -29,9 +29,11 @@ OBJS += \
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the
 # writers' queue segment, the copy of a table, the CPUs' load, the
-# subscriptions' secrets, the node a subscription belongs to)
+# subscriptions' secrets, the node a subscription belongs to, how many
+# writers a subscription has)
 OBJS += \
 	src/common/shmem.o \
+	src/common/writers.o \
 	src/common/catalog.o \
 	src/common/conn.o \
 	src/common/owner.o \

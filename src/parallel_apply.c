@@ -53,8 +53,6 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-int			pa_max_writers = 8;
-int			pa_default_writers = 4;
 int			pa_max_subscriptions = 16;
 int			pa_max_group = 32;
 #ifdef PA_DEBUG_SWITCHES

@@ -35,6 +35,8 @@
 #include "storage/lock.h"
 #include "storage/spin.h"
 
+#include "common/writers.h"
+
 #define PA_ERROR_LEN	512
 
 /*
@@ -44,9 +46,7 @@
  */
 #define PA_PUBLIC_ERROR_LEN	128
 
-/* GUCs */
-extern int	pa_max_writers;
-extern int	pa_default_writers;
+/* GUCs (the writer count's: common/writers.h) */
 extern int	pa_max_subscriptions;
 extern int	pa_max_group;
 #ifdef PA_DEBUG_SWITCHES
@@ -148,8 +148,9 @@ typedef struct PaSubSlot
 
 	/* leader's view */
 	PaSubState	state;
-	int			target_writers; /* wanted now; 0 = use the GUC */
-	int			num_writers;	/* running now */
+	int			configured_writers; /* the catalog's num_writers, 0: the
+									 * GUC's; the supervisor's (writers.c) */
+	int			pool_size;		/* the leader's pool; pool.c's (writers.c) */
 	XLogRecPtr	received_lsn;
 	XLogRecPtr	applied_lsn;	/* all before it applied here */
 	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
@@ -243,8 +244,6 @@ extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 						 const char *msg, const char *public_msg);
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer,
 							 const char *step, const char *public_msg);
-extern int	pa_writers_for(int num_writers);
-extern int	pa_effective_writers(PaSubSlot *slot);
 
 /*
  * Count the error this process stops on, once: a sync error (a table's

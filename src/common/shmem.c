@@ -349,27 +349,6 @@ pa_count_error(PaSubSlot *slot, bool sync)
 	SpinLockRelease(&slot->mutex);
 }
 
-/* The writers of a subscription whose num_writers is n (0: the GUC's), capped. */
-int
-pa_writers_for(int n)
-{
-	if (n <= 0)
-		n = pa_default_writers;
-	return Min(n, pa_max_writers);
-}
-
-/* Writers to run now: the subscription's own count or the GUC, capped. */
-int
-pa_effective_writers(PaSubSlot *slot)
-{
-	int			n;
-
-	SpinLockAcquire(&slot->mutex);
-	n = slot->target_writers;
-	SpinLockRelease(&slot->mutex);
-	return pa_writers_for(n);
-}
-
 void
 pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq)
 {

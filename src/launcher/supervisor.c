@@ -424,7 +424,7 @@ reconcile(List *subs)
 
 		seen[idx] = true;
 		SpinLockAcquire(&slot->mutex);
-		slot->target_writers = sub->num_writers;
+		slot->configured_writers = sub->num_writers;
 		paused_by = slot->paused_by;
 		next_start = slot->next_start;
 		if (!sub->enabled)

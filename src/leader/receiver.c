@@ -440,7 +440,10 @@ resize_pool(int n)
 	pfree(started);
 }
 
-/* Writers wanted now: follows alter_*_config and the reloadable GUC. */
+/*
+ * The pool follows the wanted count (alter_*_config through the
+ * supervisor, and the reloadable GUC: common/writers.c).
+ */
 static void
 maybe_resize(void)
 {
@@ -869,7 +872,6 @@ claim_slot(PaSubSlot *slot, PaSubscription *sub)
 	slot->leader_latch = MyLatch;
 	slot->state = sub->sync_state == PA_SYNC_READY ?
 		PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
-	slot->target_writers = sub->num_writers;
 	slot->last_commit_remote_end = InvalidXLogRecPtr;
 	slot->last_commit_local_end = InvalidXLogRecPtr;
 	slot->retry_seq = 0;

@@ -596,13 +596,14 @@ pa_api_stop_pipeline(PaSubscription *sub)
  * compat.h's PA_MAX_ORIGINS), all databases and in-core subscriptions
  * included: a leader or writer beyond that fails with "could not find
  * free replication state slot".  Refuse a configuration that needs more
- * origins than the node can track.
+ * origins than the node can track.  num_writers is as configured (0: the
+ * GUC's).
  */
 static int
-missing_origins(Oid subid, int nwriters)
+missing_origins(Oid subid, int num_writers)
 {
 	int			missing = 0;
-	int			needed = pa_progress_origins_needed(nwriters);
+	int			needed = pa_progress_origins_needed(pa_writers_for(num_writers));
 
 	if (!OidIsValid(subid))
 		return needed;			/* a new subscription has none */
@@ -635,7 +636,7 @@ pa_api_check_origin_capacity(Oid subid, const char *group, bool by_group,
 	ListCell   *lc;
 
 	if (!by_group && !OidIsValid(subid))
-		missing += missing_origins(InvalidOid, pa_writers_for(num_writers));
+		missing += missing_origins(InvalidOid, num_writers);
 	foreach(lc, pa_catalog_list())
 	{
 		PaSubscription *other = lfirst(lc);
@@ -644,8 +645,7 @@ pa_api_check_origin_capacity(Oid subid, const char *group, bool by_group,
 			other->subid == subid;
 
 		missing += missing_origins(other->subid,
-								   pa_writers_for(changed ? num_writers :
-											  other->num_writers));
+								   changed ? num_writers : other->num_writers);
 	}
 	if (missing == 0)
 		return;
