@@ -90,6 +90,8 @@ OBJS += \
 # the SQL API (adopt.c: taking over an in-core subscription)
 OBJS += \
 	src/sql/sql_api.o \
+	src/sql/checks.o \
+	src/sql/pause.o \
 	src/sql/adopt.o \
 	src/sql/sequences.o \
 	src/sql/monitor.o

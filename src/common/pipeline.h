@@ -2,8 +2,7 @@
  *
  * pipeline.h
  *		Shared memory of the subscriber: one slot per subscription with its
- *		pipeline's state, and one per writer; the GUCs; the worker entry
- *		points.
+ *		pipeline's state, and one per writer; the GUCs.
  *
  * Processes of one database:
  *
@@ -18,6 +17,8 @@
  *
  * The layout of a PaSubSlot is fixed at startup by
  * parallel_apply.max_subscriptions and max_writers_per_subscription.
+ * Each process's entry point is declared by the floor that defines it:
+ * launcher/supervisor.h, leader/leader.h, writer/writer_internal.h.
  *
  * src/common/pipeline.h
  *
@@ -46,7 +47,7 @@
  */
 #define PA_PUBLIC_ERROR_LEN	128
 
-/* GUCs (the writer count's: common/writers.h) */
+/* GUCs (shmem.c; the writer count's: writers.h) */
 extern int	pa_max_subscriptions;
 extern int	pa_max_group;
 #ifdef PA_DEBUG_SWITCHES
@@ -271,12 +272,5 @@ pa_wake_leader(PaSubSlot *slot, uint64 seq)
 
 /* The lock a writer holds while it applies transaction seq (writer/order.c). */
 extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
-
-/* Worker entry points. */
-extern PGDLLEXPORT void pa_supervisor_main(Datum arg);
-extern PGDLLEXPORT void pa_leader_main(Datum arg);
-extern PGDLLEXPORT void pa_writer_main(Datum arg);
-extern void pa_ensure_supervisor(void);
-extern bool pa_wake_supervisor(void);
 
 #endif							/* PA_PIPELINE_H */

@@ -44,6 +44,16 @@
 #include "common/pipeline.h"
 
 /*
+ * The pipeline's GUCs (pipeline.h; the writer count's are writers.c's),
+ * registered by parallel_apply.c.
+ */
+int			pa_max_subscriptions = 16;
+int			pa_max_group = 32;
+#ifdef PA_DEBUG_SWITCHES
+bool		pa_debug_discard = false;
+#endif
+
+/*
  * Identifies the layout of this shared memory.  A library installed over
  * the running one is loaded by new backends next to it and would read this
  * memory with its own idea of the structs; the first field lets it notice.

@@ -90,6 +90,7 @@
 #include "common/usercontext.h"
 #include "common/waitevents.h"
 #include "launcher/launcher.h"
+#include "launcher/supervisor.h"
 
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		60000

@@ -220,6 +220,9 @@ typedef struct PaLeader
  */
 extern PaLeader *MyPaLeader;
 
+/* receiver.c: the leader's entry point */
+extern PGDLLEXPORT void pa_leader_main(Datum arg);
+
 /* receiver.c: dispatch, waiting as the dispatcher needs (replay.c) */
 extern void pa_leader_dispatch_frame(StringInfo in);
 extern void pa_leader_wait_all(void);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.h
- *		What the SQL functions of the subscriber share (sql_api.c): the
- *		checks a new subscription goes through, its catalog row, and
- *		stopping a pipeline; used by adopt.c too.
+ *		What the SQL functions of the subscriber share: the checks a new
+ *		subscription goes through (checks.c), its catalog row (sql_api.c),
+ *		and pausing a pipeline (pause.c); used by adopt.c too.
  *
  * src/sql/sql_api.h
  *
@@ -39,12 +39,22 @@ typedef struct PaNewSubscription
 	Oid			owner;
 	bool		create_slot;
 	char	   *slot_name;		/* NULL: named after the subscription */
-	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (resolve_plugin) */
+	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (checks.c) */
 } PaNewSubscription;
+
+/*
+ * failover: the subscription's slot has FAILOVER, so that the provider's
+ * physical standbys that sync slots (sync_replication_slots) keep a copy of
+ * it, and the subscription can continue from one promoted.  PostgreSQL 17
+ * brought it; an older provider cannot make or keep such a slot.  The
+ * provider's version decides, whatever this node's.
+ */
+#define PA_FAILOVER_PROVIDER_VERSION 170000
+
+/* checks.c */
 
 /* A superuser, else an error naming what (a verb) was refused. */
 extern void pa_api_require_superuser(const char *what);
-extern PaSubscription *pa_api_get_sub(const char *name, bool missing_ok);
 
 /* The checks of a new subscription's settings: an error when not. */
 extern void pa_api_check_name(const char *name);
@@ -61,6 +71,15 @@ extern void pa_api_check_provider(WalReceiverConn *conn, List *pubs,
 extern void pa_api_check_existing_slot(WalReceiverConn *conn,
 									   const char *slot_name,
 									   const char *want);
+extern void pa_api_check_failover_provider(WalReceiverConn *conn,
+										   bool made_here);
+extern void pa_api_check_two_phase_here(void);
+extern void pa_api_check_two_phase_provider(WalReceiverConn *conn);
+extern char *pa_api_resolve_plugin(WalReceiverConn *conn, char *plugin);
+
+/* sql_api.c */
+
+extern PaSubscription *pa_api_get_sub(const char *name, bool missing_ok);
 
 /* The row of a new subscription, in the caller's transaction; its id. */
 extern Oid	pa_api_insert_subscription(PaNewSubscription *ns);
@@ -71,15 +90,15 @@ extern Oid	pa_api_insert_subscription(PaNewSubscription *ns);
  */
 extern void pa_api_stamp_subscription(Oid subid);
 
+/* A subscription's rows, secrets and origins here, its slot left alone. */
+extern void pa_api_drop_here(PaSubscription *sub);
+
 /*
- * Pipelines: stop one until this transaction ends, wake the supervisor
- * when it ends, start one now rather than after its backoff.
+ * pause.c: stop a pipeline until this transaction ends, wake the
+ * supervisor when it ends, start one now rather than after its backoff.
  */
 extern void pa_api_stop_pipeline(PaSubscription *sub);
 extern void pa_api_nudge_supervisor(void);
 extern void pa_api_start_now(PaSubscription *sub);
-
-/* A subscription's rows, secrets and origins here, its slot left alone. */
-extern void pa_api_drop_here(PaSubscription *sub);
 
 #endif							/* PA_SQL_API_H */

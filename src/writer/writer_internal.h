@@ -188,6 +188,9 @@ typedef struct PaWriter
 
 extern PaWriter *MyWriter;
 
+/* writer.c: the process's entry point */
+extern PGDLLEXPORT void pa_writer_main(Datum arg);
+
 /* copy.c */
 extern void pa_writer_copy_table(const char *data, Size len);
 
