@@ -151,7 +151,7 @@ typedef struct PaSubSlot
 	PaSubState	state;
 	int			configured_writers; /* the catalog's num_writers, 0: the
 									 * GUC's; the supervisor's (writers.c) */
-	int			pool_size;		/* the leader's pool; pool.c's (writers.c) */
+	int			pool_size;		/* the leader's pool, pool.c's (writers.c) */
 	XLogRecPtr	received_lsn;
 	XLogRecPtr	applied_lsn;	/* all before it applied here */
 	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
@@ -270,7 +270,7 @@ pa_wake_leader(PaSubSlot *slot, uint64 seq)
 		SetLatch(slot->leader_latch);
 }
 
-/* The lock a writer holds while it applies transaction seq (writer/order.c). */
+/* The lock a writer holds while it applies seq (writer/order.c). */
 extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
 
 #endif							/* PA_PIPELINE_H */

@@ -59,7 +59,7 @@
 int			pa_max_writers = 8;
 int			pa_default_writers = 4;
 
-/* The writers of a subscription whose num_writers is n (0: the GUC's), capped. */
+/* The writers of a subscription whose num_writers is n (0: the GUC's). */
 int
 pa_writers_for(int n)
 {

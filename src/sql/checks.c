@@ -126,10 +126,10 @@ pa_api_check_failover_provider(WalReceiverConn *conn, bool made_here)
 }
 
 /*
- * The provider on conn is reachable, configured for us, has the
- * publications (a warning when not), decodes through plugin (PA_PLUGIN_*)
- * as the subscription's origin asks (pa_check_plugin_provider) and, with
- * failover, can keep a FAILOVER slot (made_here: pa_api_check_failover_provider's).
+ * The provider on conn is reachable, configured for us, has the publications
+ * (a warning when not), decodes through plugin (PA_PLUGIN_*) as the
+ * subscription's origin asks (pa_check_plugin_provider) and, with failover,
+ * can keep a FAILOVER slot (made_here: pa_api_check_failover_provider's).
  */
 void
 pa_api_check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here,

@@ -6,20 +6,20 @@
  *
  * Commit order.  Transaction seq may commit only after seq - 1 has.  The
  * shared counter committed_seq says how far commits have got; the writer
- * whose turn it is commits, then advances the counter.  Waiting for a turn
- * or for a dependency (a transaction on another writer that shares a key)
- * is a heavyweight lock wait, so PostgreSQL's deadlock detector sees it: a
- * writer applying transaction T holds an exclusive lock on T's own lock
- * tag (pa_writer_lock_seq), taken first thing in the local transaction and released by its
- * commit or abort, and a waiter for T takes a share lock on that tag.  A
- * waiter for a T its writer has not started yet waits on the lock of the
- * transaction that writer is busy with.  In the short moments when the
- * lock to wait on is not held (a writer between its commit and publishing
- * it, between dequeuing and locking, or between a rollback and its retry)
- * the waiter sleeps on a condition variable the writer broadcasts on each
- * of those steps; the writer is not waiting for anyone then, so no cycle
- * can hide there.  All locks are transaction-level: an error while
- * waiting cannot leave one held.
+ * whose turn it is commits, then advances the counter.  Waiting for a turn or
+ * for a dependency (a transaction on another writer that shares a key) is a
+ * heavyweight lock wait, so PostgreSQL's deadlock detector sees it: a writer
+ * applying transaction T holds an exclusive lock on T's own lock tag
+ * (pa_writer_lock_seq), taken first thing in the local transaction and
+ * released by its commit or abort, and a waiter for T takes a share lock on
+ * that tag.  A waiter for a T its writer has not started yet waits on the
+ * lock of the transaction that writer is busy with.  In the short moments
+ * when the lock to wait on is not held (a writer between its commit and
+ * publishing it, between dequeuing and locking, or between a rollback and its
+ * retry) the waiter sleeps on a condition variable the writer broadcasts on
+ * each of those steps; the writer is not waiting for anyone then, so no cycle
+ * can hide there.  All locks are transaction-level: an error while waiting
+ * cannot leave one held.
  *
  * Retries.  Conflicts the dispatcher could not see (a unique index only here
  * whose old values the provider did not send, an exclusion constraint, a

@@ -28,25 +28,24 @@
  * temporary file and applies them alone once the last chunk is there.
  *
  * Failing transactions.  An error that is not a transient conflict counts
- * only when it is exact: met by the earliest transaction in flight,
- * applied alone.  Any other error (in a group, or with earlier
- * transactions in flight, which might be its cause) rolls back and is
- * retried, alone and as the earliest (order.c, "Retries").  Then the writer records
- * the transaction's commit LSN and remote xid in the subscription's slot
- * (subscription_status().error_commit_lsn, error_remote_xid) and exits
- * with the error; its leader exits with it, and the supervisor starts the
- * pipeline again with backoff (supervisor.c), which applies the
- * transaction again.  A commit at or past that LSN clears the record, the
- * last error and the backoff.  With disable_on_error the writer instead
- * sets the subscription's enabled to false in the catalog before it
- * exits (writer.c), so the supervisor does not start it again.  skip_transaction()
- * (sql_api.c) accepts only the recorded LSN and stores it in the catalog
- * (skip_lsn); each writer reads it when it starts, and the writer given
- * that transaction applies none of its changes (its RELATION messages
- * still update the relation map) and commits it in its commit turn like
- * any other, with its origin at the transaction's end and the catalog's
- * skip_lsn cleared in the same local transaction: once skipped, a crash
- * neither applies it nor skips it again.
+ * only when it is exact: met by the earliest transaction in flight, applied
+ * alone.  Any other error (in a group, or with earlier transactions in
+ * flight, which might be its cause) rolls back and is retried, alone and as
+ * the earliest (order.c, "Retries").  Then the writer records the
+ * transaction's commit LSN and remote xid in the subscription's slot
+ * (subscription_status().error_commit_lsn, error_remote_xid) and exits with
+ * the error; its leader exits with it, and the supervisor starts the pipeline
+ * again with backoff (supervisor.c), which applies the transaction again.  A
+ * commit at or past that LSN clears the record, the last error and the
+ * backoff.  With disable_on_error the writer instead sets the subscription's
+ * enabled to false in the catalog before it exits (writer.c), so the
+ * supervisor does not start it again.  skip_transaction() (sql_api.c) accepts
+ * only the recorded LSN and stores it in the catalog (skip_lsn); each writer
+ * reads it when it starts, and the writer given that transaction applies none
+ * of its changes (its RELATION messages still update the relation map) and
+ * commits it in its commit turn like any other, with its origin at the
+ * transaction's end and the catalog's skip_lsn cleared in the same local
+ * transaction: once skipped, a crash neither applies it nor skips it again.
  *
  * Prepared transactions (two_phase, twophase.c).  A transaction the
  * dispatcher flags as prepared is applied alone, never grouped, and ended

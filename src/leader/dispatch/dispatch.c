@@ -8,9 +8,9 @@
  * The provider sends whole transactions, in commit order, one after the
  * other, and (protocol version 4) blocks of large transactions still in
  * progress, in between (streamed.c).  Each transaction gets a sequence
- * number, seq, in commit order (a streamed one at its STREAM_COMMIT);
- * writers commit in seq order (see writer/order.c), so the subscriber only ever
- * shows states the provider had.
+ * number, seq, in commit order (a streamed one at its STREAM_COMMIT); writers
+ * commit in seq order (see writer/order.c), so the subscriber only ever shows
+ * states the provider had.
  *
  * The dispatcher's pieces (dispatch_internal.h has the map): this file
  * reads each message (pa_dispatch_message: one switch over the message

@@ -10,25 +10,25 @@
  * ones, and ends with STREAM_COMMIT or STREAM_ABORT; a subtransaction that
  * rolls back is a STREAM_ABORT naming it.
  *
- * Live.  At its first block it gets a writer of its own (live_writer):
- * one with nothing in flight, taken out of every other assignment
+ * Live.  At its first block it gets a writer of its own (live_writer): one
+ * with nothing in flight, taken out of every other assignment
  * (MyPaLeader->live_reserved) until the transaction's end, and only while
- * another writer remains for the rest.  That writer applies it as it
- * arrives, in a local transaction of its own with a savepoint per
- * subtransaction (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and
- * message, or a STREAM_ABORT), and keeps the records in a file (writer/live.c).  The keys of its changes are gathered as they arrive, and
- * become its own in the key table at its STREAM_COMMIT, when it gets its
- * seq, in the provider's commit order, and is sent to its writer as
- * PA_Q_STREAM_END; from there on it is an ordinary transaction in flight,
- * which later ones that share a key depend on.  Not before: every
- * transaction dispatched while it is open commits before it, and must not
- * wait for it.  A TRUNCATE or a changed RELATION in it, or more than
- * TXN_KEYS_MAX keys (which are then dropped, see "Memory" in dispatch.c),
- * makes it a barrier at its end: the next transaction waits for its
- * commit.  It need not wait for those before it: they commit first
+ * another writer remains for the rest.  That writer applies it as it arrives,
+ * in a local transaction of its own with a savepoint per subtransaction
+ * (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and message, or a
+ * STREAM_ABORT), and keeps the records in a file (writer/live.c).  The keys
+ * of its changes are gathered as they arrive, and become its own in the key
+ * table at its STREAM_COMMIT, when it gets its seq, in the provider's commit
+ * order, and is sent to its writer as PA_Q_STREAM_END; from there on it is an
+ * ordinary transaction in flight, which later ones that share a key depend
+ * on.  Not before: every transaction dispatched while it is open commits
+ * before it, and must not wait for it.  A TRUNCATE or a changed RELATION in
+ * it, or more than TXN_KEYS_MAX keys (which are then dropped, see "Memory" in
+ * dispatch.c), makes it a barrier at its end: the next transaction waits for
+ * its commit.  It need not wait for those before it: they commit first
  * anyway, and a conflict with one of them is a lock wait of its writer, or
- * rolled back as receiver.c's "Deadlock freedom" says, whether its keys
- * are known or not.
+ * rolled back as receiver.c's "Deadlock freedom" says, whether its keys are
+ * known or not.
  *
  * Kept.  With one writer, or none free, the leader keeps the transaction
  * instead, in a temporary file of its own per transaction (stream_keep:
