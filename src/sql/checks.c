@@ -44,7 +44,7 @@
 #include "common/pipeline.h"
 #include "compat.h"
 #include "leader/sync.h"
-#include "sql/sql_api.h"
+#include "sql/checks.h"
 
 void
 pa_api_require_superuser(const char *what)

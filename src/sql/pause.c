@@ -33,7 +33,7 @@
 #include "common/pipeline.h"
 #include "common/waitevents.h"
 #include "launcher/supervisor.h"
-#include "sql/sql_api.h"
+#include "sql/pause.h"
 
 static List *paused_slots = NIL;	/* PaSubSlot * paused by this backend */
 static bool xact_callback_registered = false;
