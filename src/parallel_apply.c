@@ -40,6 +40,7 @@
 
 #include "common/owner.h"
 #include "common/pipeline.h"
+#include "common/writers.h"
 #include "launcher/launcher.h"
 #include "leader/adapt.h"
 #include "leader/dispatcher.h"

@@ -89,6 +89,7 @@
 #include "common/catalog.h"
 #include "common/origins.h"
 #include "common/waitevents.h"
+#include "common/writers.h"
 #include "compat.h"
 
 /* Origins are cluster-wide, subscription ids per database: name both. */

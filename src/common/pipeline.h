@@ -18,7 +18,7 @@
  * The layout of a PaSubSlot is fixed at startup by
  * parallel_apply.max_subscriptions and max_writers_per_subscription.
  * Each process's entry point is declared by the floor that defines it:
- * launcher/supervisor.h, leader/leader.h, writer/writer_internal.h.
+ * launcher/supervisor.h, leader/leader.h, writer/internal.h.
  *
  * src/common/pipeline.h
  *
@@ -35,8 +35,6 @@
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/spin.h"
-
-#include "common/writers.h"
 
 #define PA_ERROR_LEN	512
 

@@ -42,6 +42,7 @@
 #include "utils/timestamp.h"
 
 #include "common/pipeline.h"
+#include "common/writers.h"
 
 /*
  * The pipeline's GUCs (pipeline.h; the writer count's are writers.c's),

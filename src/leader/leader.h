@@ -29,6 +29,7 @@
 #include "common/catalog.h"
 #include "common/pipeline.h"
 #include "common/queue.h"
+#include "common/writers.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 

@@ -42,6 +42,7 @@
 #include "common/conn.h"
 #include "common/origins.h"
 #include "common/pipeline.h"
+#include "common/writers.h"
 #include "compat.h"
 #include "leader/sync.h"
 #include "sql/checks.h"

@@ -82,6 +82,7 @@
 #include "common/catalog.h"
 #include "common/nodestamp.h"
 #include "common/pipeline.h"
+#include "common/writers.h"
 #include "compat.h"
 #include "sql/monitor.h"
 

@@ -32,6 +32,7 @@
 
 #include "common/pipeline.h"
 #include "common/waitevents.h"
+#include "common/writers.h"
 #include "launcher/supervisor.h"
 #include "sql/pause.h"
 

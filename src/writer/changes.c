@@ -32,7 +32,7 @@
 #include "writer/apply.h"
 #include "writer/coalesce.h"
 #include "writer/execstate.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 /*
  * May this UPDATE be kept (coalesce.c)?  If so, its key's bytes (kind,

@@ -55,7 +55,7 @@
 
 #include "compat.h"
 #include "writer/conflict.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 static bool
 is_exists_type(PaConflictType type)

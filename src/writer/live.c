@@ -54,7 +54,7 @@
 
 #include "common/waitevents.h"
 #include "writer/execstate.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 /*
  * Stop applying the live transaction: roll back what was applied; it is

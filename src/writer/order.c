@@ -70,7 +70,7 @@
 
 #include "common/cpus.h"
 #include "common/waitevents.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 #define SPIN_BEFORE_SLEEP	2000
 #define SPIN_CHECK_MS		10

@@ -4,7 +4,7 @@
  *		The writer's ground floor: the process's one PaWriter, MyWriter,
  *		and the state it shows in its slot.
  *
- * A writer's files share one struct, PaWriter (writer_internal.h), as
+ * A writer's files share one struct, PaWriter (writer/internal.h), as
  * PostgreSQL's apply workers share MyLogicalRepWorker: what the process
  * is (its subscription, its slot in shared memory), the group it applies,
  * its lookahead, what it keeps across changes.  It is defined here, below
@@ -26,7 +26,7 @@
  */
 #include "postgres.h"
 
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 static PaWriter MyWriterData;
 PaWriter   *MyWriter = &MyWriterData;

@@ -85,7 +85,7 @@
 #include "compat.h"
 #include "writer/readahead.h"
 #include "writer/twophase.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 #define MAX_EARLIEST_RETRIES 10
 #define GROUP_MAX_BYTES		(8 * 1024 * 1024)

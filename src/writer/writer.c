@@ -21,7 +21,7 @@
  *	lookahead.c		reading ahead
  *	state.c			MyWriter, which all of them stand on
  *
- * (writer_internal.h has the map of the files; each calls only those
+ * (writer/internal.h has the map of the files; each calls only those
  * after it.)
  *
  * Signals.  A retry request interrupts a later writer with SIGUSR2, not
@@ -39,7 +39,7 @@
  * committed is applied again from the origin's position.
  *
  * The message formats of the queue are queue.c's.  The process's state is
- * one PaWriter, MyWriter (writer_internal.h, which also says which file
+ * one PaWriter, MyWriter (writer/internal.h, which also says which file
  * does what; state.c defines it).
  *
  * Writers commit with a replication origin: from PostgreSQL 16 the
@@ -88,7 +88,7 @@
 #include "common/stoplog.h"
 #include "common/usercontext.h"
 #include "compat.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 /* SIGUSR2: a retry request from the writer of an earlier transaction */
 static void

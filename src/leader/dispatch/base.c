@@ -5,7 +5,7 @@
  *		The transaction being assembled, sending to a writer and waiting
  *		without blocking, and the checks of where a message may come.
  *
- * Every piece of the dispatcher (dispatch_internal.h has the map) reads
+ * Every piece of the dispatcher (dispatch/internal.h has the map) reads
  * messages into one transaction being assembled, MyPaLeader->txn
  * (leader.h): dispatch.c for a BEGIN, prepared.c for a BEGIN PREPARE and
  * the end of a prepared one, streamed.c for a streamed transaction
@@ -46,7 +46,7 @@
 #include "utils/memutils.h"
 
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 
 /* A table of entries whose first keysize bytes are their key. */

@@ -12,7 +12,7 @@
  * commit in seq order (see writer/order.c), so the subscriber only ever shows
  * states the provider had.
  *
- * The dispatcher's pieces (dispatch_internal.h has the map): this file
+ * The dispatcher's pieces (dispatch/internal.h has the map): this file
  * reads each message (pa_dispatch_message: one switch over the message
  * kinds, each case a call), assembles the transaction (MyPaLeader->txn,
  * leader.h, with base.c's pa_start_txn and pa_append_message) and, at
@@ -82,7 +82,7 @@
 
 #include "common/catalog.h"
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 

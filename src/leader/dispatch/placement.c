@@ -73,7 +73,7 @@
 #include "postgres.h"
 
 #include "leader/adapt.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 
 #define RUN_LENGTH			4	/* see "Assignment" */

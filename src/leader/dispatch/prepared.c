@@ -48,7 +48,7 @@
 #include "utils/memutils.h"
 
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 

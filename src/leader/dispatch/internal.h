@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * dispatch_internal.h
+ * internal.h
  *		What the pieces of the leader's dispatcher share, and nothing else
  *		includes (as core's worker_internal.h for logical/).
  *
@@ -29,7 +29,7 @@
  * through the functions below.  The rest of the leader sees
  * leader/dispatcher.h only.
  *
- * src/leader/dispatch/dispatch_internal.h
+ * src/leader/dispatch/internal.h
  *
  *-------------------------------------------------------------------------
  */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * writer_internal.h
+ * internal.h
  *		The writer process's state, PaWriter, and what the files of a
  *		writer share, as core's worker_internal.h is for its apply workers.
  *
@@ -30,7 +30,7 @@
  * for the change at hand is passed to them: MyWriter->apply
  * (apply_context.h).
  *
- * src/writer/writer_internal.h
+ * src/writer/internal.h
  *
  *-------------------------------------------------------------------------
  */
@@ -46,6 +46,7 @@
 
 #include "common/pipeline.h"
 #include "common/queue.h"
+#include "common/writers.h"
 #include "writer/apply_context.h"
 #include "writer/coalesce.h"
 #include "writer/readahead.h"
