@@ -87,7 +87,9 @@ OBJS += \
 	src/writer/apply.o \
 	src/writer/execstate.o \
 	src/writer/conflict.o
-# the SQL API (adopt.c: taking over an in-core subscription)
+# the SQL API: the entry points (sql_api.c), their checks (checks.c),
+# pausing a pipeline (pause.c), taking over an in-core subscription
+# (adopt.c)
 OBJS += \
 	src/sql/sql_api.o \
 	src/sql/checks.o \
