@@ -37,9 +37,11 @@ OBJS += \
 # queue codec, the catalog, the provider connection, the relation map,
 # the user switch, the ownership hook, the replication origins, the
 # writers' queue segment, the copy of a table, the CPUs' load, the
-# subscriptions' secrets, the node a subscription belongs to)
+# subscriptions' secrets, the node a subscription belongs to, how many
+# writers a subscription has)
 OBJS += \
 	src/common/shmem.o \
+	src/common/writers.o \
 	src/common/catalog.o \
 	src/common/conn.o \
 	src/common/owner.o \
@@ -63,6 +65,7 @@ OBJS += \
 # table sync, taking over an in-core subscription's position
 OBJS += \
 	src/leader/receiver.o \
+	src/leader/dispatch/base.o \
 	src/leader/dispatch/dispatch.o \
 	src/leader/dispatch/keys.o \
 	src/leader/dispatch/placement.o \
@@ -77,6 +80,7 @@ OBJS += \
 	src/leader/takeover.o
 # writer: the writers
 OBJS += \
+	src/writer/state.o \
 	src/writer/writer.o \
 	src/writer/lookahead.o \
 	src/writer/order.o \
@@ -91,9 +95,13 @@ OBJS += \
 	src/writer/apply.o \
 	src/writer/execstate.o \
 	src/writer/conflict.o
-# the SQL API (adopt.c: taking over an in-core subscription)
+# the SQL API: the entry points (sql_api.c), their checks (checks.c),
+# pausing a pipeline (pause.c), taking over an in-core subscription
+# (adopt.c)
 OBJS += \
 	src/sql/sql_api.o \
+	src/sql/checks.o \
+	src/sql/pause.o \
 	src/sql/adopt.o \
 	src/sql/sequences.o \
 	src/sql/monitor.o

@@ -50,10 +50,10 @@ import sys
 # ---------------------------------------------------------------------------
 
 PA_MAX_INFLIGHT = 128           # src/common/pipeline.h
-MAX_INFLIGHT_PER_WRITER = PA_MAX_INFLIGHT   # dispatch_internal.h
+MAX_INFLIGHT_PER_WRITER = PA_MAX_INFLIGHT   # dispatch/internal.h
 PA_MAX_GROUP_DEFAULT = 32       # parallel_apply.max_transactions_per_commit
-TXN_KEYS_MAX = 65536            # dispatch_internal.h
-PA_STREAM_THRESHOLD = 8 * 1024 * 1024   # dispatch_internal.h: sent in chunks
+TXN_KEYS_MAX = 65536            # dispatch/internal.h
+PA_STREAM_THRESHOLD = 8 * 1024 * 1024   # dispatch/internal.h: sent in chunks
 RUN_LENGTH = 4                  # placement.c
 
 KEY_LOOKUP = 1

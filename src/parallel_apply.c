@@ -40,6 +40,7 @@
 
 #include "common/owner.h"
 #include "common/pipeline.h"
+#include "common/writers.h"
 #include "launcher/launcher.h"
 #include "leader/adapt.h"
 #include "leader/dispatcher.h"
@@ -52,14 +53,6 @@
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
-
-int			pa_max_writers = 8;
-int			pa_default_writers = 4;
-int			pa_max_subscriptions = 16;
-int			pa_max_group = 32;
-#ifdef PA_DEBUG_SWITCHES
-bool		pa_debug_discard = false;
-#endif
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;

@@ -26,7 +26,8 @@ typedef struct PaSubscription
 	char	   *slot_name;
 	bool		enabled;
 	bool		sync_data;
-	int			num_writers;	/* 0 when NULL: the GUC decides */
+	int			num_writers;	/* 0 when NULL: the GUC decides; the
+								 * configured count, see writers.c */
 	char	   *synchronous_commit;
 	char		sync_state;
 	bool		origin_none;	/* origin = 'none': the provider's own changes */

@@ -5,7 +5,7 @@
  *		apply stands, crash-safely, and the position kept for pg_upgrade.
  *
  * Used by the leader (as it starts and exits), the writers (as they start
- * and after each commit) and the SQL functions (sql_api.c); the feedback
+ * and after each commit) and the SQL functions (sql/); the feedback
  * to the provider is the leader's (leader/progress.c).
  *
  * Writers commit every transaction with a replication origin whose
@@ -89,6 +89,7 @@
 #include "common/catalog.h"
 #include "common/origins.h"
 #include "common/waitevents.h"
+#include "common/writers.h"
 #include "compat.h"
 
 /* Origins are cluster-wide, subscription ids per database: name both. */

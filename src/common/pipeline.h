@@ -2,8 +2,7 @@
  *
  * pipeline.h
  *		Shared memory of the subscriber: one slot per subscription with its
- *		pipeline's state, and one per writer; the GUCs; the worker entry
- *		points.
+ *		pipeline's state, and one per writer; the GUCs.
  *
  * Processes of one database:
  *
@@ -18,6 +17,8 @@
  *
  * The layout of a PaSubSlot is fixed at startup by
  * parallel_apply.max_subscriptions and max_writers_per_subscription.
+ * Each process's entry point is declared by the floor that defines it:
+ * launcher/supervisor.h, leader/leader.h, writer/internal.h.
  *
  * src/common/pipeline.h
  *
@@ -44,9 +45,7 @@
  */
 #define PA_PUBLIC_ERROR_LEN	128
 
-/* GUCs */
-extern int	pa_max_writers;
-extern int	pa_default_writers;
+/* GUCs (shmem.c; the writer count's: writers.h) */
 extern int	pa_max_subscriptions;
 extern int	pa_max_group;
 #ifdef PA_DEBUG_SWITCHES
@@ -56,7 +55,7 @@ extern bool pa_debug_discard;	/* benchmark-only, see parallel_apply.c */
 /*
  * Transactions a writer may have been given and not yet committed: enough
  * to keep it busy while the leader reads on, and for it to group the ones
- * that follow each other into one local commit (writer.c).  The leader
+ * that follow each other into one local commit (writer/txn.c).  The leader
  * refills a full writer once half of that has committed, so a group is at
  * most half of it: the other half is queued behind the group meanwhile.
  */
@@ -148,8 +147,9 @@ typedef struct PaSubSlot
 
 	/* leader's view */
 	PaSubState	state;
-	int			target_writers; /* wanted now; 0 = use the GUC */
-	int			num_writers;	/* running now */
+	int			configured_writers; /* the catalog's num_writers, 0: the
+									 * GUC's; the supervisor's (writers.c) */
+	int			pool_size;		/* the leader's pool, pool.c's (writers.c) */
 	XLogRecPtr	received_lsn;
 	XLogRecPtr	applied_lsn;	/* all before it applied here */
 	XLogRecPtr	flushed_lsn;	/* reported flushed to the provider */
@@ -174,7 +174,7 @@ typedef struct PaSubSlot
 	TimestampTz last_error_time;
 
 	/*
-	 * The remote transaction whose apply failed (writer.c), until a commit
+	 * The remote transaction whose apply failed (writer/txn.c), until a commit
 	 * at or past it clears them: what skip_transaction() accepts.
 	 */
 	XLogRecPtr	error_commit_lsn;
@@ -250,8 +250,6 @@ extern void pa_set_error(PaSubSlot *slot, PaWriterSlot *writer,
 						 const char *msg, const char *public_msg);
 extern void pa_error_to_slot(PaSubSlot *slot, PaWriterSlot *writer,
 							 const char *step, const char *public_msg);
-extern int	pa_writers_for(int num_writers);
-extern int	pa_effective_writers(PaSubSlot *slot);
 
 /*
  * Count the error this process stops on, once: a sync error (a table's
@@ -277,14 +275,7 @@ pa_wake_leader(PaSubSlot *slot, uint64 seq)
 		SetLatch(slot->leader_latch);
 }
 
-/* The lock a writer holds while it applies transaction seq (writer.c). */
+/* The lock a writer holds while it applies seq (writer/order.c). */
 extern void pa_txn_locktag(LOCKTAG *tag, Oid subid, uint64 seq);
-
-/* Worker entry points. */
-extern PGDLLEXPORT void pa_supervisor_main(Datum arg);
-extern PGDLLEXPORT void pa_leader_main(Datum arg);
-extern PGDLLEXPORT void pa_writer_main(Datum arg);
-extern void pa_ensure_supervisor(void);
-extern bool pa_wake_supervisor(void);
 
 #endif							/* PA_PIPELINE_H */

@@ -37,6 +37,7 @@
 
 #include "common/pipeline.h"
 #include "common/queue.h"
+#include "common/writers.h"
 #include "protocol/protocol.h"
 
 /* the kind bytes the iovecs point to */

@@ -42,6 +42,17 @@
 #include "utils/timestamp.h"
 
 #include "common/pipeline.h"
+#include "common/writers.h"
+
+/*
+ * The pipeline's GUCs (pipeline.h; the writer count's are writers.c's),
+ * registered by parallel_apply.c.
+ */
+int			pa_max_subscriptions = 16;
+int			pa_max_group = 32;
+#ifdef PA_DEBUG_SWITCHES
+bool		pa_debug_discard = false;
+#endif
 
 /*
  * Identifies the layout of this shared memory.  A library installed over
@@ -347,27 +358,6 @@ pa_count_error(PaSubSlot *slot, bool sync)
 	else
 		slot->apply_error_count++;
 	SpinLockRelease(&slot->mutex);
-}
-
-/* The writers of a subscription whose num_writers is n (0: the GUC's), capped. */
-int
-pa_writers_for(int n)
-{
-	if (n <= 0)
-		n = pa_default_writers;
-	return Min(n, pa_max_writers);
-}
-
-/* Writers to run now: the subscription's own count or the GUC, capped. */
-int
-pa_effective_writers(PaSubSlot *slot)
-{
-	int			n;
-
-	SpinLockAcquire(&slot->mutex);
-	n = slot->target_writers;
-	SpinLockRelease(&slot->mutex);
-	return pa_writers_for(n);
 }
 
 void

@@ -26,7 +26,7 @@
  * a leader for each enabled subscription that has none, stops the leaders
  * of disabled and dropped subscriptions, and restarts leaders that exited.
  * Restarts back off: 1 s after the first failure, doubling up to 60 s, and
- * back to 1 s once the transaction that failed has committed (writer.c)
+ * back to 1 s once the transaction that failed has committed (writer/txn.c)
  * or, when the failure was not a transaction's (an unreachable provider),
  * once a leader has run for a minute; the error that stopped the pipeline
  * stays in subscription_status() meanwhile, with the state error_backoff
@@ -90,6 +90,7 @@
 #include "common/usercontext.h"
 #include "common/waitevents.h"
 #include "launcher/launcher.h"
+#include "launcher/supervisor.h"
 
 #define BACKOFF_MIN_MS		1000
 #define BACKOFF_MAX_MS		60000
@@ -424,7 +425,7 @@ reconcile(List *subs)
 
 		seen[idx] = true;
 		SpinLockAcquire(&slot->mutex);
-		slot->target_writers = sub->num_writers;
+		slot->configured_writers = sub->num_writers;
 		paused_by = slot->paused_by;
 		next_start = slot->next_start;
 		if (!sub->enabled)

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * adapt.c
- *		Adaptive writers: how many of a subscription's writers the leader
- *		gives work to.
+ *		Adaptive writers: the rule that sets the target, how many of the
+ *		pool's writers the leader wants in use.
  *
  * More writers are not always faster.  Each one more adds waits for
  * dependencies and commit turns on other writers (dispatch/placement.c,
@@ -13,6 +13,8 @@
  * one writer in use and changes the number, its target, from what it
  * measures; the dispatcher follows the target (writers 0..n-1 in use, the
  * rest parked: dispatch/inuse.c).  Off, the target is the whole pool.
+ * The target is one form of the writer count; common/writers.c tells them
+ * all, and which file changes each.
  *
  * What is measured, per window, from the dispatching path (a clock read
  * every 16 transactions).  A window lasts ADAPT_WINDOW_MS, or longer, up

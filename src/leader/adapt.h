@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * adapt.h
- *		Adaptive writers: how many writers the leader gives work to.
+ *		Adaptive writers: the target, how many writers the leader wants in
+ *		use.
  *
  * src/leader/adapt.h
  *

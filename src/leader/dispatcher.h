@@ -4,7 +4,7 @@
  *		The leader's dispatcher: transactions to writers.  Its interface to
  *		the rest of the leader (receiver.c, sync.c, replay.c); the
  *		dispatcher itself is in src/leader/dispatch/, whose pieces share
- *		dispatch/dispatch_internal.h.
+ *		dispatch/internal.h.
  *
  * src/leader/dispatcher.h
  *

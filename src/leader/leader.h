@@ -29,6 +29,7 @@
 #include "common/catalog.h"
 #include "common/pipeline.h"
 #include "common/queue.h"
+#include "common/writers.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 
@@ -219,6 +220,9 @@ typedef struct PaLeader
  * RELATION copies, counters) as its own.
  */
 extern PaLeader *MyPaLeader;
+
+/* receiver.c: the leader's entry point */
+extern PGDLLEXPORT void pa_leader_main(Datum arg);
 
 /* receiver.c: dispatch, waiting as the dispatcher needs (replay.c) */
 extern void pa_leader_dispatch_frame(StringInfo in);

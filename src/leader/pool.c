@@ -9,7 +9,9 @@
  * queue number.  Queues are one-way, leader to writer; writers report back
  * through their PaWriterSlot (pipeline.h): committed counts, state, errors.
  *
- * The pool's size is the subscription's number of writers; a writer of
+ * The pool's size is the subscription's wanted number of writers (the
+ * "pool" of common/writers.c, which tells every form of the count and
+ * who changes it: pa_pool_resize() alone changes this one); a writer of
  * the pool runs once it is started, and only writers that run are given
  * anything.  Without adaptive writers all of them are started at once.
  * With them (adapt.c) a writer is started only when the dispatcher first
@@ -242,7 +244,7 @@ pa_pool_resize(int n, int nstart, bool *started)
 	}
 	MyPaLeader->nactive = n;
 	SpinLockAcquire(&MyPaLeader->slot->mutex);
-	MyPaLeader->slot->num_writers = n;
+	MyPaLeader->slot->pool_size = n;
 	SpinLockRelease(&MyPaLeader->slot->mutex);
 }
 

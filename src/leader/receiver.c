@@ -53,11 +53,11 @@
  * makes the leader ask the provider for keepalives, so that an idle
  * provider's end of WAL is known promptly.
  *
- * Deadlock freedom.  The leader waits for writers (for a commit, for room
- * in a queue); writers wait for each other (commit order, dependencies,
- * retries: lock waits, writer.c).  No writer ever waits for the leader in
- * the middle of a transaction, so no wait of the leader can be part of a
- * cycle, and each of its waits ends:
+ * Deadlock freedom.  The leader waits for writers (for a commit, for room in
+ * a queue); writers wait for each other (commit order, dependencies, retries:
+ * lock waits, writer/order.c).  No writer ever waits for the leader in the
+ * middle of a transaction, so no wait of the leader can be part of a cycle,
+ * and each of its waits ends:
  *
  *	- A transaction is given to its writer whole, as one queue message,
  *	  before any later one is dispatched, and it depends only on earlier
@@ -78,8 +78,8 @@
  *	- Commit-order and dependency waits between writers are heavyweight
  *	  lock waits, which the deadlock detector sees, also together with
  *	  local sessions; the transaction it cancels is retried by its writer
- *	  from what it already holds, after its predecessors (writer.c),
- *	  without the leader.
+ *	  from what it already holds, after its predecessors
+ *	  (writer/order.c), without the leader.
  *
  *	- A large transaction is sent in chunks as it arrives, but its writer
  *	  only spills them to a file, holding nothing, and applies it once its
@@ -440,7 +440,10 @@ resize_pool(int n)
 	pfree(started);
 }
 
-/* Writers wanted now: follows alter_*_config and the reloadable GUC. */
+/*
+ * The pool follows the wanted count (alter_*_config through the
+ * supervisor, and the reloadable GUC: common/writers.c).
+ */
 static void
 maybe_resize(void)
 {
@@ -493,8 +496,8 @@ housekeeping(TimestampTz *last_xact, bool drained)
 		/*
 		 * An error of no transaction that stopped an earlier pipeline (the
 		 * provider refused, a table was missing) is past once this one has
-		 * caught up, even if nothing was there to apply (writer.c clears it
-		 * at a commit)
+		 * caught up, even if nothing was there to apply (writer/txn.c clears
+		 * it at a commit)
 		 */
 		if (slot->error_commit_lsn == InvalidXLogRecPtr &&
 			slot->last_error_time < slot->leader_started)
@@ -922,7 +925,6 @@ claim_slot(PaSubSlot *slot, PaSubscription *sub)
 	slot->leader_latch = MyLatch;
 	slot->state = sub->sync_state == PA_SYNC_READY ?
 		PA_SUB_CATCHING_UP : PA_SUB_INITIALIZING;
-	slot->target_writers = sub->num_writers;
 	slot->last_commit_remote_end = InvalidXLogRecPtr;
 	slot->last_commit_local_end = InvalidXLogRecPtr;
 	slot->retry_seq = 0;

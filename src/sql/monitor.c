@@ -82,6 +82,7 @@
 #include "common/catalog.h"
 #include "common/nodestamp.h"
 #include "common/pipeline.h"
+#include "common/writers.h"
 #include "compat.h"
 #include "sql/monitor.h"
 
@@ -329,7 +330,7 @@ pa_subscription_status(PG_FUNCTION_ARGS)
 		lag(&snap, running, now, &values[9], &nulls[9], &values[11], &nulls[11]);
 		values[10] = TimestampTzGetDatum(snap.last_remote_commit_time);
 		nulls[10] = snap.last_remote_commit_time == 0;
-		values[12] = Int32GetDatum(running ? snap.num_writers :
+		values[12] = Int32GetDatum(running ? snap.pool_size :
 								   pa_writers_for(sub->num_writers));
 		values[13] = error_for_caller(snap.last_error, snap.last_error_public,
 									  &nulls[13]);
@@ -410,7 +411,7 @@ pa_writer_status(PG_FUNCTION_ARGS)
 			continue;
 		SpinLockAcquire(&slot->mutex);
 		strlcpy(name, slot->name, NAMEDATALEN);
-		nwriters = slot->num_writers;
+		nwriters = slot->pool_size;
 		SpinLockRelease(&slot->mutex);
 
 		for (int w = 0; w < pa_max_writers; w++)

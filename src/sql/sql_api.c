@@ -7,27 +7,19 @@
  * The catalog (parallel_apply.subscription) is the truth; the supervisor
  * reads it once a second and makes the workers match it, so a change here
  * takes effect within a second of its commit.  The functions check
- * everything they can before writing anything: a bad DSN, an unreachable
- * provider, a provider that does not allow the subscription's
- * plugin (ours, or pgoutput: create_subscription's plugin), lacks
- * wal_level = logical or has a database encoding PostgreSQL
- * does not convert to this one's all end in an error that leaves nothing
- * behind; so does origin 'none' from pgoutput before PostgreSQL 16, and
- * failover asked of a provider older than PostgreSQL 17,
- * which cannot keep a slot that its standbys synchronize, and two_phase
- * without max_prepared_transactions here or with a provider whose
- * parallel_apply predates it.  drop_subscription() warns of the
+ * everything they can before writing anything (checks.c), and stop a
+ * pipeline, or wake the supervisor, through pause.c.  This file holds
+ * the entry points, and what only they use: reading their arguments, the
+ * catalog rows they write, the provider's slot.
+ *
+ * drop_subscription() warns of the
  * transactions a two_phase subscription leaves prepared here, and leaves
  * everything as it was when it cannot drop the slot on the provider
  * (unreachable, or refusing), unless told keep_slot.  A subscription is
  * stamped with this node by create_subscription() and enable_subscription()
  * (nodestamp.c): one stamped with another node is not started here, and
  * drop_subscription() of it leaves the provider's slot to that node, as
- * keep_slot does.  Stopping
- * workers (disable, drop, a changed synchronous_commit) marks the
- * subscription paused by this backend until its transaction ends, so that
- * the supervisor does not restart what it just stopped from a catalog that
- * has not changed yet.
+ * keep_slot does.
  *
  * create_subscription() and drop_subscription() refuse to run inside a
  * transaction block, as CREATE and DROP SUBSCRIPTION do: dropping the
@@ -118,22 +110,10 @@ PG_FUNCTION_INFO_V1(pa_alter_group_config);
 PG_FUNCTION_INFO_V1(pa_skip_transaction);
 PG_FUNCTION_INFO_V1(pa_wait_for_catchup);
 
-static List *paused_slots = NIL;	/* PaSubSlot * paused by this backend */
-static bool xact_callback_registered = false;
-
 /* ---------------------------------------------------------------------
  * Helpers
  * ---------------------------------------------------------------------
  */
-
-void
-pa_api_require_superuser(const char *what)
-{
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be superuser to %s a parallel_apply subscription", what)));
-}
 
 PaSubscription *
 pa_api_get_sub(const char *name, bool missing_ok)
@@ -167,25 +147,6 @@ sub_to_change(FunctionCallInfo fcinfo, const char *what, const char *block,
 }
 
 /*
- * A subscription whose leader waits out its backoff (after failures)
- * starts at the supervisor's next round, its count of restarts cleared.
- */
-void
-pa_api_start_now(PaSubscription *sub)
-{
-	PaSubSlot  *slot;
-
-	slot = pa_shmem_ready() ? pa_subslot_find(MyDatabaseId, sub->subid) : NULL;
-	if (slot != NULL)
-	{
-		SpinLockAcquire(&slot->mutex);
-		slot->next_start = 0;
-		slot->restarts = 0;
-		SpinLockRelease(&slot->mutex);
-	}
-}
-
-/*
  * Stamp the subscription with this node (nodestamp.c): creating or
  * enabling it here is the decision that this node applies it.
  */
@@ -202,220 +163,6 @@ pa_api_stamp_subscription(Oid subid)
 	values[1] = CStringGetTextDatum(pa_node_stamp());
 	(void) pa_catalog_exec("UPDATE parallel_apply.subscription SET node_stamp = $2 WHERE sub_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
-}
-
-void
-pa_api_check_num_writers(int n)
-{
-	if (n < 1 || n > pa_max_writers)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("num_writers must be between 1 and %d, not %d",
-						pa_max_writers, n),
-				 errhint("The maximum is parallel_apply.max_writers_per_subscription; raising it needs a server restart.")));
-}
-
-void
-pa_api_check_synchronous_commit(const char *v)
-{
-	static const char *const valid[] = {"off", "local", "on", "remote_write", "remote_apply"};
-
-	for (int i = 0; i < lengthof(valid); i++)
-		if (strcmp(v, valid[i]) == 0)
-			return;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid synchronous_commit value \"%s\"", v),
-			 errhint("Use off, local, on, remote_write or remote_apply.")));
-}
-
-/* Whether item is one of the comma-separated identifiers of csv. */
-static bool
-list_has(const char *csv, const char *item)
-{
-	char	   *copy = pstrdup(csv);
-	List	   *items;
-	ListCell   *lc;
-
-	if (!SplitIdentifierString(copy, ',', &items))
-		return false;
-	foreach(lc, items)
-		if (strcmp(lfirst(lc), item) == 0)
-			return true;
-	return false;
-}
-
-/*
- * failover: the subscription's slot has FAILOVER, so that the provider's
- * physical standbys that sync slots (sync_replication_slots) keep a copy of
- * it, and the subscription can continue from one promoted.  PostgreSQL 17
- * brought it; an older provider cannot make or keep such a slot.  The
- * provider's version decides, whatever this node's.
- */
-#define PA_FAILOVER_PROVIDER_VERSION 170000
-
-/*
- * The provider on conn can hold the subscription's slot with FAILOVER;
- * when made_here, a slot is made or changed there now, which a standby
- * refuses.
- */
-static void
-check_failover_provider(WalReceiverConn *conn, bool made_here)
-{
-	int			version = walrcv_server_version(conn);
-	char	   *v;
-
-	if (version < PA_FAILOVER_PROVIDER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("failover is not supported by the provider, which runs PostgreSQL %d.%d",
-						version / 10000, version % 10000),
-				 errdetail("A replication slot that physical standbys synchronize (FAILOVER) needs PostgreSQL 17 or later on the provider."),
-				 errhint("Leave failover off for this provider, or upgrade it to PostgreSQL 17 or later.")));
-	if (!made_here)
-		return;
-	v = pa_provider_value(conn, "SELECT pg_catalog.pg_is_in_recovery()::text");
-	if (v != NULL && strcmp(v, "true") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("failover is not supported by a provider that is a standby"),
-				 errdetail("A replication slot made or changed on a standby cannot have FAILOVER: standbys synchronize slots from their primary only."),
-				 errhint("Subscribe to the primary with failover, or leave failover off.")));
-}
-
-/*
- * The provider on conn is reachable, configured for us, has the
- * publications (a warning when not), decodes through plugin (PA_PLUGIN_*)
- * as the subscription's origin asks (pa_check_plugin_provider) and, with
- * failover, can keep a FAILOVER slot (made_here: check_failover_provider's).
- */
-void
-pa_api_check_provider(WalReceiverConn *conn, List *pubs, bool failover, bool made_here,
-					  const char *plugin, bool origin_none)
-{
-	char	   *v;
-	StringInfoData sql;
-
-	if (failover)
-		check_failover_provider(conn, made_here);
-
-	v = pa_provider_value(conn, "SELECT pg_catalog.current_setting('wal_level')");
-	if (v == NULL || strcmp(v, "logical") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the provider's wal_level is \"%s\", not \"logical\"", v ? v : ""),
-				 errhint("Set wal_level = logical on the provider and restart it.")));
-
-
-	v = pa_provider_encoding(conn);
-	if (v != NULL)
-		pa_check_provider_encoding(v);
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT pg_catalog.string_agg(p, ', ') FROM pg_catalog.unnest(ARRAY[%s",
-					 pa_literal_list(pubs));
-	appendStringInfoString(&sql, "]::text[]) p WHERE p NOT IN (SELECT pubname FROM pg_catalog.pg_publication)");
-	v = pa_provider_value(conn, sql.data);
-	/* as CREATE SUBSCRIPTION (16): created, it streams once they exist */
-	if (v != NULL)
-		ereport(WARNING,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("publication(s) not found on the provider: %s", v),
-				 errhint("Create them on the provider with CREATE PUBLICATION: until then the subscription does not stream.")));
-
-	/*
-	 * As CREATE SUBSCRIPTION: a table that the publications give different
-	 * column lists (a column list in one, none in another counts as all the
-	 * columns) cannot be copied or applied one way.
-	 */
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT pg_catalog.string_agg(t, ', ' ORDER BY t) FROM ("
-					 "SELECT pg_catalog.quote_ident(schemaname) || '.' || pg_catalog.quote_ident(tablename) AS t"
-					 " FROM pg_catalog.pg_publication_tables WHERE pubname = ANY(ARRAY[%s]::text[])"
-					 " GROUP BY schemaname, tablename HAVING count(DISTINCT attnames) > 1) d",
-					 pa_literal_list(pubs));
-	v = pa_provider_value(conn, sql.data);
-	if (v != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot use different column lists for the same table in different publications"),
-				 errdetail("Table(s) published with different column lists: %s.", v),
-				 errhint("Give each table the same column list in every publication of the subscription, or subscribe to fewer publications.")));
-
-	/*
-	 * Debian's PostgreSQL 15.19+ decodes only through the plugins listed in
-	 * output_plugin_libraries, a setting only superusers and members of
-	 * pg_read_all_settings may read: pg_settings leaves it out for others.
-	 * A role that cannot read it is not refused here; the stream tells.
-	 */
-	v = pa_provider_value(conn, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'output_plugin_libraries'");
-	if (v != NULL && !list_has(v, plugin))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the provider does not allow the %s output plugin", plugin),
-				 errdetail("Its output_plugin_libraries is \"%s\".", v),
-				 errhint("Add %s to output_plugin_libraries on the provider and reload it.",
-						 plugin)));
-	pa_check_plugin_provider(conn, plugin, origin_none);
-}
-
-/*
- * create_subscription's plugin: PA_PLUGIN_OURS or PA_PLUGIN_PGOUTPUT as
- * given, or for 'auto' ours where the provider has it (its extension's
- * files, which come with the library) and is known to allow it: its
- * output_plugin_libraries lists it, or the provider has no such setting
- * (PostgreSQL as its project builds it).  A role that may not read the
- * setting (pg_settings leaves it out) cannot tell, and gets pgoutput,
- * which every provider allows.
- */
-static char *
-resolve_plugin(WalReceiverConn *conn, char *plugin)
-{
-	char	   *v;
-
-	if (strcmp(plugin, "auto") != 0)
-		return plugin;
-	if (pa_provider_value(conn, "SELECT name::text FROM pg_catalog.pg_available_extensions WHERE name = 'parallel_apply'") == NULL)
-		return PA_PLUGIN_PGOUTPUT;
-	v = pa_provider_value(conn, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'output_plugin_libraries'");
-	if (v != NULL)
-		return list_has(v, PA_PLUGIN_OURS) ? PA_PLUGIN_OURS : PA_PLUGIN_PGOUTPUT;
-	v = pa_provider_value(conn, "SELECT pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE')::text");
-	return v != NULL && strcmp(v, "true") == 0 ? PA_PLUGIN_OURS : PA_PLUGIN_PGOUTPUT;
-}
-
-/*
- * two_phase: this server must be able to prepare transactions, and the
- * provider's parallel_apply send them (protocol version 3, extension 1.3;
- * a library without it refuses the stream too, "protocol version 3 is not
- * supported").  The provider's installed extension files say which it has;
- * without them nothing is known here, and the stream tells.
- */
-void
-pa_api_check_two_phase_here(void)
-{
-	if (max_prepared_xacts == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("two_phase needs prepared transactions on the subscriber"),
-				 errdetail("max_prepared_transactions is 0 here."),
-				 errhint("Set max_prepared_transactions to at least the number of transactions the provider may have prepared at once, and restart the subscriber.")));
-}
-
-static void
-check_two_phase_provider(WalReceiverConn *conn)
-{
-	char	   *v = pa_provider_value(conn, "SELECT default_version FROM pg_catalog.pg_available_extensions WHERE name = 'parallel_apply'");
-	int			major,
-				minor;
-
-	if (v != NULL && sscanf(v, "%d.%d", &major, &minor) == 2 &&
-		(major < 1 || (major == 1 && minor < 3)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the provider's parallel_apply does not send prepared transactions"),
-				 errdetail("Its parallel_apply is version %s; two_phase needs 1.3 or later.", v),
-				 errhint("Update parallel_apply on the provider, or create the subscription without two_phase.")));
 }
 
 /*
@@ -488,188 +235,6 @@ slot_name_for(const char *subname, Oid subid)
 	return buf.data;
 }
 
-static bool nudge_at_end = false;
-
-static void pause_xact_callback(XactEvent event, void *arg);
-
-/* Wake the supervisor when this transaction ends: it reads the catalog. */
-void
-pa_api_nudge_supervisor(void)
-{
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(pause_xact_callback, NULL);
-		xact_callback_registered = true;
-	}
-	nudge_at_end = true;
-}
-
-static void
-pause_xact_callback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
-		return;
-	if (nudge_at_end && paused_slots == NIL)
-	{
-		nudge_at_end = false;
-		pa_ensure_supervisor();
-	}
-	if (paused_slots == NIL)
-		return;
-	foreach(lc, paused_slots)
-	{
-		PaSubSlot  *slot = lfirst(lc);
-
-		SpinLockAcquire(&slot->mutex);
-		if (slot->paused_by == MyProcPid)
-			slot->paused_by = 0;
-		slot->next_start = 0;
-		slot->restarts = 0;
-		SpinLockRelease(&slot->mutex);
-	}
-	list_free(paused_slots);
-	paused_slots = NIL;
-	nudge_at_end = false;
-	pa_ensure_supervisor();
-}
-
-/*
- * Stop the pipeline of a subscription and keep the supervisor from
- * starting it again until this transaction ends; wait until its processes
- * are gone.  The supervisor, woken, sees the subscription paused and
- * stops its leader, whose writers exit with it.
- */
-void
-pa_api_stop_pipeline(PaSubscription *sub)
-{
-	PaSubSlot  *slot = pa_subslot_find(MyDatabaseId, sub->subid);
-	TimestampTz deadline;
-
-	if (slot == NULL)
-		return;
-	pa_api_nudge_supervisor();
-	SpinLockAcquire(&slot->mutex);
-	slot->paused_by = MyProcPid;
-	SpinLockRelease(&slot->mutex);
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-
-		paused_slots = lappend(paused_slots, slot);
-		MemoryContextSwitchTo(oldcxt);
-	}
-
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 30000);
-	for (;;)
-	{
-		pid_t		leader;
-		bool		writers = false;
-
-		SpinLockAcquire(&slot->mutex);
-		leader = slot->leader_pid;
-		for (int w = 0; w < pa_max_writers; w++)
-			writers |= slot->writers[w].pid != 0;
-		SpinLockRelease(&slot->mutex);
-		if (leader == 0 && !writers)
-			break;
-		/* the supervisor stops the leader, through its handle */
-		if (leader != 0)
-			(void) pa_wake_supervisor();
-		if (GetCurrentTimestamp() > deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_IN_USE),
-					 errmsg("the workers of parallel_apply subscription \"%s\" did not stop",
-							sub->name)));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100L, pa_wait_event(PA_WE_WORKERS_STOP));
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * Replication origins.  A subscription keeps one (from 16; on 15 one per
- * writer, origins.c), and a node tracks the progress of at most
- * max_replication_slots origins (18: max_active_replication_origins,
- * compat.h's PA_MAX_ORIGINS), all databases and in-core subscriptions
- * included: a leader or writer beyond that fails with "could not find
- * free replication state slot".  Refuse a configuration that needs more
- * origins than the node can track.
- */
-static int
-missing_origins(Oid subid, int nwriters)
-{
-	int			missing = 0;
-	int			needed = pa_progress_origins_needed(nwriters);
-
-	if (!OidIsValid(subid))
-		return needed;			/* a new subscription has none */
-	for (int w = 0; w < needed; w++)
-	{
-		char	   *name = pa_writer_origin_name(subid, w);
-
-		if (replorigin_by_name(name, true) == InvalidRepOriginId)
-			missing++;
-		pfree(name);
-	}
-	return missing;
-}
-
-/*
- * The origins this database's subscriptions still need (those of
- * subscriptions, on 15 writers, that never ran) once a change gives
- * num_writers (0: the GUC's) to
- * subscription subid (InvalidOid: a new one), or, when by_group, to every
- * subscription of group (NULL: all), must fit beside every origin the node
- * already has.  The catalog is read as it was before the change.
- */
-void
-pa_api_check_origin_capacity(Oid subid, const char *group, bool by_group,
-							 int num_writers, const char *what)
-{
-	int64		existing;
-	int			missing = 0;
-	bool		isnull;
-	ListCell   *lc;
-
-	if (!by_group && !OidIsValid(subid))
-		missing += missing_origins(InvalidOid, pa_writers_for(num_writers));
-	foreach(lc, pa_catalog_list())
-	{
-		PaSubscription *other = lfirst(lc);
-		bool		changed = by_group ?
-			(group == NULL || strcmp(other->group_name, group) == 0) :
-			other->subid == subid;
-
-		missing += missing_origins(other->subid,
-								   pa_writers_for(changed ? num_writers :
-											  other->num_writers));
-	}
-	if (missing == 0)
-		return;
-	pa_catalog_query("SELECT count(*) FROM pg_catalog.pg_replication_origin",
-					 0, NULL, NULL, NULL, true, 0, SPI_OK_SELECT);
-	existing = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										   SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	if (existing + missing > PA_MAX_ORIGINS)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("%s would need more replication origins than this node can track", what),
-				 PA_SHARED_ORIGIN ?
-				 errdetail("Each parallel_apply subscription keeps a replication origin. This database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most %s = %d.",
-						   missing, (long long) existing, PA_MAX_ORIGINS_GUC, PA_MAX_ORIGINS) :
-				 errdetail("Each parallel_apply writer keeps a replication origin. The writers of this database's subscriptions need %d they do not have yet, the node has %lld (every database, in-core subscriptions included), and it tracks at most %s = %d.",
-						   missing, (long long) existing, PA_MAX_ORIGINS_GUC, PA_MAX_ORIGINS),
-				 PA_SHARED_ORIGIN ?
-				 errhint("Raise %s to at least %lld (it takes a restart), or drop replication origins or subscriptions no longer used.",
-						 PA_MAX_ORIGINS_GUC, (long long) (existing + missing)) :
-				 errhint("Raise %s to at least %lld (it takes a restart), or use fewer writers.",
-						 PA_MAX_ORIGINS_GUC, (long long) (existing + missing))));
-}
-
 /* The publications argument: names, at least one, none null. */
 static List *
 publication_list(ArrayType *pubarr)
@@ -696,16 +261,6 @@ publication_list(ArrayType *pubarr)
 	return pubs;
 }
 
-void
-pa_api_check_name(const char *name)
-{
-	if (name[0] == '\0' || strlen(name) >= NAMEDATALEN - 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("invalid subscription name \"%s\"", name),
-				 errdetail("A name has 1 to %d characters.", NAMEDATALEN - 5)));
-}
-
 /*
  * The role named as a subscription's owner, locked as ALTER ... OWNER TO
  * locks it (shdepLockAndCheckObject()): a DROP ROLE of it waits for this
@@ -728,76 +283,6 @@ lock_owner(const char *role)
  * Managing subscriptions
  * ---------------------------------------------------------------------
  */
-
-/*
- * slot_name given to create_subscription(): a valid slot name no other
- * subscription here uses.  Without create_slot (a slot made beforehand,
- * as CREATE SUBSCRIPTION ... WITH (create_slot = false, slot_name = ...)),
- * it is required; two_phase needs a slot this function makes.
- */
-void
-pa_api_check_slot_name(const char *slot_name, bool create_slot, bool two_phase)
-{
-	Oid			types[1] = {NAMEOID};
-	Datum		values[1];
-
-	if (slot_name == NULL)
-	{
-		if (!create_slot)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("create_slot := false needs slot_name"),
-					 errhint("Name the provider's existing slot: slot_name := '...'.")));
-		return;
-	}
-	(void) PA_REPLICATION_SLOT_VALIDATE_NAME(slot_name, ERROR);
-	if (!create_slot && two_phase)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("two_phase needs a slot made by create_subscription()"),
-				 errhint("Leave create_slot true, or two_phase false.")));
-	values[0] = DirectFunctionCall1(namein, CStringGetDatum(slot_name));
-	pa_catalog_query("SELECT sub_name FROM parallel_apply.subscription WHERE slot_name = $1",
-					 1, types, values, NULL, true, 1, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		char	   *other = SPI_getvalue(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("replication slot \"%s\" is the slot of parallel_apply subscription \"%s\"",
-						slot_name, other)));
-	}
-	SPI_finish();
-}
-
-/*
- * create_slot := false: the slot exists on the provider, a logical slot
- * of this plugin.  The subscription streams from where it stands, and
- * copies (synchronize_data) at a snapshot of its own (sync.c).
- */
-void
-pa_api_check_existing_slot(WalReceiverConn *conn, const char *slot_name,
-						   const char *want)
-{
-	char	   *plugin = pa_provider_value(conn,
-										   psprintf("SELECT coalesce(plugin, slot_type) FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
-													quote_literal_cstr(slot_name)));
-
-	if (plugin == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("replication slot \"%s\" does not exist on the provider", slot_name),
-				 errhint("Create it there with SELECT pg_create_logical_replication_slot('%s', '%s'), or leave create_slot true.",
-						 slot_name, want)));
-	if (strcmp(plugin, want) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("replication slot \"%s\" on the provider is not a logical slot of the %s plugin",
-						slot_name, want),
-				 errdetail("Its plugin is \"%s\".", plugin)));
-}
 
 static void
 read_create_args(FunctionCallInfo fcinfo, PaNewSubscription *ns)
@@ -933,11 +418,11 @@ pa_create_subscription(PG_FUNCTION_ARGS)
 	conn = pa_provider_connect(ns.dsn, ns.name, NULL, false,
 							   pa_must_use_password(ns.owner,
 													ns.password_required));
-	ns.plugin = resolve_plugin(conn, ns.plugin);
+	ns.plugin = pa_api_resolve_plugin(conn, ns.plugin);
 	pa_api_check_provider(conn, ns.pubs, ns.failover, true, ns.plugin,
 						  strcmp(ns.origin, "none") == 0);
 	if (ns.two_phase && strcmp(ns.plugin, PA_PLUGIN_OURS) == 0)
-		check_two_phase_provider(conn);
+		pa_api_check_two_phase_provider(conn);
 	if (!ns.create_slot)
 		pa_api_check_existing_slot(conn, ns.slot_name, ns.plugin);
 
@@ -1158,7 +643,7 @@ pa_disable_subscription(PG_FUNCTION_ARGS)
 /*
  * skip_transaction(name, lsn): as ALTER SUBSCRIPTION ... SKIP (lsn = ...),
  * for the transaction that fails only (subscription_status() shows its
- * commit LSN; see "Failing transactions" in writer.c).  It records lsn in
+ * commit LSN; see "Failing transactions" in writer/txn.c).  It records lsn in
  * the catalog and restarts the pipeline when this transaction ends; the
  * writer given that transaction commits it with none of its changes and
  * clears the record in the same local transaction.  It changes nothing on
@@ -1453,7 +938,7 @@ alter_failover(PaSubscription *sub, bool failover)
 	bool		slot_exists;
 
 	if (failover)
-		check_failover_provider(conn, true);
+		pa_api_check_failover_provider(conn, true);
 	slot_exists = walrcv_server_version(conn) >= PA_FAILOVER_PROVIDER_VERSION &&
 		pa_provider_value(conn,
 						  psprintf("SELECT slot_name::text FROM pg_catalog.pg_replication_slots WHERE slot_name = %s",
@@ -1493,7 +978,6 @@ pa_alter_group_config(PG_FUNCTION_ARGS)
 	n = pa_catalog_exec("UPDATE parallel_apply.subscription SET num_writers = $1"
 						" WHERE $2 IS NULL OR group_name = $2",
 						2, types, values, nulls, SPI_OK_UPDATE);
-
 
 	if (n == 0 && !PG_ARGISNULL(1))
 		ereport(ERROR,

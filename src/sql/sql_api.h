@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.h
- *		What the SQL functions of the subscriber share (sql_api.c): the
- *		checks a new subscription goes through, its catalog row, and
- *		stopping a pipeline; used by adopt.c too.
+ *		What the SQL functions of the subscriber share (sql_api.c): what
+ *		create_subscription() is asked for and its catalog row, finding and
+ *		dropping a subscription; used by adopt.c too, with the checks
+ *		(checks.h) and pausing a pipeline (pause.h), included here.
  *
  * src/sql/sql_api.h
  *
@@ -16,6 +17,8 @@
 #include "utils/array.h"
 
 #include "common/catalog.h"
+#include "sql/checks.h"
+#include "sql/pause.h"
 
 /* What create_subscription() is asked for, its defaults filled in. */
 typedef struct PaNewSubscription
@@ -39,30 +42,10 @@ typedef struct PaNewSubscription
 	Oid			owner;
 	bool		create_slot;
 	char	   *slot_name;		/* NULL: named after the subscription */
-	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (resolve_plugin) */
+	char	   *plugin;			/* PA_PLUGIN_* or 'auto' (checks.c) */
 } PaNewSubscription;
 
-/* A superuser, else an error naming what (a verb) was refused. */
-extern void pa_api_require_superuser(const char *what);
 extern PaSubscription *pa_api_get_sub(const char *name, bool missing_ok);
-
-/* The checks of a new subscription's settings: an error when not. */
-extern void pa_api_check_name(const char *name);
-extern void pa_api_check_num_writers(int n);
-extern void pa_api_check_synchronous_commit(const char *v);
-/* two_phase: an error unless this server can prepare transactions. */
-extern void pa_api_check_two_phase_here(void);
-extern void pa_api_check_slot_name(const char *slot_name, bool create_slot,
-								   bool two_phase);
-extern void pa_api_check_origin_capacity(Oid subid, const char *group,
-										 bool by_group, int num_writers,
-										 const char *what);
-extern void pa_api_check_provider(WalReceiverConn *conn, List *pubs,
-								  bool failover, bool made_here,
-								  const char *plugin, bool origin_none);
-extern void pa_api_check_existing_slot(WalReceiverConn *conn,
-									   const char *slot_name,
-									   const char *want);
 
 /* The row of a new subscription, in the caller's transaction; its id. */
 extern Oid	pa_api_insert_subscription(PaNewSubscription *ns);
@@ -72,14 +55,6 @@ extern Oid	pa_api_insert_subscription(PaNewSubscription *ns);
  * enabling or adopting it here is the decision that this node applies it.
  */
 extern void pa_api_stamp_subscription(Oid subid);
-
-/*
- * Pipelines: stop one until this transaction ends, wake the supervisor
- * when it ends, start one now rather than after its backoff.
- */
-extern void pa_api_stop_pipeline(PaSubscription *sub);
-extern void pa_api_nudge_supervisor(void);
-extern void pa_api_start_now(PaSubscription *sub);
 
 /* A subscription's rows, secrets and origins here, its slot left alone. */
 extern void pa_api_drop_here(PaSubscription *sub);

@@ -4,7 +4,7 @@
  *		Subscriber side: what drives the application of a change, passed by
  *		the writer to apply.c, conflict.c, execstate.c and readahead.c.
  *
- * The writer keeps one PaApplyContext (writer_internal.h) and fills it in
+ * The writer keeps one PaApplyContext (writer/internal.h) and fills it in
  * as it goes: the user to apply as once, when it starts; the transaction's
  * commit LSN and prepared xid when it takes a transaction; the session's
  * binary type limit and encoding with each message of its queue.  Nothing

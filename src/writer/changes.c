@@ -5,13 +5,16 @@
  *		RELATION and TRUNCATE, and the updates coalesce.c keeps.
  *
  * Each message is parsed in a memory context reset after it, and applied
- * through apply.c with the writer's apply context (MyWriter->apply).  See
- * "Coalescing" in writer.c's header comment: within a group, a qualifying
- * UPDATE is kept instead of applied (coalesce.c), and what is kept is
- * applied before any change that could see it or be ordered against it,
- * and before the group commits.  A transaction's messages come from its
- * queue message (pa_writer_apply_buffer), or from the spill file of a
- * streamed one (pa_writer_apply_spill).
+ * through apply.c with the writer's apply context (MyWriter->apply).  A
+ * transaction's messages come from its queue message
+ * (pa_writer_apply_buffer), or from the spill file of a streamed one
+ * (pa_writer_apply_spill).
+ *
+ * Coalescing.  Within a group, several updates of one row are applied as
+ * the last one (coalesce.c): a qualifying UPDATE is kept instead of
+ * applied, and what is kept is applied before any change that could see
+ * it or be ordered against it, and before the group commits.  After an
+ * error what was kept is dropped with the rest of the local transaction.
  *
  * src/writer/changes.c
  *
@@ -29,7 +32,7 @@
 #include "writer/apply.h"
 #include "writer/coalesce.h"
 #include "writer/execstate.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 /*
  * May this UPDATE be kept (coalesce.c)?  If so, its key's bytes (kind,

@@ -14,7 +14,7 @@
 
 extern bool pa_coalesce_updates;
 
-/* A writer's kept updates (a part of its PaWriter, writer_internal.h). */
+/* A writer's kept updates (a part of its PaWriter, writer/internal.h). */
 typedef struct PaCoalesce
 {
 	MemoryContext cxt;			/* all that is kept */

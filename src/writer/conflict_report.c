@@ -4,7 +4,37 @@
  *		The conflicts a writer's local transaction meets: kept, then
  *		counted and logged when it commits.
  *
- * See "Conflicts" in writer.c's header comment.  conflict.c detects and
+ * Conflicts.  The conflicts PostgreSQL 18 counts by type (conflict.c
+ * detects and describes them) are counted in the subscription's slot
+ * (subscription_status()'s confl_* columns; shared memory, so they start
+ * from zero when the server starts) and logged, one LOG line each as
+ * PostgreSQL 18 words it, once per occurrence, never per retry:
+ *
+ *	- a missing row to update or delete counts only when met by the
+ *	  earliest transaction in flight; before that it may be a row an
+ *	  earlier transaction still in flight inserts, and is a retriable
+ *	  error, counted in retries and not as a conflict.  The change is
+ *	  skipped;
+ *	- a row last changed by another origin is updated or deleted anyway;
+ *	- both are kept with the local transaction (conflict_cxt) and counted
+ *	  and logged when it commits: a transaction rolled back for a retry
+ *	  meets them again, and a transient conflict (a deadlock, a lock or
+ *	  serialization failure, a retry request) is never one of these;
+ *	- a unique conflict (insert_exists, update_exists,
+ *	  multiple_unique_conflicts) is an error.  It counts only when exact:
+ *	  a unique violation of the earliest transaction applied alone, the
+ *	  error that stops the pipeline.  The executor's violation does not
+ *	  say which rows conflict (conflict.c), so that transaction is rolled
+ *	  back and applied once more (counted in retries) with the apply
+ *	  context's probe_unique, which probes the unique indexes before
+ *	  each change; the conflict the probes find for the failing change is
+ *	  counted and logged just before the pipeline stops with the
+ *	  executor's error.  Each restart of the pipeline (with backoff) that
+ *	  fails on it again counts it again, as PostgreSQL 18's apply worker
+ *	  counts the error each time it applies the transaction again; after
+ *	  skip_transaction() or a fix of the local data it counts no more.
+ *
+ * conflict.c detects and
  * describes a conflict, and hands it to pa_writer_conflict(), the report
  * function of the writer's apply context (apply_context.h): a missing row
  * while earlier transactions are in flight is a retriable error; other
@@ -25,7 +55,7 @@
 
 #include "compat.h"
 #include "writer/conflict.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 static bool
 is_exists_type(PaConflictType type)
@@ -37,7 +67,7 @@ is_exists_type(PaConflictType type)
 
 /*
  * A conflict met by the change being applied (conflict.c): see
- * "Conflicts" in writer.c's header comment.
+ * "Conflicts" above.
  */
 void
 pa_writer_conflict(PaConflictType type, Relation rel, const char *detail)

@@ -22,7 +22,7 @@
 
 #include "common/copy.h"
 #include "common/queue.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 void
 pa_writer_copy_table(const char *data, Size len)

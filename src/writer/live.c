@@ -3,14 +3,34 @@
  * live.c
  *		A streamed transaction a writer applies as it arrives.
  *
- * See "Live" in writer.c's header comment.  PA_Q_LIVE_BEGIN opens a
- * local transaction; each PA_Q_LIVE_CHUNK is applied at once, a provider
- * subtransaction in a subtransaction here, and is written to the spill
- * file too; PA_Q_STREAM_END commits it in its turn.  Any error rolls the
- * local transaction back (live_defer), and the transaction is then applied
- * from its file at its end, as a large one (txn.c).  Waiting for the next
- * chunk, the writer looks whether another writer of the subscription waits
- * for a lock (pa_writer_live_peek), and defers then too.
+ * A transaction the provider streams while it is in progress may be given to
+ * a writer of its own from its first block (leader/dispatch/streamed.c,
+ * "Live"), as PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs and, at its commit,
+ * PA_Q_STREAM_END with its seq.  The writer opens a local transaction at once
+ * and applies each chunk as it arrives: a subtransaction
+ * (BeginInternalSubTransaction) for each provider subtransaction when its
+ * first change comes, released when a change of an enclosing one comes, and
+ * rolled back, with those it encloses, at its STREAM_ABORT (any
+ * subtransaction that started after it and is still open is one of its own:
+ * subtransactions nest).  Updates are not kept across a subtransaction
+ * boundary (coalesce.c).  Every record is also written to the writer's
+ * temporary file as it arrives, with the subtransactions rolled back noted.
+ * At PA_Q_STREAM_END the writer takes the transaction's commit-order lock,
+ * waits for its turn and commits, as try_apply() (txn.c) does.  It has no seq
+ * before, is never the earliest, and is not asked to retry by others: a
+ * missing row is a retriable error.  Any error while applying a chunk or
+ * waiting for the turn (a deadlock, a retry request, a conflict the keys did
+ * not see) rolls the whole local transaction back (live_defer), and the rest
+ * of it only goes to the file; at its end it is then applied from the file
+ * (pa_writer_apply_spill), as a barrier, after every earlier transaction,
+ * with the usual retries.  The same happens when, waiting for its next chunk,
+ * the writer sees another writer of the subscription (or its leader) in a
+ * lock wait (not a commit-order one) twice in a row, deadlock_timeout apart
+ * (pa_writer_live_peek): it may wait for a lock of the streamed transaction
+ * while the leader waits for it, a cycle no deadlock detector sees
+ * (receiver.c, "Deadlock freedom").  A STREAM_ABORT of the whole transaction
+ * rolls it back and ends it.  A crash loses the local transaction: the
+ * provider streams it again.
  *
  * src/writer/live.c
  *
@@ -34,7 +54,7 @@
 
 #include "common/waitevents.h"
 #include "writer/execstate.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 /*
  * Stop applying the live transaction: roll back what was applied; it is
@@ -359,7 +379,7 @@ pa_writer_live_end(const char *data, Size len)
 
 /*
  * Does another writer of the subscription, or its leader, wait for a lock
- * that is not a commit-order one (writer.c's advisory locks)?  It may be
+ * that is not a commit-order one (order.c's advisory locks)?  It may be
  * one the live transaction holds, while this writer waits for the leader,
  * which may wait for that writer (or open a relation to read its keys): a
  * cycle no deadlock detector sees.

@@ -5,7 +5,7 @@
  *		applying them.
  *
  * Everything the writer takes from its queue goes through its lookahead
- * (MyWriter->queue, writer_internal.h), in order.  The main loop peeks at
+ * (MyWriter->queue, writer/internal.h), in order.  The main loop peeks at
  * the next message (the oldest one taken ahead, else the queue's next),
  * and pops it when done with it, or keeps it for the next peek; taking
  * the next transaction of a group works the same way (txn.c).  Before
@@ -29,7 +29,7 @@
 #include "utils/memutils.h"
 
 #include "writer/readahead.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 void
 pa_lookahead_init(shm_mq_handle *mqh)

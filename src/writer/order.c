@@ -4,15 +4,42 @@
  *		A writer's commit order: waiting for a turn or a dependency,
  *		retry requests and the retry barrier.
  *
- * See "Commit order" in writer.c's header comment.  Transaction seq may
- * commit only after seq - 1 has; the shared committed_seq says how far
- * commits have got.  A writer applying a transaction holds an exclusive
- * lock on its tag (pa_writer_lock_seq); a waiter takes a share lock on
- * the tag of what it waits for, so that the deadlock detector sees every
- * wait, and sleeps on the subscription's condition variable in the
- * moments when no such lock is held.  A transaction that hits a retriable
- * error becomes the retry barrier (pa_writer_request_retry): the writers
- * of later transactions are interrupted with SIGUSR2 and wait for it.
+ * Commit order.  Transaction seq may commit only after seq - 1 has.  The
+ * shared counter committed_seq says how far commits have got; the writer
+ * whose turn it is commits, then advances the counter.  Waiting for a turn or
+ * for a dependency (a transaction on another writer that shares a key) is a
+ * heavyweight lock wait, so PostgreSQL's deadlock detector sees it: a writer
+ * applying transaction T holds an exclusive lock on T's own lock tag
+ * (pa_writer_lock_seq), taken first thing in the local transaction and
+ * released by its commit or abort, and a waiter for T takes a share lock on
+ * that tag.  A waiter for a T its writer has not started yet waits on the
+ * lock of the transaction that writer is busy with.  In the short moments
+ * when the lock to wait on is not held (a writer between its commit and
+ * publishing it, between dequeuing and locking, or between a rollback and its
+ * retry) the waiter sleeps on a condition variable the writer broadcasts on
+ * each of those steps; the writer is not waiting for anyone then, so no cycle
+ * can hide there.  All locks are transaction-level: an error while waiting
+ * cannot leave one held.
+ *
+ * Retries.  Conflicts the dispatcher could not see (a unique index only here
+ * whose old values the provider did not send, an exclusion constraint, a
+ * trigger writing another table, a local session holding a row lock) surface
+ * as a lock wait, a deadlock error, a unique or exclusion violation, or a row
+ * not found.  An earlier transaction waiting on a later one, which waits for
+ * its commit turn, is a cycle the deadlock detector breaks by raising an
+ * error in one of them.  Whichever transaction S gets a retriable error rolls
+ * back and records itself as the retry barrier (pa_writer_request_retry);
+ * every writer applying a later transaction is interrupted (SIGUSR2,
+ * "Signals" in writer.c), and later transactions wait until S has committed
+ * before they apply again.  S itself waits until all its predecessors have
+ * committed and applies again, now as the earliest transaction in flight,
+ * which nothing but a local session can block.  So the earliest transaction
+ * always makes progress, nothing is skipped, and retries are counted in
+ * writer_status().  When the earliest transaction itself hits a unique or
+ * exclusion violation, the conflict is with local data: that is an error,
+ * reported, and retried by restarting the pipeline with backoff; a row to
+ * update or delete that is missing then is a conflict, logged and skipped, as
+ * PostgreSQL's own apply does (conflict_report.c).
  *
  * Spinning before sleeping.  Most waits for a commit turn end within
  * microseconds, when the predecessor has applied its changes and is
@@ -43,7 +70,7 @@
 
 #include "common/cpus.h"
 #include "common/waitevents.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 #define SPIN_BEFORE_SLEEP	2000
 #define SPIN_CHECK_MS		10

@@ -13,7 +13,7 @@
 
 #include "writer/apply_context.h"
 
-/* A writer's reading ahead (a part of its PaWriter, writer_internal.h). */
+/* A writer's reading ahead (a part of its PaWriter, writer/internal.h). */
 typedef struct PaReadAhead
 {
 	MemoryContext lookup_cxt;	/* one transaction's lookups */

@@ -5,13 +5,56 @@
  *		transaction, retried on a transient conflict, committed in its
  *		turn; skipped and failing transactions; the spill file.
  *
- * See "Grouping", "Failing transactions" and "Prepared transactions" in
- * writer.c's header comment.  pa_writer_apply_txns() applies a group (its
- * transactions in MyWriter->group), taking the next transactions of the
- * queue into it while they may join, and commits it in its turn; after a
- * retriable error it applies them again one at a time, each after all
- * earlier ones.  pa_writer_after_commit() counts and publishes what
- * committed.
+ * pa_writer_apply_txns() applies a group (its transactions in
+ * MyWriter->group), taking the next transactions of the queue into it
+ * while they may join, and commits it in its turn; after a retriable
+ * error it applies them again one at a time, each after all earlier ones
+ * (order.c, "Retries").  pa_writer_after_commit() counts and publishes
+ * what committed.
+ *
+ * Grouping.  When the transaction that follows in the provider's commit
+ * order is already waiting in this writer's queue (it depends on nothing
+ * in flight elsewhere and is no barrier), the writer applies it in the
+ * same local transaction, up to parallel_apply.max_transactions_per_commit
+ * of them, as Oracle GoldenGate's GROUPTRANSOPS does.  Nothing waits for
+ * more work to arrive, so grouping adds no latency; a group commits once,
+ * with the origin at its last transaction, so a reader still sees only
+ * states the provider had, and a crash keeps all of a group or none.  The
+ * group holds one lock (that of its first transaction), which waiters for
+ * any transaction of the group wait on.  A group that fails with a
+ * retriable error is applied again one transaction at a time.
+ *
+ * Large transactions.  They come in chunks; the writer spills them to a
+ * temporary file and applies them alone once the last chunk is there.
+ *
+ * Failing transactions.  An error that is not a transient conflict counts
+ * only when it is exact: met by the earliest transaction in flight, applied
+ * alone.  Any other error (in a group, or with earlier transactions in
+ * flight, which might be its cause) rolls back and is retried, alone and as
+ * the earliest (order.c, "Retries").  Then the writer records the
+ * transaction's commit LSN and remote xid in the subscription's slot
+ * (subscription_status().error_commit_lsn, error_remote_xid) and exits with
+ * the error; its leader exits with it, and the supervisor starts the pipeline
+ * again with backoff (supervisor.c), which applies the transaction again.  A
+ * commit at or past that LSN clears the record, the last error and the
+ * backoff.  With disable_on_error the writer instead sets the subscription's
+ * enabled to false in the catalog before it exits (writer.c), so the
+ * supervisor does not start it again.  skip_transaction() (sql_api.c) accepts
+ * only the recorded LSN and stores it in the catalog (skip_lsn); each writer
+ * reads it when it starts, and the writer given that transaction applies none
+ * of its changes (its RELATION messages still update the relation map) and
+ * commits it in its commit turn like any other, with its origin at the
+ * transaction's end and the catalog's skip_lsn cleared in the same local
+ * transaction: once skipped, a crash neither applies it nor skips it again.
+ *
+ * Prepared transactions (two_phase, twophase.c).  A transaction the
+ * dispatcher flags as prepared is applied alone, never grouped, and ended
+ * in its turn with PREPARE TRANSACTION instead of a commit; the writer
+ * releases its commit-order lock first, which the prepared transaction
+ * would otherwise keep until its COMMIT PREPARED, later in commit order.
+ * A skip_lsn reached there is cleared right after, in a transaction of its
+ * own.  The COMMIT or ROLLBACK PREPARED of one is a transaction without
+ * changes, also alone, which finishes the prepared one in its turn.
  *
  * src/writer/txn.c
  *
@@ -42,7 +85,7 @@
 #include "compat.h"
 #include "writer/readahead.h"
 #include "writer/twophase.h"
-#include "writer/writer_internal.h"
+#include "writer/internal.h"
 
 #define MAX_EARLIEST_RETRIES 10
 #define GROUP_MAX_BYTES		(8 * 1024 * 1024)
@@ -473,8 +516,8 @@ try_failed(PaGroupTxn *g, int attempt, MemoryContext oldcxt)
 		failed_txn();			/* rethrows */
 
 	/*
-	 * An error counts when exact: alone and earliest (writer.c's header
-	 * comment).  A retry (attempt > 0) started after every earlier
+	 * An error counts when exact: alone and earliest ("Failing
+	 * transactions" above).  A retry (attempt > 0) started after every earlier
 	 * transaction had committed, which also covers an error before its
 	 * first change.
 	 */
@@ -485,7 +528,7 @@ try_failed(PaGroupTxn *g, int attempt, MemoryContext oldcxt)
 		/*
 		 * A unique violation is a conflict to count and log: apply the
 		 * transaction once more, probing its unique indexes, to say which it
-		 * is (see "Conflicts" in writer.c's header comment).
+		 * is (see "Conflicts" in conflict_report.c).
 		 */
 		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
 			failed_txn();		/* rethrows */

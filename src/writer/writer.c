@@ -5,41 +5,24 @@
  *		transactions the dispatcher gives it and commits each in the
  *		provider's commit order.
  *
- * Commit order.  Transaction seq may commit only after seq - 1 has.  The
- * shared counter committed_seq says how far commits have got; the writer
- * whose turn it is commits, then advances the counter.  Waiting for a turn
- * or for a dependency (a transaction on another writer that shares a key)
- * is a heavyweight lock wait, so PostgreSQL's deadlock detector sees it: a
- * writer applying transaction T holds an exclusive lock on T's own lock
- * tag, taken first thing in the local transaction and released by its
- * commit or abort, and a waiter for T takes a share lock on that tag.  A
- * waiter for a T its writer has not started yet waits on the lock of the
- * transaction that writer is busy with.  In the short moments when the
- * lock to wait on is not held (a writer between its commit and publishing
- * it, between dequeuing and locking, or between a rollback and its retry)
- * the waiter sleeps on a condition variable the writer broadcasts on each
- * of those steps; the writer is not waiting for anyone then, so no cycle
- * can hide there.  All locks are transaction-level: an error while
- * waiting cannot leave one held.
+ * This file is the process: its start (attached to its slot, the
+ * subscription and its settings loaded), its signals, its main loop,
+ * which takes each queue message and hands it to the file of its kind,
+ * and the end of a writer that disables its subscription on an error.
+ * Each part of the design is told in the header of the file that does it:
  *
- * Conflicts the dispatcher could not see (a unique index only here whose
- * old values the provider did not send, an exclusion constraint, a trigger
- * writing another table, a local session holding a row lock) surface as a
- * lock wait, a deadlock error, a unique or exclusion violation, or a row
- * not found.  An earlier transaction waiting on a later one, which waits
- * for its commit turn, is a cycle the deadlock detector breaks by raising
- * an error in one of them.  Whichever transaction S gets a retriable
- * error rolls back and records itself as the retry barrier; every writer
- * applying a later transaction is interrupted, and later transactions wait
- * until S has committed before they apply again.  S itself waits until all
- * its predecessors have committed and applies again, now as the earliest
- * transaction in flight, which nothing but a local session can block.  So
- * the earliest transaction always makes progress, nothing is skipped, and
- * retries are counted in writer_status().  When the earliest transaction
- * itself hits a unique or exclusion violation, the conflict is with local
- * data: that is an error, reported, and retried by restarting the
- * pipeline with backoff; a row to update or delete that is missing then is
- * a conflict, logged and skipped, as PostgreSQL's own apply does (below).
+ *	live.c			streamed transactions applied as they arrive
+ *	txn.c			grouping, large transactions, failing transactions
+ *					and skip_transaction(), prepared transactions
+ *	changes.c		coalescing updates of one row
+ *	conflict_report.c
+ *					conflicts, counted and logged
+ *	order.c			commit order, dependencies, retries and their barrier
+ *	lookahead.c		reading ahead
+ *	state.c			MyWriter, which all of them stand on
+ *
+ * (writer/internal.h has the map of the files; each calls only those
+ * after it.)
  *
  * Signals.  A retry request interrupts a later writer with SIGUSR2, not
  * SIGINT: its handler raises the query-cancel interrupt, which is what
@@ -55,126 +38,9 @@
  * the supervisor restarts (leader/pool.c); what the writer had not
  * committed is applied again from the origin's position.
  *
- * Grouping.  When the transaction that follows in the provider's commit
- * order is already waiting in this writer's queue (it depends on nothing
- * in flight elsewhere and is no barrier), the writer applies it in the
- * same local transaction, up to parallel_apply.max_transactions_per_commit
- * of them, as Oracle GoldenGate's GROUPTRANSOPS does.  Nothing waits for
- * more work to arrive, so grouping adds no latency; a group commits once,
- * with the origin at its last transaction, so a reader still sees only
- * states the provider had, and a crash keeps all of a group or none.  The
- * group holds one lock (that of its first transaction), which waiters for
- * any transaction of the group wait on.  A group that fails with a
- * retriable error is applied again one transaction at a time.
- *
- * Coalescing.  Within a group, several updates of one row are applied as
- * the last one (coalesce.c): a qualifying UPDATE is kept instead of
- * applied, and what is kept is applied before any change that could see
- * it or be ordered against it, and before the group commits.  After an
- * error what was kept is dropped with the rest of the local transaction.
- *
- * Reading ahead.  Before blocking in a wait for a turn or a dependency,
- * the writer reads ahead: it takes the next transactions from its queue
- * into its lookahead (here) and has readahead.c look up the rows they will
- * change, one transaction per step, looking at its wait between steps.
- * Everything taken from the queue goes through that lookahead, in order.
- *
- * Large transactions come in chunks; the writer spills them to a
- * temporary file and applies them alone once the last chunk is there.
- *
- * Live.  A transaction the provider streams while it is in progress may
- * be given to a writer of its own from its first block (leader/dispatch/streamed.c,
- * "Streamed transactions"), as PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs and, at
- * its commit, PA_Q_STREAM_END with its seq.  The writer opens a local
- * transaction at once and applies each chunk as it arrives: a
- * subtransaction (BeginInternalSubTransaction) for each provider
- * subtransaction when its first change comes, released when a change of
- * an enclosing one comes, and rolled back, with those it encloses, at its
- * STREAM_ABORT (any subtransaction that started after it and is still
- * open is one of its own: subtransactions nest).  Updates are not kept
- * across a subtransaction boundary (coalesce.c).  Every record is also
- * written to the writer's temporary file as it arrives, with the
- * subtransactions rolled back noted.  At PA_Q_STREAM_END the writer takes
- * the transaction's commit-order lock, waits for its turn and commits, as
- * try_apply() (txn.c) does.  It has no seq before, is never the
- * earliest, and is not asked to retry by others: a missing row is a
- * retriable error.  Any error while applying a chunk or waiting for the
- * turn (a deadlock, a retry request, a conflict the keys did not see)
- * rolls the whole local transaction back, and the rest of it only goes to
- * the file; at its end it is then applied from the file
- * (pa_writer_apply_spill), as a barrier, after every earlier transaction,
- * with the usual retries.  The same happens when, waiting for its next
- * chunk, the writer sees another writer of the subscription (or its
- * leader) in a lock wait (not a commit-order one) twice in a row,
- * deadlock_timeout apart (pa_writer_live_peek): it may wait for a lock of
- * the streamed transaction while the leader waits for it, a cycle no
- * deadlock detector sees (receiver.c, "Deadlock freedom").  A
- * STREAM_ABORT of the whole transaction rolls it back and ends it.  A
- * crash loses the local transaction: the provider streams it again.
- *
- * Failing transactions.  An error that is not a transient conflict counts
- * only when it is exact: met by the earliest transaction in flight,
- * applied alone.  Any other error (in a group, or with earlier
- * transactions in flight, which might be its cause) rolls back and is
- * retried as above, alone and as the earliest.  Then the writer records
- * the transaction's commit LSN and remote xid in the subscription's slot
- * (subscription_status().error_commit_lsn, error_remote_xid) and exits
- * with the error; its leader exits with it, and the supervisor starts the
- * pipeline again with backoff (supervisor.c), which applies the
- * transaction again.  A commit at or past that LSN clears the record, the
- * last error and the backoff.  With disable_on_error the writer instead
- * sets the subscription's enabled to false in the catalog before it
- * exits, so the supervisor does not start it again.  skip_transaction()
- * (sql_api.c) accepts only the recorded LSN and stores it in the catalog
- * (skip_lsn); each writer reads it when it starts, and the writer given
- * that transaction applies none of its changes (its RELATION messages
- * still update the relation map) and commits it in its commit turn like
- * any other, with its origin at the transaction's end and the catalog's
- * skip_lsn cleared in the same local transaction: once skipped, a crash
- * neither applies it nor skips it again.
- *
- * Conflicts.  The conflicts PostgreSQL 18 counts by type (conflict.c
- * detects and describes them) are counted in the subscription's slot
- * (subscription_status()'s confl_* columns; shared memory, so they start
- * from zero when the server starts) and logged, one LOG line each as
- * PostgreSQL 18 words it, once per occurrence, never per retry:
- *
- *	- a missing row to update or delete counts only when met by the
- *	  earliest transaction in flight; before that it may be a row an
- *	  earlier transaction still in flight inserts, and is a retriable
- *	  error, counted in retries and not as a conflict.  The change is
- *	  skipped;
- *	- a row last changed by another origin is updated or deleted anyway;
- *	- both are kept with the local transaction (conflict_cxt) and counted
- *	  and logged when it commits: a transaction rolled back for a retry
- *	  meets them again, and a transient conflict (a deadlock, a lock or
- *	  serialization failure, a retry request) is never one of these;
- *	- a unique conflict (insert_exists, update_exists,
- *	  multiple_unique_conflicts) is an error.  It counts only when exact:
- *	  a unique violation of the earliest transaction applied alone, the
- *	  error that stops the pipeline.  The executor's violation does not
- *	  say which rows conflict (conflict.c), so that transaction is rolled
- *	  back and applied once more (counted in retries) with the apply
- *	  context's probe_unique, which probes the unique indexes before
- *	  each change; the conflict the probes find for the failing change is
- *	  counted and logged just before the pipeline stops with the
- *	  executor's error.  Each restart of the pipeline (with backoff) that
- *	  fails on it again counts it again, as PostgreSQL 18's apply worker
- *	  counts the error each time it applies the transaction again; after
- *	  skip_transaction() or a fix of the local data it counts no more.
- *
- * Prepared transactions (two_phase, twophase.c).  A transaction the
- * dispatcher flags as prepared is applied alone, never grouped, and ended
- * in its turn with PREPARE TRANSACTION instead of a commit; the writer
- * releases its commit-order lock first, which the prepared transaction
- * would otherwise keep until its COMMIT PREPARED, later in commit order.
- * A skip_lsn reached there is cleared right after, in a transaction of its
- * own.  The COMMIT or ROLLBACK PREPARED of one is a transaction without
- * changes, also alone, which finishes the prepared one in its turn.
- *
  * The message formats of the queue are queue.c's.  The process's state is
- * one PaWriter, MyWriter (writer_internal.h, which also says which file
- * does what).
+ * one PaWriter, MyWriter (writer/internal.h, which also says which file
+ * does what; state.c defines it).
  *
  * Writers commit with a replication origin: from PostgreSQL 16 the
  * subscription's, which its leader holds; on 15 one of the writer's own
@@ -227,10 +93,7 @@
 #include "common/stoplog.h"
 #include "common/usercontext.h"
 #include "compat.h"
-#include "writer/writer_internal.h"
-
-static PaWriter MyWriterData;
-PaWriter   *MyWriter = &MyWriterData;
+#include "writer/internal.h"
 
 /* SIGUSR2: a retry request from the writer of an earlier transaction */
 static void
@@ -246,14 +109,6 @@ retry_request_handler(SIGNAL_ARGS)
 	}
 	SetLatch(MyLatch);
 	errno = save_errno;
-}
-
-void
-pa_writer_set_state(PaWriterState state)
-{
-	SpinLockAcquire(&MyWriter->slot->mutex);
-	MyWriter->me->state = state;
-	SpinLockRelease(&MyWriter->slot->mutex);
 }
 
 /*

@@ -8,14 +8,15 @@
  * The provider sends whole transactions, in commit order, one after the
  * other, and (protocol version 4) blocks of large transactions still in
  * progress, in between (streamed.c).  Each transaction gets a sequence
- * number, seq, in commit order (a streamed one at its STREAM_COMMIT);
- * writers commit in seq order (see writer.c), so the subscriber only ever
- * shows states the provider had.
+ * number, seq, in commit order (a streamed one at its STREAM_COMMIT); writers
+ * commit in seq order (see writer/order.c), so the subscriber only ever shows
+ * states the provider had.
  *
- * The dispatcher's pieces (dispatch_internal.h has the map): this file
+ * The dispatcher's pieces (dispatch/internal.h has the map): this file
  * reads each message (pa_dispatch_message: one switch over the message
  * kinds, each case a call), assembles the transaction (MyPaLeader->txn,
- * leader.h) and, at its COMMIT, dispatches it (dispatch_txn): the keys of
+ * leader.h, with base.c's pa_start_txn and pa_append_message) and, at
+ * its COMMIT, dispatches it (dispatch_txn): the keys of
  * its changes (keys.c) give its dependencies, the placement rule
  * (placement.c) its writer, and it goes to that writer as one queue
  * message, followed by its RELATIONs to the other writers (relations.c).
@@ -58,7 +59,9 @@
  * returns what it waits for, keeping where it stopped (PaLeaderTxn's
  * stage) and the rest of the frame.  The leader's loop (receiver.c) waits
  * and calls pa_dispatch_continue(), which goes on from there; a queue
- * message partly sent is offered again whole, as shm_mq requires.
+ * message partly sent is offered again whole, as shm_mq requires.  Every
+ * piece sends and waits through base.c (pa_sent_or_wait,
+ * pa_committed_or_wait).
  *
  * Checks.  Every message is read with protocol.c's checking readers, also
  * those the leader does not use (ORIGIN, MESSAGE).  A session starts with
@@ -79,7 +82,7 @@
 
 #include "common/catalog.h"
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 
@@ -87,19 +90,6 @@
 #define KEYTAB_PURGE_EVERY	4096
 
 static MemoryContext msg_cxt;	/* reset after each message */
-
-/* A table of entries whose first keysize bytes are their key. */
-HTAB *
-pa_dispatch_table(const char *name, long nelem, Size keysize, Size entrysize)
-{
-	HASHCTL		ctl;
-
-	ctl.keysize = keysize;
-	ctl.entrysize = entrysize;
-	ctl.hcxt = TopMemoryContext;
-	return hash_create(name, nelem, &ctl,
-					   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-}
 
 void
 pa_dispatch_init(void)
@@ -126,46 +116,11 @@ pa_dispatch_init(void)
 								   sizeof(PaDep) * pa_max_writers);
 }
 
-/* The last transaction committed, in seq order. */
-uint64
-pa_committed_seq(void)
-{
-	return pg_atomic_read_u64(&MyPaLeader->slot->committed_seq);
-}
-
 bool
 pa_dispatch_idle(void)
 {
 	return !MyPaLeader->txn.in_txn &&
 		pa_committed_seq() >= MyPaLeader->last_seq;
-}
-
-/* Has transaction seq (0: none) committed?  Else wait for it. */
-bool
-pa_committed_or_wait(uint64 seq, PaDispatchWait *wait)
-{
-	if (pa_committed_seq() >= seq)
-		return true;
-	wait->kind = PA_WAIT_COMMIT;
-	wait->seq = seq;
-	wait->writer = -1;
-	return false;
-}
-
-/*
- * Send to writer w if its queue has room, else wait for room: then the
- * same message is offered again, which shm_mq requires of a send that
- * could not finish.
- */
-bool
-pa_sent_or_wait(int w, shm_mq_iovec *iov, int iovcnt, PaDispatchWait *wait)
-{
-	if (pa_pool_try_sendv(w, iov, iovcnt))
-		return true;
-	wait->kind = PA_WAIT_QUEUE;
-	wait->seq = 0;
-	wait->writer = w;
-	return false;
 }
 
 /*
@@ -214,50 +169,6 @@ pa_dispatch_may_resize(int nwriters, PaDispatchWait *wait)
  * A transaction's life: BEGIN, messages, dispatch
  * ---------------------------------------------------------------------
  */
-
-/* A BEGIN: the transaction being assembled starts empty. */
-void
-pa_start_txn(PaBeginData *begin)
-{
-	PaLeaderTxn *txn = &MyPaLeader->txn;
-
-	txn->in_txn = true;
-	txn->streaming = false;
-	txn->live = false;
-	txn->stream_writer = -1;
-	txn->begin = *begin;
-	txn->seq = MyPaLeader->last_seq + 1;
-	pa_decide_tracking(txn->seq);
-	txn->barrier = false;
-	txn->twophase = PA_Q_2PC_NONE;
-	txn->at_commit = false;
-	txn->prepare_seen = false;
-	txn->wait_after = false;
-	txn->keys.nkeys = 0;
-	txn->keys_dropped = false;
-	resetStringInfo(&txn->msgs);
-	Assert(txn->new_relations == NIL);
-	txn->flush = false;
-	txn->begin_sent = false;
-	txn->stage = PA_COMMIT_NONE;
-	txn->writer = -1;
-	memset(&txn->header, 0, sizeof(txn->header));
-	txn->ndeps = 0;
-	txn->next_relation = 0;
-	txn->next_writer = 0;
-}
-
-/* A message of the transaction being assembled. */
-void
-pa_append_message(const char *data, int len)
-{
-	PaLeaderTxn *txn = &MyPaLeader->txn;
-
-	pa_q_append_message(&txn->msgs, data, len);
-	if (txn->msgs.len >=
-		(txn->streaming ? PA_STREAM_CHUNK : PA_STREAM_THRESHOLD))
-		txn->flush = true;
-}
 
 static void
 fill_header(PaTxnHeader *h, char kind, int writer, int ndeps)
@@ -453,35 +364,6 @@ dispatch_txn(PaDispatchWait *wait)
  * ---------------------------------------------------------------------
  */
 
-/* Message type may not come where it came: "unexpected ... <where>". */
-void
-pa_unexpected(char type, const char *where)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_PROTOCOL_VIOLATION),
-			 errmsg("unexpected parallel_apply message '%c' %s",
-					type, where)));
-}
-
-void
-pa_require_in_txn(bool inside, char type)
-{
-	if (MyPaLeader->txn.in_txn != inside)
-		pa_unexpected(type, inside ? "outside a transaction" :
-					  "inside a transaction");
-}
-
-/* COMMIT ends what BEGIN began, PREPARE what BEGIN PREPARE began. */
-void
-pa_require_txn_kind(char twophase, char type)
-{
-	if (MyPaLeader->txn.twophase == twophase)
-		return;
-	pa_unexpected(type, MyPaLeader->txn.twophase == PA_Q_2PC_NONE ?
-				  "at the end of a committing transaction" :
-				  "at the end of a prepared transaction");
-}
-
 /* The provider answers as asked (flag: a PA_STARTUP_* of its STARTUP). */
 static void
 require_answer(const PaStartupData *startup, uint32 flag, bool asked,
@@ -550,6 +432,7 @@ handle_begin(StringInfo in)
 	pa_read_fixed(in, PA_MSG_BEGIN, &begin);
 	pa_read_end(in);
 	pa_start_txn(&begin);
+	pa_decide_tracking(MyPaLeader->txn.seq);
 }
 
 static void

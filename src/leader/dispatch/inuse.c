@@ -1,16 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * inuse.c
- *		Writers in use: how many of the pool's writers the dispatcher gives
- *		new work to, when it computes keys at all, and starting writers.
+ *		Writers in use: which of the pool's writers the dispatcher gives
+ *		new work to, following adapt.c's target; when it computes keys at
+ *		all; and starting writers.
  *
  * Adaptive writers (parallel_apply.adaptive_writers).  Writers 0..nuse-1
  * are in use; the rest of the pool is parked: given nothing new (a
  * dependency on one still draining is a wait), shown as parked in
- * writer_status().  How many are wanted is adapt.c's rule, told of every
- * transaction dispatched (placement.c): it starts with one, and tries one
- * more when writers are behind, a CPU is free and the commit rate then
- * rises.  Off, every writer of the pool is in use.
+ * writer_status().  How many are wanted, the target, is adapt.c's rule,
+ * told of every transaction dispatched (placement.c): it starts with one,
+ * and tries one more when writers are behind, a CPU is free and the
+ * commit rate then rises.  Off, every writer of the pool is in use.  This
+ * file alone changes nuse, the count in use (common/writers.c has the
+ * count's forms and their owners).
  *
  * Tracking.  With one writer nothing runs in parallel: every transaction
  * goes to writer 0, behind the others in its queue, so no keys are
@@ -36,7 +39,7 @@
 #include "postgres.h"
 
 #include "leader/adapt.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 
 static struct

@@ -40,7 +40,7 @@
 #include "utils/memutils.h"
 
 #include "common/relmap.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "protocol/protocol.h"
 
 typedef struct KeyEntry

@@ -20,10 +20,10 @@
  *	  dispatcher waits for room there (dispatch.c, room_or_wait).
  *	- Correctness does not depend on the choice.  Every dependency on a
  *	  writer other than the chosen one becomes an explicit wait of the
- *	  transaction (PaLeaderTxn's deps, a lock wait in writer.c); one on the
- *	  chosen writer needs none, its queue being FIFO; and writers commit
- *	  in seq order whatever the placement.  The rule decides only how much
- *	  runs in parallel and how much waits.
+ *	  transaction (PaLeaderTxn's deps, a lock wait in writer/order.c);
+ *	  one on the chosen writer needs none, its queue being FIFO; and
+ *	  writers commit in seq order whatever the placement.  The rule
+ *	  decides only how much runs in parallel and how much waits.
  *	- A barrier (dispatch.c, "Barriers") and a transaction sent in chunks
  *	  run alone (the dispatcher, or their writer, waits until everything
  *	  before them has committed) and depend on nothing: any writer will
@@ -73,7 +73,7 @@
 #include "postgres.h"
 
 #include "leader/adapt.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 
 #define RUN_LENGTH			4	/* see "Assignment" */

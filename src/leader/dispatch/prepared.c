@@ -48,7 +48,7 @@
 #include "utils/memutils.h"
 
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 
@@ -176,6 +176,7 @@ pa_prepared_begin(StringInfo in)
 	begin.commit_time = begin_prepare.prepare_time;
 	begin.xid = begin_prepare.xid;
 	pa_start_txn(&begin);
+	pa_decide_tracking(MyPaLeader->txn.seq);
 	MyPaLeader->txn.twophase = PA_Q_2PC_PREPARE;
 }
 
@@ -229,6 +230,7 @@ start_finish_prepared(char type, PaFinishPreparedData *fin,
 	begin.commit_time = fin->finish_time;
 	begin.xid = fin->xid;
 	pa_start_txn(&begin);
+	pa_decide_tracking(MyPaLeader->txn.seq);
 	txn->twophase = type == PA_MSG_COMMIT_PREPARED ?
 		PA_Q_2PC_COMMIT : PA_Q_2PC_ROLLBACK;
 	txn->commit.flags = 0;

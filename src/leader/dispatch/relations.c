@@ -38,7 +38,7 @@
 
 #include "common/queue.h"
 #include "common/relmap.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "leader/sync.h"
 #include "protocol/protocol.h"

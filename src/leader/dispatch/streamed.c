@@ -10,26 +10,25 @@
  * ones, and ends with STREAM_COMMIT or STREAM_ABORT; a subtransaction that
  * rolls back is a STREAM_ABORT naming it.
  *
- * Live.  At its first block it gets a writer of its own (live_writer):
- * one with nothing in flight, taken out of every other assignment
+ * Live.  At its first block it gets a writer of its own (live_writer): one
+ * with nothing in flight, taken out of every other assignment
  * (MyPaLeader->live_reserved) until the transaction's end, and only while
- * another writer remains for the rest.  That writer applies it as it
- * arrives, in a local transaction of its own with a savepoint per
- * subtransaction (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and
- * message, or a STREAM_ABORT), and keeps the records in a file (writer.c,
- * "Live").  The keys of its changes are gathered as they arrive, and
- * become its own in the key table at its STREAM_COMMIT, when it gets its
- * seq, in the provider's commit order, and is sent to its writer as
- * PA_Q_STREAM_END; from there on it is an ordinary transaction in flight,
- * which later ones that share a key depend on.  Not before: every
- * transaction dispatched while it is open commits before it, and must not
- * wait for it.  A TRUNCATE or a changed RELATION in it, or more than
- * TXN_KEYS_MAX keys (which are then dropped, see "Memory" in dispatch.c),
- * makes it a barrier at its end: the next transaction waits for its
- * commit.  It need not wait for those before it: they commit first
+ * another writer remains for the rest.  That writer applies it as it arrives,
+ * in a local transaction of its own with a savepoint per subtransaction
+ * (PA_Q_LIVE_BEGIN, PA_Q_LIVE_CHUNKs of records: subxid and message, or a
+ * STREAM_ABORT), and keeps the records in a file (writer/live.c).  The keys
+ * of its changes are gathered as they arrive, and become its own in the key
+ * table at its STREAM_COMMIT, when it gets its seq, in the provider's commit
+ * order, and is sent to its writer as PA_Q_STREAM_END; from there on it is an
+ * ordinary transaction in flight, which later ones that share a key depend
+ * on.  Not before: every transaction dispatched while it is open commits
+ * before it, and must not wait for it.  A TRUNCATE or a changed RELATION in
+ * it, or more than TXN_KEYS_MAX keys (which are then dropped, see "Memory" in
+ * dispatch.c), makes it a barrier at its end: the next transaction waits for
+ * its commit.  It need not wait for those before it: they commit first
  * anyway, and a conflict with one of them is a lock wait of its writer, or
- * rolled back as receiver.c's "Deadlock freedom" says, whether its keys
- * are known or not.
+ * rolled back as receiver.c's "Deadlock freedom" says, whether its keys are
+ * known or not.
  *
  * Kept.  With one writer, or none free, the leader keeps the transaction
  * instead, in a temporary file of its own per transaction (stream_keep:
@@ -58,7 +57,7 @@
 #include "utils/resowner.h"
 
 #include "common/queue.h"
-#include "leader/dispatch/dispatch_internal.h"
+#include "leader/dispatch/internal.h"
 #include "leader/pool.h"
 #include "protocol/protocol.h"
 
@@ -107,15 +106,6 @@ require_streaming(char type)
 {
 	if (!MyPaLeader->session_streaming)
 		pa_unexpected(type, "in a session without streaming");
-}
-
-/* Inside a stream block, or outside one. */
-void
-pa_require_block(bool inside, char type)
-{
-	if (TransactionIdIsValid(MyPaLeader->block_xid) != inside)
-		pa_unexpected(type, inside ? "outside a stream block" :
-					  "inside a stream block");
 }
 
 /* Between transactions and outside blocks: where a block begins or ends. */
@@ -344,6 +334,7 @@ start_committed(PaStreamedTxn *st, PaCommitData *commit)
 	begin.commit_time = commit->commit_time;
 	begin.xid = st->xid;
 	pa_start_txn(&begin);
+	pa_decide_tracking(MyPaLeader->txn.seq);
 }
 
 /*

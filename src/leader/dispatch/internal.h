@@ -1,29 +1,35 @@
 /*-------------------------------------------------------------------------
  *
- * dispatch_internal.h
+ * internal.h
  *		What the pieces of the leader's dispatcher share, and nothing else
  *		includes (as core's worker_internal.h for logical/).
  *
- * The dispatcher is one state machine cut by concern, one file each:
+ * The dispatcher is one state machine cut by concern, one file each, each
+ * calling only those below it (and leader/ outside, and common/):
  *
- *	dispatch.c		the message loop (a switch over message kinds), the
- *					transaction being assembled from BEGIN to its dispatch,
- *					and the waits it returns instead of waiting
- *	keys.c			the keys of changes, and the key table that maps them to
- *					the transactions in flight: a transaction's dependencies
+ *	dispatch.c		the message loop (a switch over message kinds) and a
+ *					transaction's dispatch at its COMMIT
+ *	streamed.c		transactions the provider streams while in progress
+ *	prepared.c		two-phase: PREPARE, COMMIT/ROLLBACK PREPARED
  *	placement.c		which writer a transaction goes to: the placement rule
  *	inuse.c			how many writers take work (adaptive writers), starting
  *					them, and when keys are computed at all
+ *	keys.c			the keys of changes, and the key table that maps them to
+ *					the transactions in flight: a transaction's dependencies
  *	relations.c		RELATION messages: learnt, and sent to every writer
- *	prepared.c		two-phase: PREPARE, COMMIT/ROLLBACK PREPARED
- *	streamed.c		transactions the provider streams while in progress
+ *	base.c			the ground floor every piece stands on: the transaction
+ *					being assembled, sending and the waits returned instead
+ *					of waiting, where a message may come
+ *
+ * The one call up is a re-entry: streamed.c replays a transaction it kept
+ * into the message loop (pa_dispatch_message), at its STREAM_COMMIT.
  *
  * Their shared state is MyPaLeader (leader/leader.h); each file keeps
  * what only it uses (a hash table, counters) as static and answers for it
  * through the functions below.  The rest of the leader sees
  * leader/dispatcher.h only.
  *
- * src/leader/dispatch/dispatch_internal.h
+ * src/leader/dispatch/internal.h
  *
  *-------------------------------------------------------------------------
  */
@@ -78,30 +84,24 @@ typedef struct PaTxnDeps
 } PaTxnDeps;
 
 /* dispatch.c */
-extern HTAB *pa_dispatch_table(const char *name, long nelem, Size keysize,
-							   Size entrysize);
-extern uint64 pa_committed_seq(void);
-extern bool pa_committed_or_wait(uint64 seq, PaDispatchWait *wait);
-extern bool pa_sent_or_wait(int writer, shm_mq_iovec *iov, int iovcnt,
-							PaDispatchWait *wait);
-extern void pa_start_txn(PaBeginData *begin);
-extern void pa_append_message(const char *data, int len);
 extern void pa_dispatch_message(StringInfo in);
-extern void pa_unexpected(char type, const char *where);
-extern void pa_require_in_txn(bool inside, char type);
-extern void pa_require_txn_kind(char twophase, char type);
 
-/* keys.c */
-extern void pa_keys_init(void);
-extern void pa_keys_alloc(PaKeyArray *a);
-extern void pa_keys_append(PaKeyArray *a, PaTxnKey k);
-extern void pa_keys_reset(PaKeyArray *a);
-extern void pa_keys_add(uint64 hash, uint8 mode);
-extern void pa_keys_track_change(char type, StringInfo in);
-extern void pa_keys_find_deps(uint64 committed, PaTxnDeps *deps);
-extern void pa_keys_own(PaTxnDeps *deps, uint64 seq, int writer);
-extern void pa_keys_record(const PaKeyArray *a, uint64 seq, int writer);
-extern void pa_keys_purge(uint64 committed);
+/* streamed.c */
+extern void pa_streamed_init(void);
+extern void pa_stream_message(char type, StringInfo in);
+extern void pa_stream_change(char type, StringInfo in);
+extern void pa_stream_relation(StringInfo in);
+extern bool pa_stream_flush_live(PaDispatchWait *wait);
+extern void pa_stream_replay_next(void);
+extern void pa_stream_forget_all(void);
+
+/* prepared.c */
+extern void pa_prepared_init(void);
+extern void pa_prepared_check_at_commit(char type);
+extern void pa_prepared_begin(StringInfo in);
+extern void pa_prepared_prepare(StringInfo in);
+extern void pa_prepared_finish(char type, StringInfo in);
+extern void pa_prepared_dispatched(void);
 
 /* placement.c */
 extern void pa_assign_writer(void);
@@ -116,6 +116,18 @@ extern void pa_decide_tracking(uint64 seq);
 extern void pa_update_writers_in_use(void);
 extern bool pa_start_writer(int writer);
 
+/* keys.c */
+extern void pa_keys_init(void);
+extern void pa_keys_alloc(PaKeyArray *a);
+extern void pa_keys_append(PaKeyArray *a, PaTxnKey k);
+extern void pa_keys_reset(PaKeyArray *a);
+extern void pa_keys_add(uint64 hash, uint8 mode);
+extern void pa_keys_track_change(char type, StringInfo in);
+extern void pa_keys_find_deps(uint64 committed, PaTxnDeps *deps);
+extern void pa_keys_own(PaTxnDeps *deps, uint64 seq, int writer);
+extern void pa_keys_record(const PaKeyArray *a, uint64 seq, int writer);
+extern void pa_keys_purge(uint64 committed);
+
 /* relations.c */
 extern void pa_relations_init(void);
 extern bool pa_handle_relation(const char *data, int len, StringInfo in,
@@ -123,22 +135,18 @@ extern bool pa_handle_relation(const char *data, int len, StringInfo in,
 extern bool pa_send_owed_relations(PaDispatchWait *wait);
 extern bool pa_broadcast_new_relations(int except, PaDispatchWait *wait);
 
-/* prepared.c */
-extern void pa_prepared_init(void);
-extern void pa_prepared_check_at_commit(char type);
-extern void pa_prepared_begin(StringInfo in);
-extern void pa_prepared_prepare(StringInfo in);
-extern void pa_prepared_finish(char type, StringInfo in);
-extern void pa_prepared_dispatched(void);
-
-/* streamed.c */
-extern void pa_streamed_init(void);
+/* base.c */
+extern HTAB *pa_dispatch_table(const char *name, long nelem, Size keysize,
+							   Size entrysize);
+extern uint64 pa_committed_seq(void);
+extern bool pa_committed_or_wait(uint64 seq, PaDispatchWait *wait);
+extern bool pa_sent_or_wait(int writer, shm_mq_iovec *iov, int iovcnt,
+							PaDispatchWait *wait);
+extern void pa_start_txn(PaBeginData *begin);
+extern void pa_append_message(const char *data, int len);
+extern void pa_unexpected(char type, const char *where);
+extern void pa_require_in_txn(bool inside, char type);
+extern void pa_require_txn_kind(char twophase, char type);
 extern void pa_require_block(bool inside, char type);
-extern void pa_stream_message(char type, StringInfo in);
-extern void pa_stream_change(char type, StringInfo in);
-extern void pa_stream_relation(StringInfo in);
-extern bool pa_stream_flush_live(PaDispatchWait *wait);
-extern void pa_stream_replay_next(void);
-extern void pa_stream_forget_all(void);
 
 #endif							/* PA_DISPATCH_INTERNAL_H */

@@ -1,34 +1,36 @@
 /*-------------------------------------------------------------------------
  *
- * writer_internal.h
+ * internal.h
  *		The writer process's state, PaWriter, and what the files of a
  *		writer share, as core's worker_internal.h is for its apply workers.
  *
- * A writer is one process, "parallel_apply writer <sub>:<n>"; its design
- * is told in writer.c's header comment.  Its files share only what is
- * here: MyWriter, the one PaWriter of the process (writer.c), and the
- * functions each file offers the others.
+ * A writer is one process, "parallel_apply writer <sub>:<n>"; each file's
+ * header comment tells its part of the design.  Its files share only what
+ * is here: MyWriter, the one PaWriter of the process (state.c), and the
+ * functions each file offers the others.  Each calls only those listed
+ * after it:
  *
  *	writer.c		the process: its start, signals, main loop, the
  *					dispatch of each queue message, disable_on_error
- *	lookahead.c		the queue and the messages taken from it ahead
- *	order.c			commit order: waiting for a turn or a dependency,
- *					retry requests and the retry barrier
+ *	copy.c			the writer's part of the initial copy of a table
+ *	live.c			streamed transactions applied as they arrive
+ *	txn.c			transactions: groups, try and retry, commit, skip,
+ *					failing transactions, the spill file
  *	changes.c		applying one transaction's messages, keeping
  *					updates for coalesce.c
  *	conflict_report.c
  *					the conflicts a local transaction meets, counted
  *					and logged when it commits
- *	txn.c			transactions: groups, try and retry, commit, skip,
- *					failing transactions, the spill file
- *	live.c			streamed transactions applied as they arrive
- *	copy.c			the writer's part of the initial copy of a table
+ *	order.c			commit order: waiting for a turn or a dependency,
+ *					retry requests and the retry barrier
+ *	lookahead.c		the queue and the messages taken from it ahead
+ *	state.c			the ground floor: MyWriter, and the state it shows
  *
  * What drives apply.c, conflict.c, execstate.c, readahead.c and relmap.c
  * for the change at hand is passed to them: MyWriter->apply
  * (apply_context.h).
  *
- * src/writer/writer_internal.h
+ * src/writer/internal.h
  *
  *-------------------------------------------------------------------------
  */
@@ -44,13 +46,14 @@
 
 #include "common/pipeline.h"
 #include "common/queue.h"
+#include "common/writers.h"
 #include "writer/apply_context.h"
 #include "writer/coalesce.h"
 #include "writer/readahead.h"
 
 /*
  * A conflict met by the local transaction being applied (conflict.c), to
- * count and log: see "Conflicts" in writer.c's header comment.
+ * count and log: see "Conflicts" in conflict_report.c.
  */
 typedef struct PaWriterConflict
 {
@@ -114,7 +117,7 @@ typedef struct PaLookahead
  */
 typedef struct PaWriter
 {
-	/* who this writer is (writer.c) */
+	/* who this writer is (writer.c sets it) */
 	PaSubSlot  *slot;			/* the subscription's shared state */
 	PaWriterSlot *me;			/* this writer's part of it */
 	int			index;			/* which writer of the subscription */
@@ -166,14 +169,14 @@ typedef struct PaWriter
 								 * innermost last */
 	bool		applying_kept;	/* applying what coalesce.c kept */
 
-	/* failing transactions, see "Failing transactions" in writer.c */
+	/* failing transactions, see "Failing transactions" in txn.c */
 	bool		disable_on_error;	/* the subscription's setting */
 	XLogRecPtr	skip_lsn;		/* skip_transaction()'s, Invalid: none */
 	bool		skipping;		/* cur is the transaction to skip */
 	bool		skip_in_txn;	/* the local transaction passed skip_lsn */
 	PaGroupTxn *skipped;		/* the one skipped in it, or NULL */
 
-	/* conflicts (conflict_report.c), see "Conflicts" in writer.c */
+	/* conflicts, see "Conflicts" in conflict_report.c */
 	MemoryContext conflict_cxt; /* reset with each local transaction */
 	List	   *conflicts;		/* met, counted and logged at commit */
 	PaWriterConflict *exists;	/* a unique conflict of the current change */
@@ -189,38 +192,17 @@ typedef struct PaWriter
 
 extern PaWriter *MyWriter;
 
-/* writer.c */
-extern void pa_writer_set_state(PaWriterState state);
+/* writer.c: the process's entry point */
+extern PGDLLEXPORT void pa_writer_main(Datum arg);
 
-/* lookahead.c */
-extern void pa_lookahead_init(shm_mq_handle *mqh);
-extern shm_mq_result pa_lookahead_peek(Size *len, void **data, bool nowait);
-extern void pa_lookahead_pop(void);
-extern void pa_lookahead_keep(void);
-extern bool pa_lookahead_read_ahead(void);
-extern void pa_lookahead_stop_reading_ahead(void);
+/* copy.c */
+extern void pa_writer_copy_table(const char *data, Size len);
 
-/* order.c */
-extern uint64 pa_writer_committed_seq(void);
-extern void pa_writer_lock_seq(LOCKTAG *tag);
-extern void pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
-								   uint64 *counter);
-extern void pa_writer_wait_for_retry_barrier(uint64 seq);
-extern void pa_writer_request_retry(uint64 seq);
-extern bool pa_writer_is_retriable(int sqlerrcode, bool earliest);
-extern bool pa_writer_earliest_at_change(void);
-
-/* conflict_report.c */
-extern void pa_writer_conflict(PaConflictType type, Relation rel,
-							   const char *detail);
-extern void pa_writer_report_conflict(PaWriterConflict *c);
-extern void pa_writer_reset_conflicts(void);
-
-/* changes.c */
-extern void pa_writer_apply_one(const char *data, int len);
-extern void pa_writer_flush_kept(Oid relid);
-extern void pa_writer_apply_buffer(const char *p, Size len);
-extern void pa_writer_apply_spill(void);
+/* live.c */
+extern void pa_writer_live_begin(const char *data, Size len);
+extern void pa_writer_live_chunk(const char *data, Size len);
+extern void pa_writer_live_end(const char *data, Size len);
+extern shm_mq_result pa_writer_live_peek(Size *len, void **data);
 
 /* txn.c */
 extern void pa_writer_set_current(int i);
@@ -233,13 +215,37 @@ extern void pa_writer_after_commit(int first, int n, XLogRecPtr local_end);
 extern void pa_writer_discard_txn(void);
 #endif
 
-/* live.c */
-extern void pa_writer_live_begin(const char *data, Size len);
-extern void pa_writer_live_chunk(const char *data, Size len);
-extern void pa_writer_live_end(const char *data, Size len);
-extern shm_mq_result pa_writer_live_peek(Size *len, void **data);
+/* changes.c */
+extern void pa_writer_apply_one(const char *data, int len);
+extern void pa_writer_flush_kept(Oid relid);
+extern void pa_writer_apply_buffer(const char *p, Size len);
+extern void pa_writer_apply_spill(void);
 
-/* copy.c */
-extern void pa_writer_copy_table(const char *data, Size len);
+/* conflict_report.c */
+extern void pa_writer_conflict(PaConflictType type, Relation rel,
+							   const char *detail);
+extern void pa_writer_report_conflict(PaWriterConflict *c);
+extern void pa_writer_reset_conflicts(void);
+
+/* order.c */
+extern uint64 pa_writer_committed_seq(void);
+extern void pa_writer_lock_seq(LOCKTAG *tag);
+extern void pa_writer_wait_for_seq(uint64 target, int w, PaWriterState state,
+								   uint64 *counter);
+extern void pa_writer_wait_for_retry_barrier(uint64 seq);
+extern void pa_writer_request_retry(uint64 seq);
+extern bool pa_writer_is_retriable(int sqlerrcode, bool earliest);
+extern bool pa_writer_earliest_at_change(void);
+
+/* lookahead.c */
+extern void pa_lookahead_init(shm_mq_handle *mqh);
+extern shm_mq_result pa_lookahead_peek(Size *len, void **data, bool nowait);
+extern void pa_lookahead_pop(void);
+extern void pa_lookahead_keep(void);
+extern bool pa_lookahead_read_ahead(void);
+extern void pa_lookahead_stop_reading_ahead(void);
+
+/* state.c */
+extern void pa_writer_set_state(PaWriterState state);
 
 #endif							/* PA_WRITER_INTERNAL_H */
