@@ -335,23 +335,19 @@ if (( WANT_PGO )); then
 		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_pgo_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa pgoutput"
 	done
 fi
-# parallel_apply of ALT_PGBIN's installation, each writer count of
-# ALT_WRITERS; its name ends in _alt (its clusters started by that
-# installation's pg_ctl: bench/lib/cluster.sh, cluster_start)
-if (( WANT_ALT )); then
-	for w in $ALT_WRITERS; do
-		s=pa_w${w}_alt
+# parallel_apply of ALT_PGBIN's (ALT2_PGBIN's) installation, each writer
+# count of ALT_WRITERS (ALT2_WRITERS); its name ends in _alt (_alt2), its
+# clusters started by that installation's pg_ctl (bench/lib/cluster.sh,
+# cluster_bin)
+for a in ALT ALT2; do
+	want=WANT_$a writers=${a}_WRITERS label=${a}_LABEL
+	(( ${!want} )) || continue
+	for w in ${!writers}; do
+		s=pa_w${w}_${a,,}
 		SYS_LIST+=("$s")
-		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_alt_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa $ALT_LABEL"
+		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_${a,,}_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa ${!label}"
 	done
-fi
-if (( WANT_ALT2 )); then
-	for w in $ALT2_WRITERS; do
-		s=pa_w${w}_alt2
-		SYS_LIST+=("$s")
-		SYS_KIND[$s]=pa SYS_SUB[$s]=pa_alt2_w$w SYS_WRITERS[$s]=$w SYS_LABEL[$s]="pa $ALT2_LABEL"
-	done
-fi
+done
 if (( WANT_PGL )); then
 	SYS_LIST+=(pglogical)
 	SYS_KIND[pglogical]=pglogical SYS_SUB[pglogical]=pgl_sub SYS_WRITERS[pglogical]=1 SYS_LABEL[pglogical]="pglogical"
