@@ -42,6 +42,7 @@ OBJS += \
 OBJS += \
 	src/common/shmem.o \
 	src/common/writers.o \
+	src/common/catalog_sql.o \
 	src/common/catalog.o \
 	src/common/conn.o \
 	src/common/owner.o \

@@ -13,6 +13,8 @@
 #include "access/xlogdefs.h"
 #include "nodes/pg_list.h"
 
+#include "common/catalog_sql.h"
+
 #define PA_SYNC_INIT	'i'
 #define PA_SYNC_READY	'r'
 
@@ -75,18 +77,6 @@ extern PaSubscription *pa_catalog_get_kept(Oid subid);
 extern PaSubscription *pa_catalog_get_by_name(const char *name);
 extern void pa_catalog_set_sync_state(Oid subid, char state);
 
-/*
- * A statement on the extension's tables through SPI, in the caller's
- * transaction.  pa_catalog_query leaves SPI connected for the caller to
- * read SPI_tuptable and SPI_processed, then SPI_finish(); pa_catalog_exec
- * (a change) returns the rows changed.  A result other than expected is
- * an error.
- */
-extern void pa_catalog_query(const char *sql, int nargs, Oid *types,
-							 Datum *values, const char *nulls,
-							 bool read_only, long count, int expected);
-extern uint64 pa_catalog_exec(const char *sql, int nargs, Oid *types,
-							  Datum *values, const char *nulls, int expected);
 extern bool pa_extension_installed(void);
 
 /*
@@ -104,8 +94,6 @@ extern bool pa_catalog_is_1_6(void);
  */
 extern bool pa_relation_is_ours(Oid relid);
 
-/* The DSN with any password replaced by ********. */
-extern char *pa_mask_dsn(const char *dsn);
 
 /*
  * The provider's database encoding, by name: an error unless PostgreSQL

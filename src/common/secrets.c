@@ -71,7 +71,7 @@
 #include "utils/guc.h"
 #include "utils/syscache.h"
 
-#include "common/catalog.h"
+#include "common/catalog_sql.h"
 #include "common/secrets.h"
 
 PG_FUNCTION_INFO_V1(pa_migrate_secrets);
