@@ -170,12 +170,15 @@ is($sub->safe_psql('postgres',
 # it).  The transactions of this backlog are independent: the dispatcher
 # gives them to the four writers in turn in runs of four (src/leader/
 # dispatch/placement.c, RUN_LENGTH), writer 0 the 1st to 4th, writer 1 the
-# 5th to 8th, ..., writer 1 again the 21st to 24th.  A local lock holds
-# writer 0 in the first; writer 1 applies the 5th to 8th and waits for its
-# commit turn, reading ahead what it has queued behind them, first the
-# 21st: the failing one.  So its attempt fails reading ahead and is
-# applied again (a retry) while writer 0 is still held: a state the test
-# waits for, not a moment it sleeps for.
+# 5th to 8th, ..., writer 1 again the 21st to 24th.  Local locks hold
+# writer 0 in the first and writer 1 in the 5th until the leader has
+# dispatched the 22nd (its commit time, later than a time taken on the
+# provider after the failing one, is the leader's last_remote_commit_time):
+# writer 1 then has the 21st queued.  Writer 1 let go applies the 5th to
+# 8th and waits for its commit turn, reading ahead what it has queued
+# behind them, first the 21st: the failing one.  So its attempt fails
+# reading ahead and is applied again (a retry) while writer 0 is still
+# held: states the test waits for, not moments it sleeps for.
 $sub->safe_psql('postgres', "SELECT disable_subscription('g')");
 $sub->safe_psql('postgres', "SELECT alter_subscription_config('g', disable_on_error := true)");
 my $txns = sub {
@@ -184,17 +187,28 @@ my $txns = sub {
 $pub->safe_psql('postgres', $txns->(1 .. 20));
 my $badxid = $pub->safe_psql('postgres',
 	"BEGIN; INSERT INTO acct (id, balance) VALUES (5000000000, 7); SELECT pg_current_xact_id(); COMMIT;");
+my $after_bad = $pub->safe_psql('postgres', 'SELECT clock_timestamp()');
 $pub->safe_psql('postgres', $txns->(22 .. 200));
 my $retries = $sub->safe_psql('postgres', "SELECT retries FROM subscription_status() WHERE subscription_name = 'g'");
 $lock = session_open($sub);
 $lockpid = session_query($lock, 'SELECT pg_backend_pid()');
 session_query($lock, 'BEGIN');
 session_query($lock, 'SELECT balance FROM acct WHERE id = 1001 FOR UPDATE');
+my $lock1 = session_open($sub);
+my $lock1pid = session_query($lock1, 'SELECT pg_backend_pid()');
+session_query($lock1, 'BEGIN');
+session_query($lock1, 'SELECT balance FROM acct WHERE id = 1005 FOR UPDATE');
 $sub->safe_psql('postgres', "SELECT enable_subscription('g')");
 ok( poll_until($sub, qq{
 SELECT count(*) FILTER (WHERE writer = 0 AND $lockpid = ANY (pg_blocking_pids(pid))) = 1
+   AND count(*) FILTER (WHERE writer = 1 AND $lock1pid = ANY (pg_blocking_pids(pid))) = 1
+   AND (SELECT last_remote_commit_time > '$after_bad' FROM subscription_status()
+         WHERE subscription_name = 'g')
   FROM writer_status() WHERE subscription_name = 'g'}),
-	'the first transaction of the second backlog held') or dump_pipeline($sub);
+	'the second backlog dispatched past the failing transaction, writers 0 and 1 held in their first')
+  or dump_pipeline($sub);
+session_query($lock1, 'COMMIT');
+session_close($lock1);
 # writer 1, waiting, reads ahead the failing transaction: its own attempt
 # is rolled back and applied again (a retry), while writer 0 is held
 ok( poll_until($sub, qq{
