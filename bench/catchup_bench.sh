@@ -122,6 +122,7 @@
 #   BENCH_USER=pa_bench   (OS user the clusters run as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_waldump, ...>
 #   ALT_PGBIN= ALT_WRITERS="1" ALT_LABEL="alt build"   the system "alt" (above)
+#   ALT_PLUGIN=           pgoutput: the "alt" systems subscribe through pgoutput
 #   ALT2_PGBIN= ALT2_WRITERS="1" ALT2_LABEL="alt2 build"   the system "alt2"
 #   KEEP_DATA=0           (1: keep the data directories afterwards)
 #   ALL_SUBSCRIBERS=0     1: keep every subscriber cluster running during the
@@ -166,7 +167,7 @@ bench_load_defaults 100000 10 8 2 3
 : "${PORT:=5620}" "${CATCHUP_TIMEOUT:=900}" "${SETUP_TIMEOUT:=600}" "${ALL_SUBSCRIBERS:=0}"
 : "${CHECK_BASELINES:=0}" "${CHECK_RUNS:=5}" "${CHECK_PAIRED:=0}" "${PIN:=}"
 : "${SUBSCRIBER_CLONE:=0}" "${CLONE_FILL:=}" "${INIT_STEPS:=}" "${COMPARE:=ordered}" "${WAIT_SAMPLE_MS:=0}" "${DEADLINE:=0}"
-: "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}" "${ALT_PGBIN:=}" "${ALT_WRITERS:=1}" "${ALT_LABEL:=alt build}"
+: "${SHARED_BUFFERS:=1GB}" "${MAX_WAL_SIZE:=4GB}" "${ALT_PGBIN:=}" "${ALT_WRITERS:=1}" "${ALT_LABEL:=alt build}" "${ALT_PLUGIN:=}"
 : "${ALT2_PGBIN:=}" "${ALT2_WRITERS:=1}" "${ALT2_LABEL:=alt2 build}"
 WORKDIR=${WORKDIR:-${TMPDIR:-/tmp}/parallel_apply_bench/catchup}
 POLL_SECS=0.02
@@ -678,6 +679,7 @@ setup_sys() {
 	fi
 	local with=()
 	[[ $s != *_pgo ]] || with=("plugin := 'pgoutput'")
+	[[ $s != *_alt || $ALT_PLUGIN != pgoutput ]] || with=("plugin := 'pgoutput'")
 	sys_subscribe "${SYS_KIND[$s]}" "$c" "$db" "${SYS_SUB[$s]}" "$copy" "${SYS_WRITERS[$s]}" "${with[@]}" ||
 		{ record_evidence "$s" setup; return 1; }
 	SLOT[$s]=$SYS_SLOT ORIGIN[$s]=$SYS_ORIGIN
