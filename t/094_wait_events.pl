@@ -59,4 +59,72 @@ wait_caught_up($sub, 's');
 rows_equal($pub, $sub, ['t'], 'applied after the waits');
 no_errors($sub, 's', 'waits');
 
+# Gathering (src/leader/receiver.c): the receiver of a pgoutput stream far
+# behind the provider waits ParallelApplyLeaderGather between its reads,
+# and one that follows a live stream never does.  Only named from 17 on.
+SKIP:
+{
+	skip 'wait events are named from PostgreSQL 17 on', 6 unless $named;
+
+	$pub->safe_psql('postgres', q{
+CREATE TABLE g (id bigserial PRIMARY KEY, v text);
+CREATE PUBLICATION pubg FOR TABLE g;
+});
+	$sub->safe_psql('postgres', q{
+CREATE TABLE g (id bigint PRIMARY KEY, v text);
+-- samples of the receivers' wait events, every 5 ms for up to secs seconds
+-- (or until the first gathering one, with stop_at_first)
+CREATE FUNCTION gather_samples(secs float8, stop_at_first bool,
+		OUT samples int, OUT gathering int) LANGUAGE plpgsql AS $$
+DECLARE
+	stop timestamptz := clock_timestamp() + secs * interval '1 s';
+BEGIN
+	samples := 0;
+	gathering := 0;
+	WHILE clock_timestamp() < stop LOOP
+		PERFORM pg_stat_clear_snapshot();
+		samples := samples + 1;
+		gathering := gathering + (SELECT count(*) FROM pg_stat_activity
+			WHERE backend_type = 'parallel_apply receiver'
+			  AND wait_event = 'ParallelApplyLeaderGather');
+		EXIT WHEN stop_at_first AND gathering > 0;
+		PERFORM pg_sleep(0.005);
+	END LOOP;
+END $$;
+});
+	create_sub($sub, $pub, 'sg', publications => ['pubg'], plugin => "'pgoutput'");
+	wait_caught_up($sub, 'sg');
+
+	# a live stream: 200 transactions a second, which the subscriber follows
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/g_insert.sql";
+	PostgreSQL::Test::Utils::append_to_file($script,
+		"INSERT INTO g (v) VALUES (repeat('x', 200));\n");
+	my $bench = pgbench_start($pub, 'postgres', '-c', '2', '-R', '200', '-T', '4', '-f', $script);
+	my ($samples, $gathering) = split /\|/,
+	  $sub->safe_psql('postgres', 'SELECT * FROM gather_samples(3, false)');
+	my ($ok, $n, $out) = pgbench_finish($bench);
+	ok($ok && $n > 0, 'the live load ran') or diag($out);
+	cmp_ok($samples, '>', 100, 'the live stream was sampled');
+	is($gathering, 0, 'a receiver following a live pgoutput stream never gathers');
+
+	# a backlog of 60,000 transactions (about 20 MB of WAL) made while the
+	# subscription was disabled: the receiver gathers as it catches up
+	$sub->safe_psql('postgres', "SELECT disable_subscription('sg')");
+	$pub->safe_psql('postgres', q{
+DO $$ BEGIN
+	FOR i IN 1..60000 LOOP
+		INSERT INTO g (v) VALUES (repeat('x', 200));
+		COMMIT;
+	END LOOP;
+END $$;
+});
+	$sub->safe_psql('postgres', "SELECT enable_subscription('sg')");
+	($samples, $gathering) = split /\|/,
+	  $sub->safe_psql('postgres', 'SELECT * FROM gather_samples(60, true)');
+	cmp_ok($gathering, '>', 0, 'a receiver far behind its pgoutput provider gathers');
+	wait_caught_up($sub, 'sg');
+	rows_equal($pub, $sub, [ [ 'g', 'id' ] ], 'the backlog applied whole after gathering');
+	no_errors($sub, 'sg', 'gathering');
+}
+
 done_testing();

@@ -32,6 +32,7 @@ static const char *const wait_event_names[PA_WE_COUNT] = {
 	[PA_WE_LAUNCHER_MAIN] = "ParallelApplyLauncherMain",
 	[PA_WE_SUPERVISOR_MAIN] = "ParallelApplySupervisorMain",
 	[PA_WE_LEADER_MAIN] = "ParallelApplyLeaderMain",
+	[PA_WE_LEADER_GATHER] = "ParallelApplyLeaderGather",
 	[PA_WE_LEADER_WAIT_COMMIT] = "ParallelApplyLeaderWaitCommit",
 	[PA_WE_LEADER_WAIT_QUEUE] = "ParallelApplyLeaderWaitQueue",
 	[PA_WE_WRITERS_EXIT] = "ParallelApplyWritersExit",

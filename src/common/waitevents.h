@@ -16,6 +16,7 @@ typedef enum PaWaitEvent
 	PA_WE_LAUNCHER_MAIN,		/* the launcher, idle */
 	PA_WE_SUPERVISOR_MAIN,		/* a supervisor between its rounds */
 	PA_WE_LEADER_MAIN,			/* the receiver, for the provider or a wakeup */
+	PA_WE_LEADER_GATHER,		/* the receiver, letting the stream gather */
 	PA_WE_LEADER_WAIT_COMMIT,	/* the dispatcher, for a transaction's commit */
 	PA_WE_LEADER_WAIT_QUEUE,	/* the dispatcher, for room in a writer's queue */
 	PA_WE_WRITERS_EXIT,			/* the leader, for its writers to exit */
