@@ -19,7 +19,8 @@
  *
  * The benchmark-only switches parallel_apply.debug_discard_changes and
  * parallel_apply.debug_replay_file make a subscriber drop what it receives,
- * and parallel_apply.debug_free_cpus (adapt.c) is for tests only; they
+ * and parallel_apply.debug_free_cpus and debug_min_left_ms (adapt.c) are
+ * for tests only; they
  * exist only in a build made with "make PA_DEBUG_SWITCHES=1", which
  * defines PA_DEBUG_SWITCHES and compiles in replay.c.  In a default build
  * the names are unknown, so a production server cannot be set to lose
@@ -149,6 +150,11 @@ _PG_init(void)
 							 "For tests of the adaptive rule; -1 measures the machine's idle time.",
 							 &pa_debug_free_cpus, -1, -1, 1024,
 							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable("parallel_apply.debug_min_left_ms",
+							"Adaptive writers try more writers only with this much left to apply.",
+							"For tests of the adaptive rule; 3000 is the default build's.",
+							&pa_debug_min_left_ms, 3000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_NOT_IN_SAMPLE | GUC_UNIT_MS, NULL, NULL, NULL);
 #endif
 	MarkGUCPrefixReserved("parallel_apply");
 

@@ -1,7 +1,7 @@
 # Benchmark-only switches: parallel_apply.debug_discard_changes (writers
 # drop what they receive) and parallel_apply.debug_replay_file (a leader
 # routes a recorded stream), and the test-only parallel_apply.debug_free_cpus
-# (adaptive writers), exist only in a build made with
+# and debug_min_left_ms (adaptive writers), exist only in a build made with
 # "make PA_DEBUG_SWITCHES=1".  "make tapcheck" tells the tests which build
 # it expects in PA_DEBUG_SWITCHES (0 by default), and this test checks
 # that the installed library is that build.  A default build does not know
@@ -18,7 +18,8 @@ use lib 't/lib';
 use PaTest;
 
 my @switches = ('parallel_apply.debug_discard_changes',
-	'parallel_apply.debug_replay_file', 'parallel_apply.debug_free_cpus');
+	'parallel_apply.debug_replay_file', 'parallel_apply.debug_free_cpus',
+	'parallel_apply.debug_min_left_ms');
 
 my $sub = subscriber_node('subscriber');
 my $defined = $sub->safe_psql('postgres',
@@ -72,6 +73,7 @@ $sub->append_conf('postgresql.conf', qq{
 parallel_apply.debug_discard_changes = on
 parallel_apply.debug_replay_file = '/nonexistent/replay.copy'
 parallel_apply.debug_free_cpus = 0
+parallel_apply.debug_min_left_ms = 0
 });
 my $logpos = -s $sub->logfile;
 $sub->restart;

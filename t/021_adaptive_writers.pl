@@ -44,6 +44,18 @@ ALTER TABLE slow ENABLE ALWAYS TRIGGER slow_row;
 create_sub($sub, $pub, 'a', num_writers => 4);
 wait_caught_up($sub, 'a');
 
+# The rule tries more writers only with 3 s or more left to apply, by the
+# provider's WAL position the leader asks every 2 s (src/leader/adapt.c,
+# "Why what is left"): before a held backlog is let go, wait until the
+# leader knows a position at or past the provider's end of it.
+sub wait_position_known
+{
+	my $end = $pub->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	ok( poll_until($sub, qq{
+SELECT applied_lsn + lag_bytes >= '$end'::pg_lsn FROM subscription_status() WHERE subscription_name = 'a'}),
+		"the leader knows the provider's position past the backlog ($end)");
+}
+
 sub states
 {
 	return $sub->safe_psql('postgres',
@@ -154,10 +166,11 @@ no_errors($sub, 'a', 'after the switches');
 # second on one writer) is measured in longer windows and gets more
 # writers too.  With windows of a fixed 100 ms, too short for the 256
 # transactions a window needs, it stayed on writer 0 for the whole
-# backlog.  The backlog (3,000 single-row inserts, no two with a key in
-# common) is held back by a lock on the subscriber while the leader runs,
-# as below.  A build with the debug switches says CPUs are free, so that a
-# busy machine does not hold the rule back.
+# backlog.  The backlog (6,000 single-row inserts, no two with a key in
+# common: some 6 s on one writer, more than the 3 s left that a try of
+# more writers needs) is held back by a lock on the subscriber while the
+# leader runs, as below.  A build with the debug switches says CPUs are
+# free, so that a busy machine does not hold the rule back.
 my $debug_cpus = $sub->safe_psql('postgres',
 	"SELECT count(*) FROM pg_settings WHERE name = 'parallel_apply.debug_free_cpus'") eq '1';
 {
@@ -174,9 +187,10 @@ my $debug_cpus = $sub->safe_psql('postgres',
 	my $slow = PostgreSQL::Test::Utils::tempdir() . '/slow.sql';
 	PostgreSQL::Test::Utils::append_to_file($slow,
 		"INSERT INTO slow VALUES (nextval('slow_id'));\n");
-	my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-t', 750, '-f', $slow);
+	my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-t', 1500, '-f', $slow);
 	my ($ok, $n, $out) = pgbench_finish($h);
 	ok($ok, 'expensive transactions: pgbench ran') or diag($out);
+	wait_position_known();
 	session_query($lock, 'COMMIT');
 	session_close($lock);
 	wait_caught_up($sub, 'a');
@@ -215,12 +229,20 @@ sub streamed_insert
 	return map { $after[$_] - $before[$_] } 0 .. $#after;
 }
 
+# A backlog of independent keys (4 x $per_client transactions, 25,000 when
+# not given) with $cpus CPUs said to be free.  $min_left: what must be left
+# to apply for a try (parallel_apply.debug_min_left_ms): 0 when not given,
+# for the parts about the CPU condition, whose backlogs a fast machine
+# clears in well under the default 3 s.
 sub free_cpu_backlog
 {
-	my ($cpus, $msg) = @_;
+	my ($cpus, $msg, %opts) = @_;
+	my $per_client = $opts{per_client} // 25000;
+	my $min_left = $opts{min_left} // 0;
 	$sub->safe_psql('postgres', qq{
 ALTER SYSTEM SET parallel_apply.adaptive_writers = on;
 ALTER SYSTEM SET parallel_apply.debug_free_cpus = $cpus;
+ALTER SYSTEM SET parallel_apply.debug_min_left_ms = $min_left;
 ALTER SYSTEM SET log_min_messages = debug1;
 SELECT pg_reload_conf();
 });
@@ -240,10 +262,11 @@ SELECT pg_reload_conf();
 	my $lock = session_open($sub);
 	session_query($lock, 'BEGIN');
 	session_query($lock, 'LOCK TABLE indep IN ACCESS EXCLUSIVE MODE');
-	my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-t', 25000,
+	my $h = pgbench_start($pub, 'postgres', '-c', 4, '-j', 2, '-t', $per_client,
 		'-f', $script);
 	my ($ok, $n, $out) = pgbench_finish($h);
 	ok($ok, "$msg: pgbench ran") or diag($out);
+	wait_position_known();
 	session_query($lock, 'COMMIT');
 	session_close($lock);
 	wait_caught_up($sub, 'a');
@@ -256,12 +279,14 @@ SELECT pg_reload_conf();
 	my $log = slurp_file($sub->logfile, $logpos);
 	# the counter is the leader's since it started, at the enable above
 	my @after = $log =~ /(\d+) more not tried for want of a free CPU/g;
+	my @short = $log =~ /(\d+) with too little left to apply/g;
 	$sub->safe_psql('postgres', q{
 ALTER SYSTEM RESET log_min_messages;
 ALTER SYSTEM RESET parallel_apply.debug_free_cpus;
+ALTER SYSTEM RESET parallel_apply.debug_min_left_ms;
 SELECT pg_reload_conf();
 });
-	return ($counts, $log, $after[-1] // 0);
+	return ($counts, $log, $after[-1] // 0, $short[-1] // 0);
 }
 
 my ($counts0, $log0, $notried0) =
@@ -292,6 +317,21 @@ like($log64, qr/1 writers: \d+ commits\/s, 2 writers: \d+: (?:kept|back)/,
 	'CPUs free and a backlog: a second writer was tried');
 like($log64, qr/writer 1 started/,
 	'CPUs free: writer 1 was started for the try');
+
+# CPUs free and the same backlog, but more left to apply needed for a try
+# than it has (debug_min_left_ms at 10 minutes, so that no machine is fast
+# or slow enough to change the outcome; the default 3 s is held to by the
+# expensive transactions above, and measured in bench/): no second writer
+# is tried, and the counter says why.  With 0, as above, one is.
+my ($counts_short, $log_short, $notried_short, $short) =
+  free_cpu_backlog(64, 'independent keys, CPUs free, less left than a try needs',
+	min_left => 600000);
+cmp_ok($short, '>', 0,
+	'less left than a try needs: more writers not tried, and the counter says why');
+unlike($log_short, qr/1 writers: \d+ commits\/s, 2 writers/,
+	'less left than a try needs: no second writer was tried');
+is(join('/', @$counts_short[ 1 .. $#$counts_short ]), '0/0/0',
+	'less left than a try needs: writer 0 applied the whole backlog');
 
 # A streamed transaction takes a writer of its own, the last parked one,
 # started for it when it does not run yet.

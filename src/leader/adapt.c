@@ -49,6 +49,22 @@
  * doubles the wait before the next one that way, from ADAPT_PROBE_MIN_MS
  * up to ADAPT_PROBE_MAX_MS.
  *
+ * Why what is left.  A probe of more writers costs about half a second of
+ * apply on a small machine, kept or not (draining what is in flight to
+ * start tracking keys, starting a parked writer, the windows at the
+ * probe's rate, going back): bench/RESULTS.md, the durable catch-ups of
+ * 2026-12-02, where every 4- and 8-writer run that probed took 0.4-0.6 s
+ * longer than those that did not.  A backlog that one writer clears in a
+ * few seconds cannot win that back, so more writers are tried only when
+ * what is left to apply would take ADAPT_MIN_LEFT_MS or more at the rate
+ * of the window just measured: the provider's WAL position (asked every
+ * 2 s over the position connection, progress.c) less what is applied, over
+ * the applied position's progress in that window.  Where the provider's
+ * position is not known (no position connection) this does not hold the
+ * rule back.  A subscriber that keeps up with its provider has nothing
+ * left; one that falls behind reaches ADAPT_MIN_LEFT_MS of lag within
+ * seconds and tries more then.
+ *
  * Why the free CPU.  A probe costs: the hand-over of chains alone takes
  * a good part of the rate for the probe, and a catch-up of a few seconds
  * pays that in full.  A writer more can only add throughput if
@@ -86,6 +102,17 @@ bool		pa_adaptive_writers = true;
  * CPU free" on any machine; -1 reads /proc/stat.
  */
 double		pa_debug_free_cpus = -1;
+
+/*
+ * parallel_apply.debug_min_left_ms, likewise: what must be left to apply
+ * for a try of more writers ("Why what is left"), so that a test of the
+ * tries need not make a backlog of several seconds on a fast machine.
+ */
+int			pa_debug_min_left_ms = 3000;
+#define ADAPT_MIN_LEFT_MS	pa_debug_min_left_ms
+#else
+#define ADAPT_MIN_LEFT_MS	3000	/* more writers are tried only with this
+									 * much left to apply: "Why what is left" */
 #endif
 
 #define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
@@ -104,7 +131,6 @@ double		pa_debug_free_cpus = -1;
 									 * of a CPU idle */
 #define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
 								 * the writer is behind */
-
 typedef enum AdaptPhase
 {
 	ADAPT_STEADY,				/* measuring the rate of target writers */
@@ -120,6 +146,9 @@ static struct
 	uint64		win_committed;
 	uint32		win_dispatched;
 	uint32		win_behind;		/* given to a writer that is behind */
+	XLogRecPtr	win_applied;	/* the applied position at its start */
+	double		left_ms;		/* what is left, at the last window's rate;
+								 * -1: not known */
 	bool		win_gap;		/* an idle gap in the window */
 	TimestampTz last_look;		/* the clock, at the last look */
 	double		rate;			/* commits per second, steady */
@@ -142,6 +171,7 @@ static struct
 	int			cpu_n;			/* CPUs counted */
 	double		free_cpus;		/* in the last window; -1: not known */
 	uint64		n_no_cpu;		/* probes not made for want of a CPU */
+	uint64		n_short;		/* and because little was left */
 }			ad;
 
 /*
@@ -171,6 +201,7 @@ start_window(TimestampTz now, uint64 committed)
 	ad.cpu_idle = idle;
 	ad.win_start = now;
 	ad.win_committed = committed;
+	ad.win_applied = MyPaLeader->applied;
 	ad.win_dispatched = 0;
 	ad.win_behind = 0;
 	ad.win_gap = false;
@@ -226,6 +257,33 @@ uint64
 pa_adapt_no_cpu(void)
 {
 	return ad.n_no_cpu;
+}
+
+/* And those not made because little was left to apply. */
+uint64
+pa_adapt_short(void)
+{
+	return ad.n_short;
+}
+
+/*
+ * What is left to apply, in milliseconds at the rate of the window that
+ * ran from ad.win_start to now (before start_window moves it): see "Why
+ * what is left".  -1 where it is not known.
+ */
+static double
+left_ms(TimestampTz now)
+{
+	PaLeader   *L = MyPaLeader;
+	double		ms = (double) (now - ad.win_start) / 1000.0;
+	XLogRecPtr	applied = L->applied;
+
+	if (L->position_time == 0 || applied <= ad.win_applied || ms <= 0)
+		return -1;
+	if (L->position <= applied)
+		return 0;
+	return (double) (L->position - applied) * ms /
+		(double) (applied - ad.win_applied);
 }
 
 /* Start a probe: from target writers to to. */
@@ -346,6 +404,7 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 	rate = (double) (committed - ad.win_committed) * 1000.0 / ms;
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
 	valid = !ad.win_gap && ad.win_dispatched >= ADAPT_MIN_TXNS;
+	ad.left_ms = left_ms(now);
 	start_window(now, committed);	/* and the free CPU of the one ended */
 
 	/* an idle gap or too few to measure: start again */
@@ -384,6 +443,12 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 		{
 			up = false;
 			ad.n_no_cpu++;
+		}
+		/* and enough left to win the probe's cost back */
+		if (up && ad.left_ms >= 0 && ad.left_ms < ADAPT_MIN_LEFT_MS)
+		{
+			up = false;
+			ad.n_short++;
 		}
 		if (up)
 			start_probe(ad.target + up_step());

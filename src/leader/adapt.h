@@ -14,6 +14,7 @@
 extern bool pa_adaptive_writers;
 #ifdef PA_DEBUG_SWITCHES
 extern double pa_debug_free_cpus;	/* tests only, see adapt.c */
+extern int	pa_debug_min_left_ms;	/* likewise */
 #endif
 
 extern void pa_adapt_init(void);
@@ -22,5 +23,6 @@ extern void pa_adapt_pool_resized(void);
 extern void pa_adapt_limit(int n);
 extern void pa_adapt_dispatched(int writer, int nuse, uint64 committed);
 extern uint64 pa_adapt_no_cpu(void);
+extern uint64 pa_adapt_short(void);
 
 #endif							/* PA_ADAPT_H */
