@@ -151,7 +151,7 @@ _PG_init(void)
 							 &pa_debug_free_cpus, -1, -1, 1024,
 							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("parallel_apply.debug_min_left_ms",
-							"Adaptive writers try more writers only with this much left to apply.",
+							"Adaptive writers try more writers only after one has been behind this long, with this much left to apply.",
 							"For tests of the adaptive rule; 3000 is the default build's.",
 							&pa_debug_min_left_ms, 3000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_NOT_IN_SAMPLE | GUC_UNIT_MS, NULL, NULL, NULL);

@@ -279,7 +279,7 @@ SELECT pg_reload_conf();
 	my $log = slurp_file($sub->logfile, $logpos);
 	# the counter is the leader's since it started, at the enable above
 	my @after = $log =~ /(\d+) more not tried for want of a free CPU/g;
-	my @short = $log =~ /(\d+) with too little left to apply/g;
+	my @short = $log =~ /(\d+) for a backlog too short to win a try back/g;
 	$sub->safe_psql('postgres', q{
 ALTER SYSTEM RESET log_min_messages;
 ALTER SYSTEM RESET parallel_apply.debug_free_cpus;

@@ -49,21 +49,27 @@
  * doubles the wait before the next one that way, from ADAPT_PROBE_MIN_MS
  * up to ADAPT_PROBE_MAX_MS.
  *
- * Why what is left.  A probe of more writers costs about half a second of
- * apply on a small machine, kept or not (draining what is in flight to
- * start tracking keys, starting a parked writer, the windows at the
- * probe's rate, going back): bench/RESULTS.md, the durable catch-ups of
- * 2026-12-02, where every 4- and 8-writer run that probed took 0.4-0.6 s
- * longer than those that did not.  A backlog that one writer clears in a
- * few seconds cannot win that back, so more writers are tried only when
- * what is left to apply would take ADAPT_MIN_LEFT_MS or more at the rate
- * of the window just measured: the provider's WAL position (asked every
- * 2 s over the position connection, progress.c) less what is applied, over
- * the applied position's progress in that window.  Where the provider's
- * position is not known (no position connection) this does not hold the
- * rule back.  A subscriber that keeps up with its provider has nothing
- * left; one that falls behind reaches ADAPT_MIN_LEFT_MS of lag within
- * seconds and tries more then.
+ * Why a long backlog only.  A probe of more writers costs about half a
+ * second of apply on a small machine, kept or not (draining what is in
+ * flight to start tracking keys, starting a parked writer, the windows at
+ * the probe's rate, going back): bench/RESULTS.md, the durable catch-ups
+ * of 2026-12-02, where every 4- and 8-writer run that probed took 0.3-1.2
+ * s longer than those that did not.  A backlog that one writer clears in
+ * a few seconds cannot win that back.  How much is left cannot be known
+ * exactly: the provider's WAL position (asked every 2 s over the position
+ * connection, progress.c) less the applied one counts WAL that is not
+ * replicated (a VACUUM, unpublished tables, full-page images), and the
+ * time since the last applied commit counts the provider's idle time.
+ * Both overstate what is left, never understate it, so each can only let
+ * a probe through that should not be.  Hence two conditions, both held
+ * to ADAPT_MIN_LEFT_MS: one writer has been behind (every valid window a
+ * backlog, no idle gap) for that long, so that a backlog shorter than
+ * that never pays for a try; and the WAL left, at the applied position's
+ * progress in the window just measured, would take that long, so that a
+ * subscriber close to its provider's position does not try either (where
+ * the position is not known, no position connection, only the first
+ * holds).  A subscriber that falls behind and stays behind tries more
+ * writers ADAPT_MIN_LEFT_MS after it fell behind.
  *
  * Why the free CPU.  A probe costs: the hand-over of chains alone takes
  * a good part of the rate for the probe, and a catch-up of a few seconds
@@ -105,14 +111,14 @@ double		pa_debug_free_cpus = -1;
 
 /*
  * parallel_apply.debug_min_left_ms, likewise: what must be left to apply
- * for a try of more writers ("Why what is left"), so that a test of the
+ * for a try of more writers ("Why a long backlog only"), so that a test of the
  * tries need not make a backlog of several seconds on a fast machine.
  */
 int			pa_debug_min_left_ms = 3000;
 #define ADAPT_MIN_LEFT_MS	pa_debug_min_left_ms
 #else
 #define ADAPT_MIN_LEFT_MS	3000	/* more writers are tried only with this
-									 * much left to apply: "Why what is left" */
+									 * much behind, and left: "Why a long backlog only" */
 #endif
 
 #define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
@@ -149,6 +155,8 @@ static struct
 	XLogRecPtr	win_applied;	/* the applied position at its start */
 	double		left_ms;		/* what is left, at the last window's rate;
 								 * -1: not known */
+	TimestampTz behind_since;	/* every valid window since a backlog; 0:
+								 * the last was not */
 	bool		win_gap;		/* an idle gap in the window */
 	TimestampTz last_look;		/* the clock, at the last look */
 	double		rate;			/* commits per second, steady */
@@ -171,7 +179,7 @@ static struct
 	int			cpu_n;			/* CPUs counted */
 	double		free_cpus;		/* in the last window; -1: not known */
 	uint64		n_no_cpu;		/* probes not made for want of a CPU */
-	uint64		n_short;		/* and because little was left */
+	uint64		n_short;		/* and for a backlog too short */
 }			ad;
 
 /*
@@ -259,7 +267,7 @@ pa_adapt_no_cpu(void)
 	return ad.n_no_cpu;
 }
 
-/* And those not made because little was left to apply. */
+/* And those not made for a backlog too short ("Why a long backlog"). */
 uint64
 pa_adapt_short(void)
 {
@@ -267,9 +275,9 @@ pa_adapt_short(void)
 }
 
 /*
- * What is left to apply, in milliseconds at the rate of the window that
+ * The WAL left to apply, in milliseconds at the rate of the window that
  * ran from ad.win_start to now (before start_window moves it): see "Why
- * what is left".  -1 where it is not known.
+ * a long backlog only".  -1 where it is not known.
  */
 static double
 left_ms(TimestampTz now)
@@ -405,6 +413,12 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
 	valid = !ad.win_gap && ad.win_dispatched >= ADAPT_MIN_TXNS;
 	ad.left_ms = left_ms(now);
+	/* behind since when: an idle gap ends it, and so does a steady window
+	 * without a backlog (a probe's windows neither start nor end it) */
+	if (ad.win_gap || (valid && ad.phase == ADAPT_STEADY && !backlog))
+		ad.behind_since = 0;
+	else if (valid && backlog && ad.behind_since == 0)
+		ad.behind_since = ad.win_start;
 	start_window(now, committed);	/* and the free CPU of the one ended */
 
 	/* an idle gap or too few to measure: start again */
@@ -444,8 +458,10 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 			up = false;
 			ad.n_no_cpu++;
 		}
-		/* and enough left to win the probe's cost back */
-		if (up && ad.left_ms >= 0 && ad.left_ms < ADAPT_MIN_LEFT_MS)
+		/* and a backlog long enough to win the probe's cost back */
+		if (up &&
+			(!TimestampDifferenceExceeds(ad.behind_since, now, ADAPT_MIN_LEFT_MS) ||
+			 (ad.left_ms >= 0 && ad.left_ms < ADAPT_MIN_LEFT_MS)))
 		{
 			up = false;
 			ad.n_short++;

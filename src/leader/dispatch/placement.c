@@ -238,7 +238,7 @@ pa_placement_log_counters(bool if_new)
 	}
 	elog(DEBUG1, "parallel_apply subscription \"%s\": %llu transactions: %llu with keys not computed, %llu with no dependency, %llu on one transaction, %llu on several, "
 		 "%llu only on their own writer, %llu waited for others, %llu by a whole-table key; "
-		 "%llu continued a run, %llu went to an idle writer, %llu to the least loaded; %d of %d writers in use, %llu more not tried for want of a free CPU, %llu with too little left to apply",
+		 "%llu continued a run, %llu went to an idle writer, %llu to the least loaded; %d of %d writers in use, %llu more not tried for want of a free CPU, %llu for a backlog too short to win a try back",
 		 MyPaLeader->sub->name,
 		 (unsigned long long) counts.n_txns, (unsigned long long) counts.n_untracked,
 		 (unsigned long long) counts.n_nodep,
