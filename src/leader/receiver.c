@@ -591,16 +591,16 @@ check_provider_silence(void)
  * own, and the walsender sends each as soon as it is written: about six
  * for a TPC-B transaction, where our plugin sends one BATCH.  A receiver
  * that waits on its socket whenever it has read all there is wakes for
- * nearly every one of them, and each wakeup costs it, and the walsender
- * that wakes it, more than reading the message does.  So while the
- * subscription is behind (the provider's WAL position, asked over the
- * position connection, is more than PA_GATHER_BEHIND past what was
- * received), the receiver of a pgoutput stream waits PA_GATHER_MS on its
- * latch alone before it reads again, and reads what gathered meanwhile in
- * one go.  The delay cannot matter then: what is being read was committed
- * long before.  Not after a round that read more than
- * PA_GATHER_MAX_MESSAGES: the provider's socket buffer may have filled,
- * and the walsender would wait for the receiver.
+ * nearly every one of them, and the wakeups (its own, and the walsender's
+ * in waking it) cost it about as much as the rest of its work
+ * (bench/RESULTS.md).  So while the subscription is behind (the
+ * provider's WAL position, asked over the position connection, is more
+ * than PA_GATHER_BEHIND past what was received), the receiver of a
+ * pgoutput stream waits PA_GATHER_MS on its latch alone before it reads
+ * again, and reads what gathered meanwhile in one go.  The delay cannot
+ * matter then: what is being read was committed long before.  Not after a
+ * round that read more than PA_GATHER_MAX_MESSAGES: the provider's socket
+ * buffer may have filled, and the walsender would wait for the receiver.
  */
 #define PA_GATHER_MS 1
 #define PA_GATHER_BEHIND (4 * 1024 * 1024)
