@@ -413,8 +413,10 @@ pa_adapt_dispatched(int writer, int nuse, uint64 committed)
 	backlog = ad.win_behind * 2 >= ad.win_dispatched;
 	valid = !ad.win_gap && ad.win_dispatched >= ADAPT_MIN_TXNS;
 	ad.left_ms = left_ms(now);
-	/* behind since when: an idle gap ends it, and so does a steady window
-	 * without a backlog (a probe's windows neither start nor end it) */
+	/*
+	 * Behind since when: an idle gap ends it, and so does a steady window
+	 * without a backlog (a probe's windows neither start nor end it).
+	 */
 	if (ad.win_gap || (valid && ad.phase == ADAPT_STEADY && !backlog))
 		ad.behind_since = 0;
 	else if (valid && backlog && ad.behind_since == 0)
