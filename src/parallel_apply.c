@@ -20,8 +20,8 @@
  * The benchmark-only switches parallel_apply.debug_discard_changes and
  * parallel_apply.debug_replay_file make a subscriber drop what it receives,
  * and parallel_apply.debug_free_cpus and debug_min_left_ms (adapt.c) are
- * for tests only; they
- * exist only in a build made with "make PA_DEBUG_SWITCHES=1", which
+ * for tests only; they exist only in a build made with "make
+ * PA_DEBUG_SWITCHES=1", which
  * defines PA_DEBUG_SWITCHES and compiles in replay.c.  In a default build
  * the names are unknown, so a production server cannot be set to lose
  * data (a postgresql.conf line naming one is removed with a warning at
@@ -152,8 +152,8 @@ _PG_init(void)
 							 PGC_SIGHUP, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("parallel_apply.debug_min_left_ms",
 							"Adaptive writers try more writers only after one has been behind this long, with this much left to apply.",
-							"For tests of the adaptive rule; 3000 is the default build's.",
-							&pa_debug_min_left_ms, 3000, 0, INT_MAX,
+							"For tests of the adaptive rule; a default build always uses 3000.",
+							&pa_debug_min_left_ms, PA_ADAPT_MIN_LEFT_MS, 0, INT_MAX,
 							PGC_SIGHUP, GUC_NOT_IN_SAMPLE | GUC_UNIT_MS, NULL, NULL, NULL);
 #endif
 	MarkGUCPrefixReserved("parallel_apply");

@@ -289,14 +289,23 @@ SELECT pg_reload_conf();
 	return ($counts, $log, $after[-1] // 0, $short[-1] // 0);
 }
 
+# No second writer tried (the log of free_cpu_backlog), and writer 0
+# applied the whole backlog (its counts).
+sub one_writer_only
+{
+	my ($log, $counts, $what) = @_;
+	unlike($log, qr/1 writers: \d+ commits\/s, 2 writers/,
+		"$what: no second writer was tried");
+	is(join('/', @$counts[ 1 .. $#$counts ]), '0/0/0',
+		"$what: writer 0 applied the whole backlog");
+	return;
+}
+
 my ($counts0, $log0, $notried0) =
   free_cpu_backlog(0, 'independent keys, no CPU free');
 cmp_ok($notried0, '>', 0,
 	'no CPU free: the leader did not try a writer more, and says so');
-unlike($log0, qr/1 writers: \d+ commits\/s, 2 writers/,
-	'no CPU free: no second writer was tried');
-is(join('/', @$counts0[ 1 .. $#$counts0 ]), '0/0/0',
-	'no CPU free: writer 0 applied the whole backlog');
+one_writer_only($log0, $counts0, 'no CPU free');
 # a parked writer is started only when first taken into use: the leader
 # started at the enable above never took one, so only writer 0 runs
 is( $sub->safe_psql('postgres',
@@ -328,10 +337,7 @@ my ($counts_short, $log_short, $notried_short, $short) =
 	min_left => 600000);
 cmp_ok($short, '>', 0,
 	'less left than a try needs: more writers not tried, and the counter says why');
-unlike($log_short, qr/1 writers: \d+ commits\/s, 2 writers/,
-	'less left than a try needs: no second writer was tried');
-is(join('/', @$counts_short[ 1 .. $#$counts_short ]), '0/0/0',
-	'less left than a try needs: writer 0 applied the whole backlog');
+one_writer_only($log_short, $counts_short, 'less left than a try needs');
 
 # A streamed transaction takes a writer of its own, the last parked one,
 # started for it when it does not run yet.

@@ -66,7 +66,13 @@ SKIP:
 {
 	skip 'wait events are named from PostgreSQL 17 on', 6 unless $named;
 
-	$pub->safe_psql('postgres', q{
+	# a provider as it stands: nothing of this project, PostgreSQL's
+	# defaults for output_plugin_libraries
+	my $stock = PostgreSQL::Test::Cluster->new('stock_provider');
+	$stock->init(allows_streaming => 'logical');
+	$stock->append_conf('postgresql.conf', "max_wal_senders = 10\nwal_sender_timeout = 0\n");
+	$stock->start;
+	$stock->safe_psql('postgres', q{
 CREATE TABLE g (id bigserial PRIMARY KEY, v text);
 CREATE PUBLICATION pubg FOR TABLE g;
 });
@@ -92,14 +98,14 @@ BEGIN
 	END LOOP;
 END $$;
 });
-	create_sub($sub, $pub, 'sg', publications => ['pubg'], plugin => "'pgoutput'");
+	create_sub($sub, $stock, 'sg', publications => ['pubg'], plugin => "'pgoutput'");
 	wait_caught_up($sub, 'sg');
 
 	# a live stream: 200 transactions a second, which the subscriber follows
 	my $script = "${PostgreSQL::Test::Utils::tmp_check}/g_insert.sql";
 	PostgreSQL::Test::Utils::append_to_file($script,
 		"INSERT INTO g (v) VALUES (repeat('x', 200));\n");
-	my $bench = pgbench_start($pub, 'postgres', '-c', '2', '-R', '200', '-T', '4', '-f', $script);
+	my $bench = pgbench_start($stock, 'postgres', '-c', '2', '-R', '200', '-T', '4', '-f', $script);
 	my ($samples, $gathering) = split /\|/,
 	  $sub->safe_psql('postgres', 'SELECT * FROM gather_samples(3, false)');
 	my ($ok, $n, $out) = pgbench_finish($bench);
@@ -110,7 +116,7 @@ END $$;
 	# a backlog of 60,000 transactions (about 20 MB of WAL) made while the
 	# subscription was disabled: the receiver gathers as it catches up
 	$sub->safe_psql('postgres', "SELECT disable_subscription('sg')");
-	$pub->safe_psql('postgres', q{
+	$stock->safe_psql('postgres', q{
 DO $$ BEGIN
 	FOR i IN 1..60000 LOOP
 		INSERT INTO g (v) VALUES (repeat('x', 200));
@@ -123,7 +129,7 @@ END $$;
 	  $sub->safe_psql('postgres', 'SELECT * FROM gather_samples(60, true)');
 	cmp_ok($gathering, '>', 0, 'a receiver far behind its pgoutput provider gathers');
 	wait_caught_up($sub, 'sg');
-	rows_equal($pub, $sub, [ [ 'g', 'id' ] ], 'the backlog applied whole after gathering');
+	rows_equal($stock, $sub, [ [ 'g', 'id' ] ], 'the backlog applied whole after gathering');
 	no_errors($sub, 'sg', 'gathering');
 }
 

@@ -110,15 +110,15 @@ bool		pa_adaptive_writers = true;
 double		pa_debug_free_cpus = -1;
 
 /*
- * parallel_apply.debug_min_left_ms, likewise: what must be left to apply
- * for a try of more writers ("Why a long backlog only"), so that a test of the
- * tries need not make a backlog of several seconds on a fast machine.
+ * parallel_apply.debug_min_left_ms, likewise: how long one writer must
+ * have been behind, and how long what is left must take, for a try of
+ * more writers ("Why a long backlog only"), so that a test of the tries
+ * need not make a backlog of several seconds on a fast machine.
  */
-int			pa_debug_min_left_ms = 3000;
+int			pa_debug_min_left_ms = PA_ADAPT_MIN_LEFT_MS;
 #define ADAPT_MIN_LEFT_MS	pa_debug_min_left_ms
 #else
-#define ADAPT_MIN_LEFT_MS	3000	/* more writers are tried only with this
-									 * much behind, and left: "Why a long backlog only" */
+#define ADAPT_MIN_LEFT_MS	PA_ADAPT_MIN_LEFT_MS
 #endif
 
 #define ADAPT_WINDOW_MS		100 /* the commit rate is measured per window */
@@ -137,6 +137,7 @@ int			pa_debug_min_left_ms = 3000;
 									 * of a CPU idle */
 #define BEHIND_INFLIGHT		4	/* given one more with this many in flight:
 								 * the writer is behind */
+
 typedef enum AdaptPhase
 {
 	ADAPT_STEADY,				/* measuring the rate of target writers */
@@ -267,7 +268,7 @@ pa_adapt_no_cpu(void)
 	return ad.n_no_cpu;
 }
 
-/* And those not made for a backlog too short ("Why a long backlog"). */
+/* And those not made for a backlog too short ("Why a long backlog only"). */
 uint64
 pa_adapt_short(void)
 {

@@ -12,6 +12,9 @@
 #define PA_ADAPT_H
 
 extern bool pa_adaptive_writers;
+
+/* how long behind, and how long left, before more writers are tried */
+#define PA_ADAPT_MIN_LEFT_MS 3000
 #ifdef PA_DEBUG_SWITCHES
 extern double pa_debug_free_cpus;	/* tests only, see adapt.c */
 extern int	pa_debug_min_left_ms;	/* likewise */

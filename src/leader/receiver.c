@@ -581,12 +581,6 @@ check_provider_silence(void)
 }
 
 /*
- * The leader's loop: the only place it waits.  While the dispatcher has
- * something to finish (see the header comment), it waits for that and
- * reads nothing; else it reads what is there, and then waits for the
- * socket, the latch or the next status update.
- */
-/*
  * Gathering.  pgoutput sends every change in a CopyData message of its
  * own, and the walsender sends each as soon as it is written: about six
  * for a TPC-B transaction, where our plugin sends one BATCH.  A receiver
@@ -618,6 +612,12 @@ gather_now(int n)
 		L->last_received + PA_GATHER_BEHIND < L->position;
 }
 
+/*
+ * The leader's loop: the only place it waits.  While the dispatcher has
+ * something to finish (see the header comment), it waits for that and
+ * reads nothing; else it reads what is there, and then waits for the
+ * socket, the latch or the next status update.
+ */
 static void
 stream_loop(void)
 {
