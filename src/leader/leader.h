@@ -201,6 +201,7 @@ typedef struct PaLeader
 	TimestampTz last_send;		/* when it was sent */
 	TimestampTz msg_send_time;	/* the provider's, of its last message */
 	TimestampTz msg_receipt_time;	/* and when it was received */
+	TimestampTz round_time;		/* when the loop began its read round */
 	TimestampTz reading_since;	/* the loop reads again from then on (the
 								 * stream's start, a dispatcher wait's end) */
 	TimestampTz ping_sent;		/* when a reply was last asked for a

@@ -155,6 +155,20 @@ pa_progress_provider_end(XLogRecPtr lsn)
 	pa_progress_received(lsn);
 }
 
+/*
+ * The loop reads what the socket holds (receiver.c, stream_loop): the
+ * messages read from now on count as received now.  One clock read per
+ * read round, not per message: pgoutput sends about six messages a
+ * TPC-B transaction, and a round lasts at most a thousand messages before
+ * the next (the receipt time is for the lag shown and for the provider's
+ * silence, which count in milliseconds and seconds).
+ */
+void
+pa_progress_reading(void)
+{
+	MyPaLeader->round_time = GetCurrentTimestamp();
+}
+
 /* A message of the stream, sent by the provider at send_time. */
 void
 pa_progress_message(TimestampTz send_time)
@@ -162,7 +176,7 @@ pa_progress_message(TimestampTz send_time)
 	PaLeader   *L = MyPaLeader;
 
 	L->msg_send_time = send_time;
-	L->msg_receipt_time = GetCurrentTimestamp();
+	L->msg_receipt_time = L->round_time;
 }
 
 /*

@@ -21,6 +21,7 @@ extern void pa_progress_fold_origins(Oid subid);
 /* Leader. */
 extern void pa_progress_received(XLogRecPtr lsn);
 extern void pa_progress_provider_end(XLogRecPtr lsn);
+extern void pa_progress_reading(void);
 extern void pa_progress_message(TimestampTz send_time);
 extern bool pa_progress_ask_position(void);
 extern void pa_progress_update(bool idle);

@@ -646,6 +646,8 @@ stream_loop(void)
 		}
 
 		len = walrcv_receive(L->conn, &buf, &fd);
+		if (len != 0)
+			pa_progress_reading();
 		while (len != 0)
 		{
 			if (len < 0)
@@ -659,6 +661,7 @@ stream_loop(void)
 			{
 				CHECK_FOR_INTERRUPTS();
 				housekeeping(&last_xact, false);
+				pa_progress_reading();
 			}
 			len = walrcv_receive(L->conn, &buf, &fd);
 		}
