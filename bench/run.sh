@@ -2,11 +2,9 @@
 # The main job, one command on a fresh Debian 12 machine, as root: install
 # what is missing (PostgreSQL 15, pglogical for the comparison, Python's
 # psycopg2 and matplotlib), build and install parallel_apply, then run a
-# short default of the benchmark suite (bench/suite.py; about 50 minutes
-# on this project's 2-CPU machine, estimated: the default before
-# parallel_apply through pgoutput and the repeated syncrep took 23 minutes
-# in one run there while other work loaded it, bench/README.md, "One
-# command"):
+# short default of the benchmark suite (bench/suite.py; about 35 minutes
+# on this project's 2-CPU machine with the packages installed,
+# bench/README.md, "One command"):
 #
 #   - on 2 CPUs or more (with taskset), the provider's server and pgbench on
 #     CPU 0 and every subscriber's on the other CPUs (--pin split), as two
