@@ -766,7 +766,9 @@ poll_sql() {
 
 pa_counters_sql() {
 	echo "SELECT coalesce(transactions_applied, 0) || ' ' || coalesce(dependency_waits, 0) || ' '
-		|| coalesce(commit_order_waits, 0) || ' ' || coalesce(retries, 0)
+		|| coalesce(commit_order_waits, 0) || ' ' || coalesce(retries, 0) || ' '
+		|| (SELECT coalesce(sum(local_commits), 0) || ' ' || coalesce(sum(updates_coalesced), 0)
+			FROM writer_status() WHERE subscription_name = '$1')
 		FROM subscription_status() WHERE subscription_name = '$1'"
 }
 
@@ -1067,10 +1069,13 @@ catchup() {
 			err=$(q "$c" "$db" -c "SELECT coalesce(replace(last_error, E'\n', ' '), '') FROM subscription_status() WHERE subscription_name = '${SYS_SUB[$s]}'")
 			[[ -z $err || -n $SEEN_ERROR ]] || SEEN_ERROR=$err
 			# counters: after - before (0 0 0 0 if the pipeline restarted them)
-			read -r a1 a2 a3 a4 <<<"$after"
-			read -r b1 b2 b3 b4 <<<"${before:-0 0 0 0}"
-			(( a1 >= b1 )) || { b1=0 b2=0 b3=0 b4=0; }
+			read -r a1 a2 a3 a4 a5 a6 <<<"$after"
+			read -r b1 b2 b3 b4 b5 b6 <<<"${before:-0 0 0 0 0 0}"
+			(( a1 >= b1 )) || { b1=0 b2=0 b3=0 b4=0 b5=0 b6=0; }
 			STATS="xacts=$(( a1 - b1 )) dep_waits=$(( a2 - b2 )) order_waits=$(( a3 - b3 )) retries=$(( a4 - b4 ))"
+			# local commits (a group of transactions commits once) and
+			# updates coalesced within groups (writer/coalesce.c)
+			STATS+=" commits=$(( a5 - b5 )) coalesced=$(( a6 - b6 ))"
 			# transactions each writer applied in this catch-up (the view's
 			# counters are cumulative)
 			STATS+=" per_writer=$(awk -v a="$(q "$c" "$db" -c "$(pa_per_writer_sql "${SYS_SUB[$s]}")")" -v b="$pw_before" '
