@@ -568,13 +568,19 @@ class System:
 
     def counters(self):
         """parallel_apply's cumulative counters (transactions, dependency
-        waits, commit-order waits, retries), else None."""
+        waits, commit-order waits, retries, and a tuple of each writer's
+        transactions), else None."""
         if self.kind != "pa":
             return None
         row = self.q("SELECT coalesce(transactions_applied, 0), coalesce(dependency_waits, 0), "
                      "coalesce(commit_order_waits, 0), coalesce(retries, 0) FROM subscription_status() "
                      "WHERE subscription_name = %s", (self.sub,))
-        return tuple(int(x) for x in row[0]) if row else None
+        if not row:
+            return None
+        # and the transactions each writer applied, in writer order
+        pw = self.q("SELECT coalesce(transactions_applied, 0) FROM writer_status() "
+                    "WHERE subscription_name = %s ORDER BY writer", (self.sub,))
+        return tuple(int(x) for x in row[0]) + (tuple(int(r[0]) for r in pw),)
 
     def read_bytes(self):
         """Bytes read from storage so far by each process of the cluster
@@ -1135,9 +1141,13 @@ class Deployment:
         c1 = system.counters()
         if c1:
             # the view's counters are cumulative; they restart with the pipeline
-            c0 = counters0 if counters0 and c1[0] >= counters0[0] else (0, 0, 0, 0)
-            d = [b - a for a, b in zip(c0, c1)]
-            notes.append(f"xacts={d[0]} dep_waits={d[1]} order_waits={d[2]} retries={d[3]}")
+            c0 = counters0 if counters0 and c1[0] >= counters0[0] else (0, 0, 0, 0, ())
+            d = [b - a for a, b in zip(c0[:4], c1[:4])]
+            # per writer: how many writers this run used (a writer started
+            # since counters0 counts from 0)
+            pw0 = c0[4] + (0,) * (len(c1[4]) - len(c0[4]))
+            pw = "/".join(str(b - a if b >= a else b) for a, b in zip(pw0, c1[4]))
+            notes.append(f"xacts={d[0]} dep_waits={d[1]} order_waits={d[2]} retries={d[3]} per_writer={pw}")
         err = system.last_error()
         if err:
             self.suite.problem(f"{self.name} {system.key}: last_error: {err}")
