@@ -33,6 +33,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "libpq/pqformat.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -70,6 +71,38 @@ pa_type_binary_safe(Oid typid)
 		if (pa_binary_unsafe_types[i] == typid)
 			return false;
 	return true;
+}
+
+/*
+ * The send functions whose binary form is the datum itself as a signed or
+ * unsigned integer in network byte order, and its width: 1 for boolsend
+ * (0 or 1), else that of the type.  write_tuple() writes those bytes
+ * without calling the function, which would allocate a buffer for each
+ * datum (pq_begintypsend) and copy it out again; the bytes are the same,
+ * so the writers' receive functions read them as they read the function's.
+ * 0 for any other function.
+ */
+int
+pa_fixed_send_width(Oid sendfunc)
+{
+	switch (sendfunc)
+	{
+		case F_BOOLSEND:
+			return 1;
+		case F_INT2SEND:
+			return 2;
+		case F_INT4SEND:
+		case F_OIDSEND:
+		case F_DATE_SEND:
+			return 4;
+		case F_INT8SEND:
+		case F_TIME_SEND:
+		case F_TIMESTAMP_SEND:
+		case F_TIMESTAMPTZ_SEND:
+			return 8;
+		default:
+			return 0;
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -303,7 +336,29 @@ write_tuple(StringInfo out, TupleDesc desc, const PaColumnOutput *cols,
 			continue;
 		}
 
-		if (col->binary)
+		if (col->sendlen > 0)
+		{
+			/* as the send function writes it (pa_fixed_send_width) */
+			enlargeStringInfo(out, 1 + 4 + col->sendlen);
+			pq_writeint8(out, PA_DATUM_BINARY);
+			pq_writeint32(out, col->sendlen);
+			switch (col->sendlen)
+			{
+				case 1:
+					pq_writeint8(out, DatumGetBool(values[i]) ? 1 : 0);
+					break;
+				case 2:
+					pq_writeint16(out, DatumGetInt16(values[i]));
+					break;
+				case 4:
+					pq_writeint32(out, DatumGetUInt32(values[i]));
+					break;
+				default:
+					pq_writeint64(out, DatumGetInt64(values[i]));
+					break;
+			}
+		}
+		else if (col->binary)
 		{
 			bytea	   *b = SendFunctionCall((FmgrInfo *) &col->func, values[i]);
 

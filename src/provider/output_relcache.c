@@ -276,7 +276,9 @@ build_columns(PaOutputData *data, PaRelSyncEntry *entry, Relation pubrel)
 			continue;
 		}
 		col->binary = data->binary && type_sends_binary(att->atttypid, &func);
-		if (!col->binary)
+		if (col->binary)
+			col->sendlen = pa_fixed_send_width(func);
+		else
 			getTypeOutputInfo(att->atttypid, &func, &isvarlena);
 		fmgr_info_cxt(func, &col->func, entry->entry_cxt);
 	}

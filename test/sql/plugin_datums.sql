@@ -73,6 +73,19 @@ DROP TABLE regs;
 INSERT INTO datums (id, c_text) VALUES (3, 'grüße, 日本');
 SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');
 
+-- the types whose binary form the plugin writes itself, without their send
+-- function (pa_fixed_send_width): each extreme, through the receive function
+CREATE TABLE fixed (id int PRIMARY KEY, c_bool bool, c_int2 int2, c_int4 int4,
+  c_int8 int8, c_oid oid, c_date date, c_time time, c_ts timestamp, c_tstz timestamptz);
+ALTER PUBLICATION pub_datums ADD TABLE fixed;
+INSERT INTO fixed VALUES
+  (1, false, 32767, -2147483648, -9223372036854775808, 4294967295,
+   '4713-01-01 BC', '23:59:59.999999', '294276-12-31 23:59:59.999999', '-infinity'),
+  (-1, true, -1, 2147483647, -1, 0, 'infinity', '00:00', '-infinity', '2000-01-01 00:00:00.000001+00');
+UPDATE fixed SET c_int4 = c_int4 - 1 WHERE id = -1;
+SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');
+DROP TABLE fixed;
+
 SELECT pg_drop_replication_slot('datums');
 DROP PUBLICATION pub_datums;
 DROP TABLE datums, toasty;
