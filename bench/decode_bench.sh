@@ -21,6 +21,12 @@
 #   BENCH_USER=pa_bench   (OS user the cluster runs as when started as root)
 #   PGBIN=<directory of initdb, pg_ctl, pgbench, pg_recvlogical, ...>
 #   KEEP_DATA=0           (1: keep the cluster's data directory afterwards)
+#   ALT_LIB=              parallel_apply.so of another build for the same
+#                         PostgreSQL: installed beside this one as pa_alt.so
+#                         (as root when the library directory is root's) and
+#                         timed as one more variant, pa_alt_binary, on the
+#                         same backlog, with its output compared byte for
+#                         byte with pa_binary's (ALT_LABEL names it)
 #
 # Exits non-zero on any failure; a ratio above the target is only reported.
 
@@ -37,7 +43,16 @@ bench_check_uint NXACTS SCALE CLIENTS JOBS RUNS PORT
 (( NXACTS >= CLIENTS )) || die "NXACTS ($NXACTS) must be >= CLIENTS ($CLIENTS)"
 (( JOBS > CLIENTS )) && JOBS=$CLIENTS
 # as root: again as BENCH_USER (bench/lib/cluster.sh); then, unprivileged
-bench_as_user NXACTS SCALE CLIENTS JOBS RUNS
+ALT_LIB=${ALT_LIB:-}
+ALT_LABEL=${ALT_LABEL:-another build}
+if [[ -n $ALT_LIB ]]; then
+	[[ -f $ALT_LIB ]] || die "ALT_LIB: no file $ALT_LIB"
+	altdest="$("$PGBIN/pg_config" --pkglibdir)/pa_alt.so"
+	if ! cmp -s "$ALT_LIB" "$altdest"; then
+		install -m 644 "$ALT_LIB" "$altdest" || die "ALT_LIB: cannot install it as $altdest"
+	fi
+fi
+bench_as_user NXACTS SCALE CLIENTS JOBS RUNS ALT_LIB ALT_LABEL
 PGBENCH_LOG=$WORKDIR/pgbench.log
 CSV=$WORKDIR/decode_results.csv
 DB=bench
@@ -53,7 +68,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # ---------------------------------------------------------------------------
 # Cluster.
 # ---------------------------------------------------------------------------
-NSLOTS=$(( 3 * RUNS ))
+# the alternative build's plugin may be decoded through
+[[ -z $ALT_LIB ]] || OUTPUT_PLUGINS+=", pa_alt"
+NSLOTS=$(( 4 * RUNS ))
 MAX_SLOTS=$(( NSLOTS > 10 ? NSLOTS : 10 ))
 
 PROV_SLOTS=$MAX_SLOTS
@@ -86,6 +103,12 @@ declare -A SQLOPTS=(
 	[pa_text]="'proto_version', '1', 'publication_names', 'p'"
 	[pa_binary]="'proto_version', '1', 'publication_names', 'p', 'binary', 'true'"
 )
+if [[ -n $ALT_LIB ]]; then
+	VARIANTS+=(pa_alt_binary)
+	PLUGIN[pa_alt_binary]=pa_alt
+	OPTS[pa_alt_binary]=${OPTS[pa_binary]}
+	SQLOPTS[pa_alt_binary]=${SQLOPTS[pa_binary]}
+fi
 slot_name() { echo "bench_${1}_$2"; }
 
 log "creating $NSLOTS logical slots"
@@ -122,17 +145,35 @@ WAL_MB=$(awk -v b="$WAL_BYTES" 'BEGIN { printf "%.1f", b / 1048576 }')
 # backlog once per variant, so the WAL is in the page cache before any timed
 # run, and it counts the messages and bytes each plugin produces.
 # ---------------------------------------------------------------------------
-declare -A MSGS BYTES PEEK_SECS
+declare -A MSGS BYTES PEEK_SECS DIGEST
 for v in "${VARIANTS[@]}"; do
 	log "warm-up: peeking $(slot_name "$v" 1)"
 	t0=$(now)
-	res=$(qd -F ' ' -c "SELECT count(*), coalesce(sum(octet_length(data)), 0)
-		FROM pg_logical_slot_peek_binary_changes('$(slot_name "$v" 1)', '$END_LSN', NULL, ${SQLOPTS[$v]})")
+	res=$(qd -F ' ' -c "SELECT count(*), coalesce(sum(octet_length(data)), 0),
+			md5(string_agg(data, ''::bytea ORDER BY n))
+		FROM (SELECT row_number() OVER () AS n, data
+			FROM pg_logical_slot_peek_binary_changes('$(slot_name "$v" 1)', '$END_LSN', NULL, ${SQLOPTS[$v]})) c")
 	t1=$(now)
-	MSGS[$v]=${res%% *}
-	BYTES[$v]=${res##* }
+	read -r MSGS[$v] BYTES[$v] DIGEST[$v] <<<"$res"
 	PEEK_SECS[$v]=$(elapsed "$t0" "$t1")
 	(( MSGS[$v] > XACTS )) || die "$v produced only ${MSGS[$v]} messages for $XACTS transactions"
+done
+# two builds of one protocol must send the same bytes
+[[ -z $ALT_LIB || ${DIGEST[pa_alt_binary]} == "${DIGEST[pa_binary]}" ]] ||
+	die "pa_alt_binary ($ALT_LABEL) sent other bytes than pa_binary: md5 ${DIGEST[pa_alt_binary]} against ${DIGEST[pa_binary]}"
+
+# The plugin's own share, without a client: RUNS more SQL peeks of each
+# variant's run-1 slot, rotating as the timed runs do.  A peek decodes in
+# the backend and returns the messages to it, so nothing is sent over a
+# socket and no second process competes for the CPUs.
+declare -A PSECS
+for (( r = 1; r <= RUNS; r++ )); do
+	for (( i = 0; i < ${#VARIANTS[@]}; i++ )); do
+		v=${VARIANTS[$(( (r - 1 + i) % ${#VARIANTS[@]} ))]}
+		t0=$(now)
+		qd -c "SELECT count(*) FROM pg_logical_slot_peek_binary_changes('$(slot_name "$v" 1)', '$END_LSN', NULL, ${SQLOPTS[$v]})" >/dev/null
+		PSECS[$v,$r]=$(elapsed "$t0" "$(now)")
+	done
 done
 
 # ---------------------------------------------------------------------------
@@ -192,17 +233,33 @@ echo "backlog:   $XACTS TPC-B transactions ($CLIENTS clients x $PER_CLIENT), loa
 echo "           WAL $START_LSN .. $END_LSN = $WAL_BYTES bytes ($WAL_MB MiB)"
 echo
 echo "warm-up (SQL peek up to the end LSN, not timed for the ratio):"
-printf '  %-10s %-15s %10s messages %12s bytes %8ss\n' "variant" "plugin" "" "" ""
+printf '  %-14s %-15s %10s messages %12s bytes %8ss\n' "variant" "plugin" "" "" ""
 for v in "${VARIANTS[@]}"; do
-	printf '  %-10s %-15s %10s messages %12s bytes %8ss\n' "$v" "${PLUGIN[$v]}" "${MSGS[$v]}" "${BYTES[$v]}" "${PEEK_SECS[$v]}"
+	printf '  %-14s %-15s %10s messages %12s bytes %8ss\n' "$v" "${PLUGIN[$v]}" "${MSGS[$v]}" "${BYTES[$v]}" "${PEEK_SECS[$v]}"
+done
+echo
+echo "timed SQL peeks (pg_logical_slot_peek_binary_changes up to the end LSN, no client), seconds:"
+printf '  %-14s' "variant"
+for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
+printf ' %8s %12s\n' "median" "us/xact"
+declare -A PMED
+for v in "${VARIANTS[@]}"; do
+	printf '  %-14s' "$v"
+	vals=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		printf ' %8s' "${PSECS[$v,$r]}"
+		vals+=("${PSECS[$v,$r]}")
+	done
+	PMED[$v]=$(median "${vals[@]}")
+	printf ' %8s %12s\n' "${PMED[$v]}" "$(awk -v x="$XACTS" -v s="${PMED[$v]}" 'BEGIN { printf "%.2f", 1e6 * s / x }')"
 done
 echo
 echo "timed decode (pg_recvlogical --start -E $END_LSN --no-loop -f /dev/null), seconds:"
-printf '  %-10s' "variant"
+printf '  %-14s' "variant"
 for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
 printf ' %8s %10s %8s\n' "median" "xacts/s" "spread"
 for v in "${VARIANTS[@]}"; do
-	printf '  %-10s' "$v"
+	printf '  %-14s' "$v"
 	vals=()
 	for (( r = 1; r <= RUNS; r++ )); do
 		printf ' %8s' "${SECS[$v,$r]}"
@@ -218,6 +275,11 @@ echo "  order: run r starts with variant r of (${VARIANTS[*]}) and rotates"
 echo
 echo "ratio parallel_apply(text)/pgoutput   = $R_TEXT (target <= $TARGET) $(verdict "$R_TEXT")"
 echo "ratio parallel_apply(binary)/pgoutput = $R_BIN (target <= $TARGET) $(verdict "$R_BIN")"
+if [[ -n $ALT_LIB ]]; then
+	echo "ratio pa_binary/pa_alt_binary ($ALT_LABEL: $ALT_LIB) = $(ratio "${MED[pa_binary]}" "${MED[pa_alt_binary]}") (below 1.00 this build decodes faster; the same bytes: md5 ${DIGEST[pa_binary]})"
+	echo "  run by run: $(for (( r = 1; r <= RUNS; r++ )); do printf '%s ' "$(ratio "${SECS[pa_binary,$r]}" "${SECS[pa_alt_binary,$r]}")"; done)"
+	echo "  SQL peeks: $(ratio "${PMED[pa_binary]}" "${PMED[pa_alt_binary]}"), run by run: $(for (( r = 1; r <= RUNS; r++ )); do printf '%s ' "$(ratio "${PSECS[pa_binary,$r]}" "${PSECS[pa_alt_binary,$r]}")"; done)"
+fi
 echo
 echo "csv:       $CSV"
 
