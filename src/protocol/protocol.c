@@ -32,6 +32,7 @@
 #include "access/sysattr.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -74,16 +75,18 @@ pa_type_binary_safe(Oid typid)
 }
 
 /*
- * The send functions whose binary form is the datum itself as a signed or
- * unsigned integer in network byte order, and its width: 1 for boolsend
- * (0 or 1), else that of the type.  write_tuple() writes those bytes
- * without calling the function, which would allocate a buffer for each
- * datum (pq_begintypsend) and copy it out again; the bytes are the same,
- * so the writers' receive functions read them as they read the function's.
- * 0 for any other function.
+ * The send functions write_tuple() can do without, as each of them would
+ * allocate a buffer for the datum (pq_begintypsend) and copy it out again:
+ * those whose binary form is the datum itself as a signed or unsigned
+ * integer in network byte order give its width (1 for boolsend: 0 or 1);
+ * textsend, and bpcharsend and varcharsend, which are textsend, give
+ * PA_SEND_TEXT: the string converted to the client's encoding by
+ * pq_sendtext(), as textsend does.  The bytes are the same, so the
+ * writers' receive functions read them as they read the function's.  0
+ * for any other function.
  */
 int
-pa_fixed_send_width(Oid sendfunc)
+pa_direct_send(Oid sendfunc)
 {
 	switch (sendfunc)
 	{
@@ -100,6 +103,10 @@ pa_fixed_send_width(Oid sendfunc)
 		case F_TIMESTAMP_SEND:
 		case F_TIMESTAMPTZ_SEND:
 			return 8;
+		case F_TEXTSEND:
+		case F_BPCHARSEND:
+		case F_VARCHARSEND:
+			return PA_SEND_TEXT;
 		default:
 			return 0;
 	}
@@ -336,9 +343,26 @@ write_tuple(StringInfo out, TupleDesc desc, const PaColumnOutput *cols,
 			continue;
 		}
 
-		if (col->sendlen > 0)
+		if (col->sendlen == PA_SEND_TEXT)
 		{
-			/* as the send function writes it (pa_fixed_send_width) */
+			/* as textsend writes it, the length once it is known */
+			struct varlena *t = (struct varlena *) DatumGetPointer(values[i]);
+			struct varlena *v = pg_detoast_datum_packed(t);
+			int			lenpos;
+			uint32		n32;
+
+			pq_sendbyte(out, PA_DATUM_BINARY);
+			lenpos = out->len;
+			pq_sendint32(out, 0);
+			pq_sendtext(out, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+			n32 = pg_hton32((uint32) (out->len - lenpos - 4));
+			memcpy(out->data + lenpos, &n32, sizeof(n32));
+			if (v != t)
+				pfree(v);
+		}
+		else if (col->sendlen > 0)
+		{
+			/* as the send function writes it (pa_direct_send) */
 			enlargeStringInfo(out, 1 + 4 + col->sendlen);
 			pq_writeint8(out, PA_DATUM_BINARY);
 			pq_writeint32(out, col->sendlen);

@@ -235,14 +235,17 @@ typedef struct PaColumnOutput
 	bool		skip;			/* dropped or generated: not sent */
 	bool		binary;			/* send function, else output function */
 	int8		sendlen;		/* binary, and the send function one that
-								 * sends the datum as an integer of this
-								 * many bytes: written without calling it
-								 * (pa_fixed_send_width); else 0 */
+								 * write_tuple() can do without: the width
+								 * of the integer it sends, or
+								 * PA_SEND_TEXT (pa_direct_send);
+								 * else 0 */
 	FmgrInfo	func;
 } PaColumnOutput;
 
 extern bool pa_type_binary_safe(Oid typid);
-extern int	pa_fixed_send_width(Oid sendfunc);
+/* pa_direct_send(): textsend's form, the string in client encoding */
+#define PA_SEND_TEXT		(-1)
+extern int	pa_direct_send(Oid sendfunc);
 /* The types below the limit that are not safe, arrays included. */
 extern const Oid pa_binary_unsafe_types[];
 extern const int pa_binary_unsafe_ntypes;

@@ -277,7 +277,7 @@ build_columns(PaOutputData *data, PaRelSyncEntry *entry, Relation pubrel)
 		}
 		col->binary = data->binary && type_sends_binary(att->atttypid, &func);
 		if (col->binary)
-			col->sendlen = pa_fixed_send_width(func);
+			col->sendlen = pa_direct_send(func);
 		else
 			getTypeOutputInfo(att->atttypid, &func, &isvarlena);
 		fmgr_info_cxt(func, &col->func, entry->entry_cxt);

@@ -86,6 +86,18 @@ UPDATE fixed SET c_int4 = c_int4 - 1 WHERE id = -1;
 SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');
 DROP TABLE fixed;
 
+-- and text, varchar and char as textsend writes them, a compressed value
+-- (inline, and out of line) and the empty string included
+SET default_toast_compression = pglz;
+CREATE TABLE texts (id int PRIMARY KEY, c_text text, c_varchar varchar, c_char char(4));
+ALTER PUBLICATION pub_datums ADD TABLE texts;
+INSERT INTO texts VALUES (1, repeat('ab', 1000), '', 'x'), (2, repeat('cd', 100000), 'grüße', NULL);
+SELECT id, pg_column_compression(c_text) FROM texts ORDER BY id;
+SELECT md5(repeat('ab', 1000)) AS md5_1, md5(repeat('cd', 100000)) AS md5_2;
+SELECT * FROM get_changes_text('datums', NULL, NULL, false, :opts, 'binary', 'on');
+DROP TABLE texts;
+RESET default_toast_compression;
+
 SELECT pg_drop_replication_slot('datums');
 DROP PUBLICATION pub_datums;
 DROP TABLE datums, toasty;
