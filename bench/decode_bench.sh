@@ -238,35 +238,41 @@ for v in "${VARIANTS[@]}"; do
 	printf '  %-14s %-15s %10s messages %12s bytes %8ss\n' "$v" "${PLUGIN[$v]}" "${MSGS[$v]}" "${BYTES[$v]}" "${PEEK_SECS[$v]}"
 done
 echo
+# runs_header: the runs' column heads; runs_row TIMES VARIANT: the
+# variant's RUNS times from the array named TIMES (keyed "variant,run"),
+# printed and left in VALS
+runs_header() {
+	local r
+	printf '  %-14s' "variant"
+	for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
+}
+runs_row() {
+	local -n times=$1
+	local r
+	printf '  %-14s' "$2"
+	VALS=()
+	for (( r = 1; r <= RUNS; r++ )); do
+		printf ' %8s' "${times[$2,$r]}"
+		VALS+=("${times[$2,$r]}")
+	done
+}
 echo "timed SQL peeks (pg_logical_slot_peek_binary_changes up to the end LSN, no client), seconds:"
-printf '  %-14s' "variant"
-for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
+runs_header
 printf ' %8s %12s\n' "median" "us/xact"
 declare -A PMED
 for v in "${VARIANTS[@]}"; do
-	printf '  %-14s' "$v"
-	vals=()
-	for (( r = 1; r <= RUNS; r++ )); do
-		printf ' %8s' "${PSECS[$v,$r]}"
-		vals+=("${PSECS[$v,$r]}")
-	done
-	PMED[$v]=$(median "${vals[@]}")
+	runs_row PSECS "$v"
+	PMED[$v]=$(median "${VALS[@]}")
 	printf ' %8s %12s\n' "${PMED[$v]}" "$(awk -v x="$XACTS" -v s="${PMED[$v]}" 'BEGIN { printf "%.2f", 1e6 * s / x }')"
 done
 echo
 echo "timed decode (pg_recvlogical --start -E $END_LSN --no-loop -f /dev/null), seconds:"
-printf '  %-14s' "variant"
-for (( r = 1; r <= RUNS; r++ )); do printf ' %8s' "run$r"; done
+runs_header
 printf ' %8s %10s %8s\n' "median" "xacts/s" "spread"
 for v in "${VARIANTS[@]}"; do
-	printf '  %-14s' "$v"
-	vals=()
-	for (( r = 1; r <= RUNS; r++ )); do
-		printf ' %8s' "${SECS[$v,$r]}"
-		vals+=("${SECS[$v,$r]}")
-	done
+	runs_row SECS "$v"
 	# spread: (slowest - fastest) / median; large values mean a noisy machine
-	spread=$(printf '%s\n' "${vals[@]}" | awk -v m="${MED[$v]}" '
+	spread=$(printf '%s\n' "${VALS[@]}" | awk -v m="${MED[$v]}" '
 		NR == 1 { lo = hi = $1 } { if ($1 < lo) lo = $1; if ($1 > hi) hi = $1 }
 		END { printf "%.0f%%", 100 * (hi - lo) / m }')
 	printf ' %8s %10s %8s\n' "${MED[$v]}" "$(awk -v x="$XACTS" -v s="${MED[$v]}" 'BEGIN { printf "%.0f", x / s }')" "$spread"
